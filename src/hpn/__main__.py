@@ -1,0 +1,3 @@
+from hpn.cli import main
+
+main()

@@ -1,0 +1,39 @@
+"""The `hpn` command line: thin, it only parses and calls the layers.
+
+Each command family lives in its own module and is registered here.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from pydantic import ValidationError
+
+from hpn.cli import demo, topo
+from hpn.config import one_line
+from hpn.errors import InputError
+
+app = typer.Typer(
+    name="hpn",
+    help="Alibaba HPN fabrics and the Aegaeon serving pool: build, route, simulate, size.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(topo.app, name="topo")
+app.command("demo")(demo.demo)
+
+
+def main() -> None:
+    """Entry point: bad input becomes one line on stderr and exit code 2."""
+    try:
+        app()
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except ValidationError as e:
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        sys.exit(2)
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,38 @@
+"""Output helpers shared by commands: one JSON object on stdout, rich tables otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+stdout = Console()
+stderr = Console(stderr=True)
+
+
+def _default(x: Any) -> Any:
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")
+
+
+def emit_json(obj: dict[str, Any]) -> None:
+    """Exactly one JSON object on stdout, nothing else."""
+    sys.stdout.write(json.dumps(obj, default=_default, indent=2) + "\n")
+
+
+def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value", justify="right")
+    for k, v in rows:
+        table.add_row(k, f"{v:,}" if isinstance(v, int) else str(v))
+    return table
