@@ -23,11 +23,11 @@ _PATTERN = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-z/µ]*)\s*$")
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 _BARE_BIN = {"K": 2**10, "k": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}
-_TIME = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
+_TIME = {  # a number, or 1 / a number (divided, so that 25ns is exactly 25e-9)
+    "ns": (1e9,),
+    "us": (1e6,),
+    "µs": (1e6,),
+    "ms": (1e3,),
     "s": 1.0,
     "sec": 1.0,
     "min": 60.0,
@@ -98,12 +98,13 @@ def parse_duration(value: object, field: str = "duration") -> float:
     """Duration in seconds."""
     number, unit = _split(value, "duration", field)
     if unit == "":
-        scale = 1.0
+        seconds = number
     elif unit in _TIME:
         scale = _TIME[unit]
+        seconds = number / scale[0] if isinstance(scale, tuple) else number * scale
     else:
         raise _fail(value, "duration", field)
-    return _nonneg(number * scale, value, "duration", field)
+    return _nonneg(seconds, value, "duration", field)
 
 
 def parse_size_list(value: str, field: str = "sizes") -> list[float]:

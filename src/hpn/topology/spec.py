@@ -67,6 +67,7 @@ class RailOnlySpec(HpnSpec):
     """The rail-only alternative of the paper's Table 4: tier 2 per rail and plane."""
 
     preset: Literal["rail-only"] = "rail-only"  # type: ignore[assignment]
+    segments: int = Field(120, ge=1, le=4096, description="segments per pod (120: Table 4)")
     rail_only: bool = True
 
 
