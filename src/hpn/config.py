@@ -43,7 +43,7 @@ Duration = Annotated[
 
 
 class Model(BaseModel):
-    """Base for every config model: unknown fields are errors, values are validated on assignment."""
+    """Base for config models: unknown fields are errors; defaults and assignments validated."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, validate_default=True)
 
@@ -58,7 +58,10 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
     if "error" in ctx and isinstance(ctx["error"], InputError):
         msg = ctx["error"].message
     msg = msg.removeprefix("Value error, ")
-    return InputError(field or "config", f"{msg} (got {first.get('input')!r})")
+    value = first.get("input")
+    if isinstance(value, str | int | float | bool) and repr(value) not in msg:
+        msg = f"{msg} (got {value!r})"
+    return InputError(field or "config", msg)
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:

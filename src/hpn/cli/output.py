@@ -30,7 +30,7 @@ def emit_json(obj: dict[str, Any]) -> None:
 
 
 def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
+    table = Table(title=title, show_header=False, title_justify="left", min_width=len(title) + 2)
     table.add_column("field", style="bold")
     table.add_column("value", justify="right")
     for k, v in rows:

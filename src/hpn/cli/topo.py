@@ -1,7 +1,321 @@
-"""`hpn topo ...`: build, summarize, export, import and price fabrics."""
+"""`hpn topo ...`: build, summarize, export, import, price and draw fabrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
-app = typer.Typer(
-    help="Build fabrics: summary, export, import, bill of materials.", no_args_is_help=True
+from hpn.cli.fabric_opts import (
+    AggOversubOpt,
+    ChipOpt,
+    ConfigOpt,
+    FrontendOpt,
+    KOpt,
+    NoRailOpt,
+    PodsOpt,
+    PresetOpt,
+    SegmentsOpt,
+    SetOpt,
+    SinglePlaneOpt,
+    SingleTorOpt,
+    SpeedOpt,
+    spec_from_options,
 )
+from hpn.cli.output import emit_json, kv_table, stdout
+from hpn.config import load_toml
+from hpn.errors import InputError
+from hpn.topology import build
+from hpn.topology.presets import PRESETS
+
+app = typer.Typer(
+    help="Build fabrics: summary, export, import, bill of materials, pictures.",
+    no_args_is_help=True,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+
+
+def _spec(
+    preset,
+    config,
+    sets,
+    pods,
+    segments,
+    single_plane,
+    single_tor,
+    no_rail,
+    agg_oversub,
+    chip,
+    k,
+    speed,
+    frontend,
+):
+    return spec_from_options(
+        preset,
+        config,
+        sets,
+        pods=pods,
+        segments=segments,
+        single_plane=single_plane,
+        single_tor=single_tor,
+        no_rail=no_rail,
+        agg_oversubscription=agg_oversub,
+        chip=chip,
+        k=k,
+        speed=speed,
+        frontend=frontend,
+    )
+
+
+def summary_rows(s: dict) -> list[tuple[str, object]]:
+    rows: list[tuple[str, object]] = [
+        ("preset", s["preset"]),
+        ("pods", s["pods"]),
+        ("segments", s["segments"]),
+        ("GPUs (active)", s["gpus"]),
+        ("backup GPUs", s["backup_gpus"]),
+        ("hosts (incl. backup)", s["hosts"]),
+    ]
+    rows += [(f"{k} switches", v) for k, v in s["switches"].items()]
+    rows += [(f"{k} links", v) for k, v in s["links"].items()]
+    rows += [
+        ("ToR oversubscription", s["tor_oversubscription"]),
+        ("Agg oversubscription", s["agg_oversubscription"]),
+        ("paths between ToRs", s["paths_between_tors"]),
+        ("max segments per pod", s["max_segments_per_pod"]),
+        ("max GPUs per pod", s["max_gpus_per_pod"]),
+        ("max pods", s["max_pods"]),
+    ]
+    if "frontend" in s:
+        fe = s["frontend"]
+        rows += [("frontend NICs", fe["nics"])]
+        rows += [(f"frontend {k} switches", v) for k, v in fe["switches"].items()]
+    return rows
+
+
+@app.command()
+def summary(
+    preset: PresetOpt = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
+    pods: PodsOpt = None,
+    segments: SegmentsOpt = None,
+    single_plane: SinglePlaneOpt = False,
+    single_tor: SingleTorOpt = False,
+    no_rail: NoRailOpt = False,
+    agg_oversubscription: AggOversubOpt = None,
+    chip: ChipOpt = None,
+    k: KOpt = None,
+    speed: SpeedOpt = None,
+    frontend: FrontendOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Counts, oversubscription, paths and limits of a fabric."""
+    from hpn.topology.summary import summarize
+
+    spec = _spec(
+        preset,
+        config,
+        sets,
+        pods,
+        segments,
+        single_plane,
+        single_tor,
+        no_rail,
+        agg_oversubscription,
+        chip,
+        k,
+        speed,
+        frontend,
+    )
+    s = summarize(build(spec))
+    if json_out:
+        emit_json(s)
+    else:
+        stdout.print(kv_table(PRESETS[s["preset"]].summary, summary_rows(s)))
+
+
+@app.command()
+def export(
+    out: Annotated[Path, typer.Option("--out", help="File to write.")],
+    fmt: Annotated[str, typer.Option("--format", help="json, graphml or simai.")] = "json",
+    gpu_type: Annotated[str, typer.Option(help="GPU type in the SimAI header.")] = "H800",
+    preset: PresetOpt = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
+    pods: PodsOpt = None,
+    segments: SegmentsOpt = None,
+    single_plane: SinglePlaneOpt = False,
+    single_tor: SingleTorOpt = False,
+    no_rail: NoRailOpt = False,
+    agg_oversubscription: AggOversubOpt = None,
+    chip: ChipOpt = None,
+    k: KOpt = None,
+    speed: SpeedOpt = None,
+    frontend: FrontendOpt = False,
+) -> None:
+    """Write a fabric as JSON (lossless), GraphML or a SimAI/ns-3 topology file."""
+    from hpn.topology.export import FORMATS, write
+
+    if fmt not in FORMATS:
+        raise InputError("--format", f"choose from {', '.join(FORMATS)}, got {fmt!r}")
+    spec = _spec(
+        preset,
+        config,
+        sets,
+        pods,
+        segments,
+        single_plane,
+        single_tor,
+        no_rail,
+        agg_oversubscription,
+        chip,
+        k,
+        speed,
+        frontend,
+    )
+    write(build(spec), fmt, out, gpu_type)
+    stdout.print(f"wrote {out} ({fmt})", highlight=False)
+
+
+@app.command("import")
+def import_(
+    path: Annotated[Path, typer.Argument(help="A SimAI/ns-3 topology, .json or .graphml file.")],
+    fmt: Annotated[str | None, typer.Option("--format", help="json, graphml or simai.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Read a fabric file and print its summary."""
+    from hpn.topology.export import read
+    from hpn.topology.summary import summarize
+
+    s = summarize(read(path, fmt))
+    if json_out:
+        emit_json(s)
+    else:
+        stdout.print(kv_table(f"imported from {path}", summary_rows(s)))
+
+
+@app.command()
+def bom(
+    prices: Annotated[
+        Path | None, typer.Option(help="TOML with [prices] switch/transceiver/cable tables.")
+    ] = None,
+    preset: PresetOpt = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
+    pods: PodsOpt = None,
+    segments: SegmentsOpt = None,
+    single_plane: SinglePlaneOpt = False,
+    single_tor: SingleTorOpt = False,
+    no_rail: NoRailOpt = False,
+    agg_oversubscription: AggOversubOpt = None,
+    chip: ChipOpt = None,
+    k: KOpt = None,
+    speed: SpeedOpt = None,
+    frontend: FrontendOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Bill of materials: switches, optics, cables, switch power, heat-sink check, cost."""
+    from rich.table import Table
+
+    from hpn.config import one_line
+    from hpn.topology.bom import Prices, bill_of_materials
+
+    spec = _spec(
+        preset,
+        config,
+        sets,
+        pods,
+        segments,
+        single_plane,
+        single_tor,
+        no_rail,
+        agg_oversubscription,
+        chip,
+        k,
+        speed,
+        frontend,
+    )
+    price_model = None
+    for source in (config, prices):
+        if source is not None:
+            data = load_toml(source)
+            if "prices" in data:
+                from pydantic import ValidationError
+
+                try:
+                    price_model = Prices(**data["prices"])
+                except ValidationError as e:
+                    raise one_line(e, "prices") from None
+    b = bill_of_materials(build(spec), price_model)
+    if json_out:
+        emit_json(b)
+        return
+    t = Table(title="switches", title_justify="left")
+    for col in ("tier", "chip", "count", "power_w"):
+        t.add_column(col, justify="right" if col in ("count", "power_w") else "left")
+    for s in b["switches"]:
+        t.add_row(s["tier"], s["chip"], f"{s['count']:,}", f"{s['power_w']:,.0f}")
+    stdout.print(t)
+    t = Table(title="links", title_justify="left")
+    for col in ("tier", "speed", "cables", "transceivers"):
+        t.add_column(col, justify="right" if col in ("cables", "transceivers") else "left")
+    for x in b["links"]:
+        t.add_row(x["tier"], x["speed"], f"{x['cables']:,}", f"{x['transceivers']:,}")
+    stdout.print(t)
+    chip_info = b["chip"]
+    fits = [n for n, v in b["thermal"].items() if v["fits"]]
+    stdout.print(
+        f"chip {chip_info['capacity']}: {chip_info['power_w']:.0f} W"
+        + (" (extrapolated)" if chip_info["power_extrapolated"] else "")
+        + f"; heat sinks that can cool it: {', '.join(fits) or 'none'}; "
+        f"switch power {b['totals']['switch_power_kw']:,} kW",
+        highlight=False,
+    )
+    if "cost" in b:
+        stdout.print(json.dumps(b["cost"]))
+
+
+@app.command()
+def draw(
+    out: Annotated[Path, typer.Option("--out", help="Picture file (.png, .svg, .pdf).")] = Path(
+        "segment.png"
+    ),
+    segment: Annotated[int, typer.Option(help="Segment index within the pod.")] = 0,
+    pod: Annotated[int, typer.Option(help="Pod index.")] = 0,
+    preset: PresetOpt = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
+    pods: PodsOpt = None,
+    segments: SegmentsOpt = None,
+    single_plane: SinglePlaneOpt = False,
+    single_tor: SingleTorOpt = False,
+    no_rail: NoRailOpt = False,
+    agg_oversubscription: AggOversubOpt = None,
+    chip: ChipOpt = None,
+    k: KOpt = None,
+    speed: SpeedOpt = None,
+) -> None:
+    """Draw one segment: hosts, ToRs by rail and plane, the Aggs above."""
+    from hpn.topology.draw import draw_segment
+
+    spec = _spec(
+        preset,
+        config,
+        sets,
+        pods,
+        segments,
+        single_plane,
+        single_tor,
+        no_rail,
+        agg_oversubscription,
+        chip,
+        k,
+        speed,
+        False,
+    )
+    draw_segment(build(spec), out, pod=pod, segment=segment)
+    stdout.print(f"wrote {out}", highlight=False)

@@ -6,7 +6,7 @@ Agg ``j`` of every pod linked to its own group of cores.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -148,7 +148,7 @@ def add_frontend(
     s = frontend_shape(chip, nic_bw, latency, speed)
     nseg = -(-len(nics) // s.tor_down)
     pods = -(-nseg // s.segments_per_pod)
-    s = Clos3Shape(**{**s.__dict__, "segments_per_pod": min(nseg, s.segments_per_pod)})
+    s = replace(s, segments_per_pod=min(nseg, s.segments_per_pod))
     check_shape(s, pods, "frontend.")
     attach = np.full((nseg, 2, s.tor_down), -1, np.int64)
     flat = np.full(nseg * s.tor_down, -1, np.int64)

@@ -9,6 +9,8 @@ with 4 parallel links each (our port-consistent choice), giving 128 cores and up
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from hpn.errors import InputError
@@ -32,8 +34,8 @@ def dcn_shape(spec: DcnPlusSpec) -> Clos3Shape:
         spec.tor_uplinks if spec.tor_uplinks is not None else up_default,
     )
     agg = agg_budget(spec.chip, spec.uplink_speed, spec.agg_oversubscription)
-    return Clos3Shape(
-        segments_per_pod=spec.segments,
+    shape = Clos3Shape(
+        segments_per_pod=spec.segments or 1,
         tor_down=tor.down_active,
         down_speed=port_speed,
         tor_uplinks=tor.uplinks,
@@ -47,6 +49,9 @@ def dcn_shape(spec: DcnPlusSpec) -> Clos3Shape:
         network=Network.BACKEND,
         tiers=(LinkTier.NIC_TOR, LinkTier.TOR_AGG, LinkTier.AGG_CORE),
     )
+    if spec.segments is None and shape.max_segments_per_pod >= 1:
+        shape = replace(shape, segments_per_pod=shape.max_segments_per_pod)
+    return shape
 
 
 def build_dcn_plus(spec: DcnPlusSpec) -> Fabric:
@@ -56,21 +61,22 @@ def build_dcn_plus(spec: DcnPlusSpec) -> Fabric:
     hosts_per_seg = s.tor_down // G
     if hosts_per_seg < 1:
         raise InputError("tor", f"needs {G} downlinks for one host, has {s.tor_down}")
-    nseg = spec.pods * spec.segments
+    S = s.segments_per_pod
+    nseg = spec.pods * S
     seg = np.repeat(np.arange(nseg), hosts_per_seg)
     asm = Assembly()
     gpu = add_hosts(
         asm,
         spec,
-        seg // spec.segments,
-        seg % spec.segments,
+        seg // S,
+        seg % S,
         np.zeros(len(seg), bool),
         rail_optimized=False,
     )
     ports_used = hosts_per_seg * G
     attach = np.full((nseg, 2, s.tor_down), -1, np.int64)
     attach[:, 0, :ports_used] = attach[:, 1, :ports_used] = gpu.reshape(nseg, ports_used)
-    wire_clos3(asm, attach, np.arange(nseg) // spec.segments, spec.pods, s)
+    wire_clos3(asm, attach, np.arange(nseg) // S, spec.pods, s)
     meta = {
         "tor_oversubscription": s.tor_down * s.down_speed / (s.tor_uplinks * s.speed),
         "agg_oversubscription": s.agg_down / s.agg_up if s.agg_up else float("inf"),
@@ -82,7 +88,7 @@ def build_dcn_plus(spec: DcnPlusSpec) -> Fabric:
         "max_pods": s.max_pods,
     }
     if spec.frontend:
-        nics = add_frontend_nics(asm, len(seg), seg // spec.segments)
+        nics = add_frontend_nics(asm, len(seg), seg // S)
         meta.update(
             add_frontend(
                 asm,

@@ -57,14 +57,15 @@ def hpn_shape(spec: HpnSpec) -> dict[str, int | float]:
     agg = agg_budget(spec.chip, spec.uplink_speed, spec.agg_oversubscription)
     tors_per_group_per_segment = tors_per_segment // groups
     max_segments = agg.down // tors_per_group_per_segment
-    multi = spec.segments > 1 or spec.pods > 1
+    segments = spec.segments or max(max_segments, 1)
+    multi = segments > 1 or spec.pods > 1
     if multi and aggs_per_group < 1:
         raise InputError("tor", "needs at least 1 uplink to join segments, has 0")
     require(
         "agg",
-        spec.segments * tors_per_group_per_segment,
+        segments * tors_per_group_per_segment,
         agg.down,
-        f"downlink ports for {spec.segments} segments x {tors_per_group_per_segment} ToRs",
+        f"downlink ports for {segments} segments x {tors_per_group_per_segment} ToRs",
     )
     core_group = spec.aggs_per_core_group
     if core_group is None:
@@ -82,6 +83,7 @@ def hpn_shape(spec: HpnSpec) -> dict[str, int | float]:
             raise InputError("agg", "needs uplinks for a core tier, has 0")
         require("core", spec.pods * core_group, core_radix, f"ports for {spec.pods} pods")
     return {
+        "segments": segments,
         "sides": sides,
         "port_speed": port_speed,
         "tor_down_active": tor.down_active,
@@ -108,7 +110,7 @@ def hpn_shape(spec: HpnSpec) -> dict[str, int | float]:
 def build_hpn(spec: HpnSpec) -> Fabric:
     s = hpn_shape(spec)
     asm = Assembly()
-    P, S, G = spec.pods, spec.segments, spec.gpus_per_host
+    P, S, G = spec.pods, int(s["segments"]), spec.gpus_per_host
     Ha, Hb = int(s["hosts_per_segment"]), int(s["backup_hosts_per_segment"])
     H = Ha + Hb
     seg_global = np.repeat(np.arange(P * S), H)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator
 
 from hpn.config import Bandwidth, Duration, Model
 
@@ -30,12 +30,12 @@ class HostFields(Model):
     frontend: bool = Field(False, description="also build the frontend network (NIC0 per host)")
     frontend_nic_bandwidth: Bandwidth = Field("400G", description="frontend NIC (2 x 200G)")
 
-    @model_validator(mode="after")
-    def _positive(self) -> HostFields:
-        for name in ("nic_bandwidth", "nvlink_bandwidth", "chip", "uplink_speed"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0")
-        return self
+    @field_validator("nic_bandwidth", "nvlink_bandwidth", "chip", "uplink_speed")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be > 0")
+        return value
 
 
 class HpnSpec(HostFields):
@@ -43,7 +43,9 @@ class HpnSpec(HostFields):
 
     preset: Literal["hpn"] = "hpn"
     pods: int = Field(1, ge=1, le=1024, description="pods (a core tier joins them when > 1)")
-    segments: int = Field(15, ge=1, le=4096, description="segments per pod")
+    segments: int | None = Field(
+        None, ge=1, le=4096, description="segments per pod (default: as many as the Aggs take)"
+    )
     dual_tor: bool = Field(True, description="each NIC's two ports on two ToRs (non-stacked)")
     dual_plane: bool = Field(True, description="port-p ToRs link only to plane-p Aggs")
     rail_optimized: bool = Field(True, description="NIC r of every host on ToR pair r")
@@ -67,7 +69,6 @@ class RailOnlySpec(HpnSpec):
     """The rail-only alternative of the paper's Table 4: tier 2 per rail and plane."""
 
     preset: Literal["rail-only"] = "rail-only"  # type: ignore[assignment]
-    segments: int = Field(120, ge=1, le=4096, description="segments per pod (120: Table 4)")
     rail_only: bool = True
 
 
@@ -76,7 +77,9 @@ class DcnPlusSpec(HostFields):
 
     preset: Literal["dcn-plus"] = "dcn-plus"
     pods: int = Field(1, ge=1, le=1024, description="pods (a core tier joins them when > 1)")
-    segments: int = Field(4, ge=1, le=4096, description="segments (ToR pairs) per pod")
+    segments: int | None = Field(
+        None, ge=1, le=4096, description="segments (ToR pairs) per pod (default: the most)"
+    )
     tor_uplinks: int | None = Field(None, ge=1, description="ToR uplinks (default: 1:1)")
     aggs_per_pod: int = Field(8, ge=1, description="Aggs per pod")
     agg_oversubscription: float = Field(1.0, gt=0, le=1024, description="Agg down : up")
@@ -91,13 +94,19 @@ class FatTreeSpec(Model):
     speed: Bandwidth = Field("100G", description="speed of every link")
     link_latency: Duration = Field("500ns", description="latency of every link")
 
-    @model_validator(mode="after")
-    def _even(self) -> FatTreeSpec:
-        if self.k % 2:
-            raise ValueError(f"k must be even, got {self.k}")
-        if self.speed <= 0:
-            raise ValueError("speed must be > 0")
-        return self
+    @field_validator("k")
+    @classmethod
+    def _even(cls, k: int) -> int:
+        if k % 2:
+            raise ValueError("must be even")
+        return k
+
+    @field_validator("speed")
+    @classmethod
+    def _positive(cls, speed: float) -> float:
+        if speed <= 0:
+            raise ValueError("must be > 0")
+        return speed
 
 
 FabricSpec = Annotated[
