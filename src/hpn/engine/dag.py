@@ -1,0 +1,196 @@
+"""``FlowDAG``: the engine's input: network flows and compute tasks with dependencies.
+
+Flows and compute tasks share one id space (task ids, in the order they were added). A task
+starts ``delay`` seconds after its last dependency finishes (or after t = 0 if it has none).
+A flow finishes when its last byte has been sent and has crossed its path (the sum of its
+links' latencies); a compute task finishes ``duration`` seconds after it starts. Flows added
+in one ``add_flows(..., coupled=True)`` call form a coupled group: at every instant all its
+active members get the same rate, the group's bottleneck rate (a pipelined collective).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from hpn.errors import InputError
+from hpn.routing.base import Paths
+
+FLOW, COMPUTE = 0, 1
+
+
+def _arr(x, n: int | None, dtype, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=dtype)
+    if a.ndim == 0 and n is not None:
+        a = np.full(n, a, dtype)
+    if a.ndim != 1 or (n is not None and len(a) != n):
+        raise InputError(name, f"expected {n} values, got shape {a.shape}")
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Tasks:
+    """The DAG as arrays (see :attr:`FlowDAG.tasks`)."""
+
+    kind: np.ndarray  # FLOW / COMPUTE per task
+    local: np.ndarray  # index among flows or among compute tasks
+    delay: np.ndarray  # s
+    flow_task: np.ndarray  # task id per flow
+    src: np.ndarray
+    dst: np.ndarray
+    size: np.ndarray  # bytes per flow
+    group: np.ndarray  # coupled group per flow, -1 = none
+    keys: np.ndarray  # routing key per flow
+    has_path: np.ndarray  # bool per flow: an explicit path was given
+    paths: Paths  # explicit paths of the flows with has_path, in flow order
+    compute_task: np.ndarray
+    node: np.ndarray  # GPU per compute task
+    duration: np.ndarray  # s per compute task
+    dep_before: np.ndarray
+    dep_after: np.ndarray
+
+
+class FlowDAG:
+    """Build a DAG of flows and compute tasks; every ``add_*`` returns the new task ids."""
+
+    def __init__(self) -> None:
+        self._flows: list[tuple] = []
+        self._compute: list[tuple] = []
+        self._deps: list[tuple[np.ndarray, np.ndarray]] = []
+        self._kinds: list[np.ndarray] = []
+        self._delays: list[np.ndarray] = []
+        self.num_tasks = 0
+        self.num_flows = 0
+        self.num_compute = 0
+        self._groups = 0
+
+    def _new_ids(self, n: int, kind: int, delay) -> np.ndarray:
+        ids = np.arange(self.num_tasks, self.num_tasks + n, dtype=np.int64)
+        self.num_tasks += n
+        self._kinds.append(np.full(n, kind, np.int8))
+        self._delays.append(_arr(delay, n, np.float64, "delay"))
+        self.__dict__.pop("tasks", None)
+        return ids
+
+    def add_flows(
+        self,
+        src,
+        dst,
+        size,
+        *,
+        delay=0.0,
+        paths: Paths | None = None,
+        coupled: bool = False,
+        keys=None,
+    ) -> np.ndarray:
+        """Flows ``src[i] -> dst[i]`` of ``size`` bytes (scalars broadcast).
+
+        ``paths``: explicit link-id paths (else the router chooses); ``coupled``: the flows are
+        one coupled group; ``keys``: routing keys (default: the task ids).
+        """
+        src = np.atleast_1d(np.asarray(src, np.int64))
+        n = len(src)
+        dst = _arr(dst, n, np.int64, "dst")
+        size = _arr(size, n, np.float64, "size")
+        if paths is not None and len(paths) != n:
+            raise InputError("paths", f"{len(paths)} paths for {n} flows")
+        ids = self._new_ids(n, FLOW, delay)
+        keys = ids if keys is None else _arr(keys, n, np.int64, "keys")
+        group = np.full(n, -1, np.int64)
+        if coupled and n:
+            group[:] = self._groups
+            self._groups += 1
+        self._flows.append((src, dst, size, group, keys, paths))
+        self.num_flows += n
+        return ids
+
+    def add_compute(self, node, duration, *, delay=0.0) -> np.ndarray:
+        """Compute tasks of ``duration`` seconds on GPU ``node``."""
+        node = np.atleast_1d(np.asarray(node, np.int64))
+        duration = _arr(duration, len(node), np.float64, "duration")
+        ids = self._new_ids(len(node), COMPUTE, delay)
+        self._compute.append((node, duration))
+        self.num_compute += len(node)
+        return ids
+
+    def add_deps(self, before, after) -> None:
+        """Task ``after[i]`` starts only once ``before[i]`` has finished (scalars broadcast)."""
+        b, a = np.broadcast_arrays(np.asarray(before, np.int64), np.asarray(after, np.int64))
+        self._deps.append((b.ravel().copy(), a.ravel().copy()))
+        self.__dict__.pop("tasks", None)
+
+    def chain(self, tasks) -> None:
+        """Run ``tasks`` one after another."""
+        t = np.asarray(tasks, np.int64)
+        self.add_deps(t[:-1], t[1:])
+
+    @cached_property
+    def tasks(self) -> Tasks:
+        kind = np.concatenate(self._kinds) if self._kinds else np.zeros(0, np.int8)
+        local = np.zeros(len(kind), np.int64)
+        is_flow = kind == FLOW
+        local[is_flow] = np.arange(int(is_flow.sum()))
+        local[~is_flow] = np.arange(int((~is_flow).sum()))
+        cols = list(zip(*self._flows, strict=True)) if self._flows else [[]] * 6
+        cat = [np.concatenate(c) if len(c) else np.zeros(0, np.int64) for c in cols[:5]]
+        has = [np.full(len(f[0]), f[5] is not None) for f in self._flows]
+        comp = list(zip(*self._compute, strict=True)) if self._compute else [[], []]
+        deps = list(zip(*self._deps, strict=True)) if self._deps else [[], []]
+        return Tasks(
+            kind=kind,
+            local=local,
+            delay=np.concatenate(self._delays) if self._delays else np.zeros(0),
+            flow_task=np.flatnonzero(is_flow),
+            src=cat[0].astype(np.int64),
+            dst=cat[1].astype(np.int64),
+            size=cat[2].astype(np.float64),
+            group=cat[3].astype(np.int64),
+            keys=cat[4].astype(np.int64),
+            has_path=np.concatenate(has) if has else np.zeros(0, bool),
+            paths=Paths.concat([f[5] for f in self._flows if f[5] is not None]),
+            compute_task=np.flatnonzero(~is_flow),
+            node=np.concatenate(comp[0]) if comp[0] else np.zeros(0, np.int64),
+            duration=np.concatenate(comp[1]) if comp[1] else np.zeros(0),
+            dep_before=np.concatenate(deps[0]) if deps[0] else np.zeros(0, np.int64),
+            dep_after=np.concatenate(deps[1]) if deps[1] else np.zeros(0, np.int64),
+        )
+
+    def validate(self, num_nodes: int) -> None:
+        """InputError for negative sizes or times, unknown nodes or tasks, or a cycle."""
+        t = self.tasks
+        for name, a in (("size", t.size), ("delay", t.delay), ("duration", t.duration)):
+            bad = ~np.isfinite(a) | (a < 0)
+            if bad.any():
+                raise InputError(name, f"must be finite and >= 0, got {a[bad][0]!r}")
+        for name, a in (("src", t.src), ("dst", t.dst), ("compute node", t.node)):
+            bad = (a < 0) | (a >= num_nodes)
+            if bad.any():
+                raise InputError(name, f"unknown node {int(a[bad][0])} (nodes 0..{num_nodes - 1})")
+        for name, a in (("dependency", t.dep_before), ("dependency", t.dep_after)):
+            bad = (a < 0) | (a >= self.num_tasks)
+            if bad.any():
+                raise InputError(name, f"unknown task {int(a[bad][0])}")
+        cyc = find_cycle(self.num_tasks, t.dep_before, t.dep_after)
+        if cyc is not None:
+            raise InputError("dependencies", f"cycle through tasks {cyc}")
+
+
+def find_cycle(n: int, before: np.ndarray, after: np.ndarray) -> list[int] | None:
+    """Some tasks on a dependency cycle (strongly connected), or None if acyclic."""
+    if not len(before):
+        return None
+    self_loop = before == after
+    if self_loop.any():
+        return [int(before[self_loop][0])]
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    g = sp.csr_matrix((np.ones(len(before)), (before, after)), shape=(n, n))
+    k, labels = connected_components(g, directed=True, connection="strong")
+    if k == n:
+        return None
+    sizes = np.bincount(labels)
+    members = np.flatnonzero(labels == np.flatnonzero(sizes > 1)[0])
+    return [int(x) for x in members[:5]]

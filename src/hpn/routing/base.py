@@ -1,0 +1,157 @@
+"""The routing interface: a policy maps flows (src, dst, key) to paths of link ids.
+
+Many paths are one CSR (:class:`Paths`): ``links[offsets[i]:offsets[i + 1]]`` is flow ``i``'s
+path, in hop order. Policies are registered by name in :data:`ROUTERS`, so the CLI and configs
+list them from one place; :func:`make_router` builds one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from hpn.errors import InputError
+
+if TYPE_CHECKING:
+    from hpn.topology import Fabric
+
+
+@dataclass(frozen=True, eq=False)
+class Paths:
+    """Paths as a CSR: ``offsets`` (n + 1, int64) and ``links`` (directed link ids, int64)."""
+
+    offsets: np.ndarray
+    links: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offsets", np.asarray(self.offsets, dtype=np.int64))
+        object.__setattr__(self, "links", np.asarray(self.links, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.links[self.offsets[i] : self.offsets[i + 1]]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def flow_of_hop(self) -> np.ndarray:
+        """For every entry of ``links``, the index of its flow."""
+        return np.repeat(np.arange(len(self)), self.lengths)
+
+    @classmethod
+    def from_lists(cls, paths: Sequence[Sequence[int]]) -> Paths:
+        lengths = np.fromiter((len(p) for p in paths), np.int64, len(paths))
+        offsets = np.zeros(len(paths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = [int(x) for p in paths for x in p]
+        return cls(offsets, np.asarray(flat, np.int64))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Paths]) -> Paths:
+        if not parts:
+            return cls(np.zeros(1, np.int64), np.zeros(0, np.int64))
+        lengths = np.concatenate([p.lengths for p in parts])
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls(offsets, np.concatenate([p.links for p in parts]))
+
+    def take(self, idx: np.ndarray) -> Paths:
+        """The paths of flows ``idx``, in that order."""
+        idx = np.asarray(idx, np.int64)
+        lengths = self.lengths[idx]
+        offsets = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        starts = np.repeat(self.offsets[idx] - offsets[:-1], lengths)
+        return Paths(offsets, self.links[starts + np.arange(offsets[-1])])
+
+    def per_flow_sum(self, values: np.ndarray) -> np.ndarray:
+        """Sum of a per-link quantity (e.g. latency) along every path."""
+        return np.bincount(self.flow_of_hop, weights=values[self.links], minlength=len(self))
+
+    def per_flow_min(self, values: np.ndarray) -> np.ndarray:
+        """Minimum of a per-link quantity (e.g. capacity) along every path (inf if empty)."""
+        out = np.full(len(self), np.inf)
+        np.minimum.at(out, self.flow_of_hop, values[self.links])
+        return out
+
+    def check(self, fabric: Fabric, src: np.ndarray, dst: np.ndarray) -> None:
+        """Raise InputError unless every path is a connected walk from src to dst."""
+        n, lk = len(self), fabric.links
+        if len(src) != n or len(dst) != n:
+            raise InputError("paths", f"{n} paths for {len(src)} flows")
+        if len(self.links) and (self.links.min() < 0 or self.links.max() >= fabric.num_links):
+            raise InputError("paths", f"link ids must be in 0..{fabric.num_links - 1}")
+        lengths = self.lengths
+        empty = np.flatnonzero(lengths == 0)
+        if len(empty):
+            raise InputError("paths", f"flow {int(empty[0])} has an empty path")
+        first, last = self.offsets[:-1], self.offsets[1:] - 1
+        bad = (lk.src[self.links[first]] != src) | (lk.dst[self.links[last]] != dst)
+        inner = np.ones(len(self.links), bool)
+        inner[last] = False
+        idx = np.flatnonzero(inner)
+        broken = lk.dst[self.links[idx]] != lk.src[self.links[idx + 1]]
+        if broken.any():
+            bad[self.flow_of_hop[idx[broken]]] = True
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError("paths", f"flow {i}: path is not a walk from its src to its dst")
+
+
+@runtime_checkable
+class Router(Protocol):
+    """A routing policy. ``keys`` identify flows (a 5-tuple hash, a flow id) so the choice of
+    a flow does not depend on its position; ``down`` marks links that must not be used."""
+
+    name: str
+
+    def route(
+        self,
+        fabric: Fabric,
+        src: np.ndarray,
+        dst: np.ndarray,
+        keys: np.ndarray | None = None,
+        down: np.ndarray | None = None,
+    ) -> Paths: ...
+
+
+@dataclass(frozen=True)
+class RouterInfo:
+    name: str
+    factory: Callable[..., Router]
+    summary: str
+
+
+ROUTERS: dict[str, RouterInfo] = {}
+
+
+def register_router(name: str, factory: Callable[..., Router], summary: str) -> None:
+    ROUTERS[name] = RouterInfo(name, factory, summary)
+
+
+def make_router(name: str, **kwargs: Any) -> Router:
+    """The routing policy registered as ``name``, built with ``kwargs`` (e.g. ``seed``)."""
+    if name not in ROUTERS:
+        raise InputError("routing", f"unknown policy {name!r}; choose from {', '.join(ROUTERS)}")
+    return ROUTERS[name].factory(**kwargs)
+
+
+def validate_endpoints(fabric: Fabric, src: np.ndarray, dst: np.ndarray) -> None:
+    """InputError for unknown nodes or a flow to itself."""
+    n = fabric.num_nodes
+    for name, arr in (("src", src), ("dst", dst)):
+        if len(arr) and (arr.min() < 0 or arr.max() >= n):
+            bad = int(arr[(arr < 0) | (arr >= n)][0])
+            raise InputError(name, f"unknown node {bad}; the fabric has nodes 0..{n - 1}")
+    same = np.flatnonzero(src == dst)
+    if len(same):
+        raise InputError(
+            "dst", f"flow {int(same[0])} is sent to its own source {int(src[same[0]])}"
+        )

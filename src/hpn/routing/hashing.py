@@ -1,0 +1,158 @@
+"""Switch and host hash functions over packed 5-tuples, vectorized with numpy.
+
+Switches pick an ECMP next hop as ``hash(5-tuple, seed) mod N`` over the equal-cost next hops
+in port order. Production hashes are CRCs and XOR folds: *linear* functions, which is why a
+host can predict them (RePaC) and why two tiers hashing the same fields correlate (hash
+polarization). The seed enters as the CRC's initial value; for a CRC that only XORs a
+constant into the result, so seeds do not decorrelate the low bits across tiers.
+``mix64`` is a non-linear function for comparison (independent choices per tier).
+
+All CRCs are bit-exact with their catalogue definitions (``zlib.crc32``, ``binascii.crc_hqx``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from hpn.errors import InputError
+
+
+def _table(poly: int, width: int, reflected: bool) -> np.ndarray:
+    top = 1 << (width - 1)
+    mask = (1 << width) - 1
+    table = np.zeros(256, np.uint32)
+    for i in range(256):
+        if reflected:
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ poly if c & 1 else c >> 1
+        else:
+            c = i << (width - 8)
+            for _ in range(8):
+                c = ((c << 1) ^ poly) if c & top else (c << 1)
+        table[i] = c & mask
+    return table
+
+
+_CRC32 = _table(0xEDB88320, 32, True)  # IEEE 802.3, as zlib.crc32
+_CRC32C = _table(0x82F63B78, 32, True)  # Castagnoli
+_CRC16_ARC = _table(0xA001, 16, True)  # CRC-16/ARC (IBM)
+_CRC16_CCITT = _table(0x1021, 16, False)  # CRC-16/CCITT (binascii.crc_hqx)
+
+
+def _columns(data: np.ndarray) -> np.ndarray:
+    """Byte columns, contiguous (one pass over the rows, then fast column access)."""
+    return np.ascontiguousarray(np.asarray(data, np.uint8).T)
+
+
+def _crc_reflected(data: np.ndarray, table: np.ndarray, init: int, xorout: int) -> np.ndarray:
+    cols = _columns(data)
+    crc = np.full(cols.shape[1], init, np.uint32)
+    idx = np.empty(cols.shape[1], np.uint32)
+    for col in cols:
+        np.bitwise_xor(crc, col, out=idx)
+        np.bitwise_and(idx, 0xFF, out=idx)
+        np.right_shift(crc, np.uint32(8), out=crc)
+        crc ^= table[idx]
+    return crc ^ np.uint32(xorout)
+
+
+def _crc16_msb(data: np.ndarray, table: np.ndarray, init: int) -> np.ndarray:
+    cols = _columns(data)
+    crc = np.full(cols.shape[1], init & 0xFFFF, np.uint32)
+    for col in cols:
+        crc = (table[((crc >> np.uint32(8)) ^ col) & 0xFF] ^ (crc << np.uint32(8))) & 0xFFFF
+    return crc
+
+
+def crc32(data: np.ndarray, seed: int = 0) -> np.ndarray:
+    """CRC-32/IEEE of each row of ``data`` (uint8, rows x bytes); ``seed`` continues a CRC
+    like ``zlib.crc32(row, seed)``."""
+    return _crc_reflected(data, _CRC32, (seed ^ 0xFFFFFFFF) & 0xFFFFFFFF, 0xFFFFFFFF)
+
+
+def crc32c(data: np.ndarray, seed: int = 0) -> np.ndarray:
+    return _crc_reflected(data, _CRC32C, (seed ^ 0xFFFFFFFF) & 0xFFFFFFFF, 0xFFFFFFFF)
+
+
+def crc16_arc(data: np.ndarray, seed: int = 0) -> np.ndarray:
+    """CRC-16/ARC; ``seed`` is the initial register (0 in the catalogue)."""
+    return _crc_reflected(data, _CRC16_ARC, seed & 0xFFFF, 0)
+
+
+def crc16_ccitt(data: np.ndarray, seed: int = 0xFFFF) -> np.ndarray:
+    """CRC-16/CCITT as ``binascii.crc_hqx(row, seed)``."""
+    return _crc16_msb(data, _CRC16_CCITT, seed)
+
+
+def xor16(data: np.ndarray, seed: int = 0) -> np.ndarray:
+    """XOR fold of the row's 16-bit big-endian words, XORed with the seed's low 16 bits."""
+    d = data if data.shape[1] % 2 == 0 else np.pad(data, ((0, 0), (0, 1)))
+    words = (d[:, 0::2].astype(np.uint32) << np.uint32(8)) | d[:, 1::2]
+    return np.bitwise_xor.reduce(words, axis=1).astype(np.uint32) ^ np.uint32(seed & 0xFFFF)
+
+
+def mix64(data: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A non-linear 32-bit hash (splitmix64 rounds over 8-byte words): independent choices."""
+    d = data if data.shape[1] % 8 == 0 else np.pad(data, ((0, 0), (0, 8 - data.shape[1] % 8)))
+    words = d.view(">u8").astype(np.uint64)
+    h = np.full(data.shape[0], np.uint64(seed & 0xFFFFFFFFFFFFFFFF) ^ np.uint64(0x243F6A8885A308D3))
+    with np.errstate(over="ignore"):
+        for j in range(words.shape[1]):
+            h = h ^ words[:, j]
+            h = h + np.uint64(0x9E3779B97F4A7C15)
+            h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            h = h ^ (h >> np.uint64(31))
+    return (h >> np.uint64(32)).astype(np.uint32)
+
+
+HASHES: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
+    "crc32": crc32,
+    "crc32c": crc32c,
+    "crc16": crc16_ccitt,
+    "crc16-arc": crc16_arc,
+    "xor16": xor16,
+    "mix64": mix64,
+}
+
+
+def get_hash(name: str) -> Callable[[np.ndarray, int], np.ndarray]:
+    if name not in HASHES:
+        raise InputError("hash", f"unknown hash {name!r}; choose from {', '.join(HASHES)}")
+    return HASHES[name]
+
+
+def fold16(h: np.ndarray) -> np.ndarray:
+    """XOR-fold a 32-bit hash to 16 bits (what many switches feed to the ECMP modulo)."""
+    h = np.asarray(h, np.uint32)
+    return (h ^ (h >> np.uint32(16))) & np.uint32(0xFFFF)
+
+
+_TUPLE = np.dtype(
+    [("src", ">u4"), ("dst", ">u4"), ("proto", "u1"), ("sport", ">u2"), ("dport", ">u2")]
+)
+
+
+def pack_5tuples(
+    src_ip: np.ndarray, dst_ip: np.ndarray, sport: np.ndarray, dport: np.ndarray, proto: int = 17
+) -> np.ndarray:
+    """Rows of 13 bytes, network order: src ip, dst ip, protocol, source port, dest port."""
+    rec = np.empty(len(src_ip), dtype=_TUPLE)
+    rec["src"], rec["dst"], rec["proto"] = src_ip, dst_ip, proto
+    rec["sport"], rec["dport"] = sport, dport
+    return rec.view(np.uint8).reshape(len(src_ip), 13)
+
+
+def linux_bond_l34(
+    src_ip: np.ndarray, dst_ip: np.ndarray, sport: np.ndarray, dport: np.ndarray
+) -> np.ndarray:
+    """Linux bonding ``xmit_hash_policy=layer3+4`` as its documentation gives it:
+    ports XORed, XOR the addresses, fold by 16 and 8 bits (then modulo the slave count)."""
+    h = (np.asarray(sport, np.uint32) ^ np.asarray(dport, np.uint32)) ^ (
+        np.asarray(src_ip, np.uint32) ^ np.asarray(dst_ip, np.uint32)
+    )
+    h = h ^ (h >> np.uint32(16))
+    return h ^ (h >> np.uint32(8))

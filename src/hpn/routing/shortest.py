@@ -1,0 +1,269 @@
+"""Shortest-path ECMP with a seeded per-flow choice among equal-cost next hops.
+
+Only switches (NVSwitch, ToR, Agg, Core) forward: a path never transits a GPU, host or NIC.
+Network flows do not use NVLink; flows between two GPUs of one host go GPU -> NVSwitch -> GPU.
+
+Vectorized: hop distances to every destination's attachment switches come from one BFS per
+attachment switch on the switch graph (scipy.sparse.csgraph); then all flows walk hop by hop
+in numpy. At each hop a flow's candidates are the out-links to a neighbour one hop closer to
+its destination (the first hop included, so a dual-ToR NIC's port is an equal-cost choice),
+and it takes candidate ``floor(u * count)`` where ``u`` is a hash of (seed, key, hop).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from hpn.errors import InputError
+from hpn.routing.base import Paths, register_router, validate_endpoints
+from hpn.topology.fabric import LinkTier, NodeKind
+
+if TYPE_CHECKING:
+    from hpn.topology import Fabric
+
+FORWARDING = np.array([NodeKind.NVSWITCH, NodeKind.TOR, NodeKind.AGG, NodeKind.CORE])
+_FAR = np.int32(1 << 20)  # "unreachable" hop distance
+_CHUNK = 1 << 15  # flows walked at once (bounds the candidate expansion)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finalizer, vectorized over uint64 (wrapping arithmetic)."""
+    x = np.asarray(x, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def uniform(seed: int, keys: np.ndarray, hop: int) -> np.ndarray:
+    """A deterministic uniform [0, 1) per key, independent of the keys' order."""
+    with np.errstate(over="ignore"):
+        base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) + np.uint64(hop) * np.uint64(7919))
+        h = splitmix64(keys.astype(np.uint64) ^ base)
+    return (h >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def _csr(rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, order) grouping indices 0..len(rows)-1 by ``rows``, stable."""
+    order = np.argsort(rows, kind="stable")
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
+    return offsets, order.astype(np.int64)
+
+
+class _Graph:
+    """The network as forwarding sees it: switch graph, out-links to switches, attachments."""
+
+    def __init__(self, fabric: Fabric, down: np.ndarray | None):
+        lk, kind = fabric.links, fabric.nodes.kind
+        self.n = fabric.num_nodes
+        self.fwd = np.isin(kind, FORWARDING)
+        up = lk.tier != LinkTier.NVLINK
+        if down is not None:
+            up &= ~np.asarray(down, bool)
+        self.up = up
+        to_fwd = up & self.fwd[lk.dst]
+        ids = np.flatnonzero(to_fwd)
+        off, order = _csr(lk.src[ids], self.n)
+        self.out_off, self.out_ids = off, ids[order]  # out-links into forwarding nodes
+        self.comp = np.cumsum(self.fwd) - 1  # compact switch index
+        sw = ids[self.fwd[lk.src[ids]]]
+        m = int(self.fwd.sum())
+        self.switch_graph = sp.csr_matrix(
+            (np.ones(len(sw)), (self.comp[lk.src[sw]], self.comp[lk.dst[sw]])), shape=(m, m)
+        )
+        # attachments: links from a switch into an endpoint (the endpoint's last hop)
+        into = np.flatnonzero(up & self.fwd[lk.src] & ~self.fwd[lk.dst])
+        self.att_off, order = _csr(lk.dst[into], self.n)
+        self.att_ids = into[order]
+
+
+def _targets(g: _Graph, fabric: Fabric, dst: np.ndarray):
+    """Per flow: its target switches (compact, padded -1) and the hops from a target to dst."""
+    ud, inv = np.unique(dst, return_inverse=True)
+    is_sw = g.fwd[ud]
+    cnt = np.where(is_sw, 1, g.att_off[ud + 1] - g.att_off[ud])
+    width = max(int(cnt.max()), 1) if len(cnt) else 1
+    tgt = np.full((len(ud), width), -1, np.int64)
+    tgt[is_sw, 0] = ud[is_sw]
+    ep = np.flatnonzero(~is_sw)
+    for j in range(width):
+        has = ep[cnt[ep] > j]
+        tgt[has, j] = fabric.links.src[g.att_ids[g.att_off[ud[has]] + j]]
+    none = np.flatnonzero(cnt == 0)
+    if len(none):
+        raise InputError("routing", f"node {int(ud[none[0]])} has no usable link into it")
+    offset = np.where(is_sw, 0, 1).astype(np.int32)
+    return ud, inv, tgt, offset
+
+
+class EcmpRouter:
+    """Shortest-path ECMP; the choice among equal-cost next hops is seeded per flow key."""
+
+    name = "ecmp"
+
+    def __init__(self, seed: int = 0):
+        self.seed = int(seed)
+
+    def route(
+        self,
+        fabric: Fabric,
+        src: np.ndarray,
+        dst: np.ndarray,
+        keys: np.ndarray | None = None,
+        down: np.ndarray | None = None,
+    ) -> Paths:
+        src = np.asarray(src, np.int64)
+        dst = np.asarray(dst, np.int64)
+        keys = np.arange(len(src), dtype=np.int64) if keys is None else np.asarray(keys)
+        validate_endpoints(fabric, src, dst)
+        g = _Graph(fabric, down)
+        nodes = fabric.nodes
+        nvlink = (
+            (nodes.kind[src] == NodeKind.GPU)
+            & (nodes.kind[dst] == NodeKind.GPU)
+            & (nodes.host[src] == nodes.host[dst])
+            & (nodes.host[src] >= 0)
+        )
+        lengths = np.zeros(len(src), np.int64)
+        net = np.flatnonzero(~nvlink)
+        if len(net):
+            ud, inv, tgt, toff = _targets(g, fabric, dst[net])
+            sig_rows, sig_of_ud = np.unique(
+                np.concatenate([tgt, toff[:, None]], axis=1), axis=0, return_inverse=True
+            )
+            sig_tgt, sig_off = sig_rows[:, :-1], sig_rows[:, -1]
+            cols, tinv = np.unique(sig_tgt[sig_tgt >= 0], return_inverse=True)
+            dist = csgraph.shortest_path(
+                g.switch_graph.T, method="D", unweighted=True, indices=g.comp[cols]
+            ).T  # (switches, target switches)
+            D = np.where(np.isfinite(dist), dist, _FAR).astype(np.int32)
+            tcol = np.full(sig_tgt.shape, -1, np.int64)
+            tcol[sig_tgt >= 0] = tinv
+            dsig = np.full((D.shape[0], len(sig_rows)), _FAR, np.int32)
+            for j in range(tcol.shape[1]):
+                has = np.flatnonzero(tcol[:, j] >= 0)
+                dsig[:, has] = np.minimum(dsig[:, has], D[:, tcol[has, j]])
+            dsig = np.minimum(dsig + sig_off[None, :].astype(np.int32), _FAR)
+            walk = _Walk(fabric, g, dsig, seed=self.seed)
+            inv = sig_of_ud.ravel()[inv]
+            lengths[net] = walk.distance(src[net], inv)
+        lengths[nvlink] = 2
+        offsets = np.zeros(len(src) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        links = np.empty(offsets[-1], np.int64)
+        if nvlink.any():
+            nv = np.flatnonzero(nvlink)
+            up = _nvlink_up(fabric)
+            links[offsets[nv]] = up[src[nv]]
+            links[offsets[nv] + 1] = up[dst[nv]] ^ 1
+        for lo in range(0, len(net), _CHUNK):
+            part = net[lo : lo + _CHUNK]
+            walk.walk(src[part], dst[part], inv[lo : lo + _CHUNK], keys[part], offsets[part], links)
+        return Paths(offsets, links)
+
+
+def _nvlink_up(fabric: Fabric) -> np.ndarray:
+    lk = fabric.links
+    up = np.full(fabric.num_nodes, -1, np.int64)
+    ids = np.flatnonzero((lk.tier == LinkTier.NVLINK) & (fabric.nodes.kind[lk.src] == NodeKind.GPU))
+    up[lk.src[ids]] = ids
+    return up
+
+
+class _Walk:
+    """Walks flows hop by hop; ``dsig[switch, sig]`` is the hop distance to a destination
+    class (destinations with the same attachment switches share a class)."""
+
+    def __init__(self, fabric: Fabric, g: _Graph, dsig: np.ndarray, seed: int):
+        self.lk, self.g, self.seed = fabric.links, g, seed
+        self.nsig = dsig.shape[1]
+        self.flat = dsig.ravel()
+        self.out_comp = g.comp[fabric.links.dst[g.out_ids]] * self.nsig  # row base per out-link
+
+    def dist(self, nodes: np.ndarray, sig: np.ndarray) -> np.ndarray:
+        """Hops from switch ``nodes`` to destination classes ``sig``."""
+        return self.flat[self.g.comp[nodes] * self.nsig + sig]
+
+    def distance(self, src: np.ndarray, uinv: np.ndarray) -> np.ndarray:
+        """Hops from every src to its dst; InputError if there is no path."""
+        out = np.empty(len(src), np.int64)
+        g = self.g
+        for lo in range(0, len(src), _CHUNK):
+            s, u = src[lo : lo + _CHUNK], uinv[lo : lo + _CHUNK]
+            d = np.full(len(s), _FAR, np.int64)
+            sw = g.fwd[s]
+            if sw.any():
+                d[sw] = self.dist(s[sw], u[sw])
+            ep = np.flatnonzero(~sw)
+            if len(ep):
+                rep, pos = self._expand(s[ep])
+                dc = self.flat[self.out_comp[pos] + u[ep][rep]] + 1
+                best = np.full(len(ep), _FAR, np.int64)
+                np.minimum.at(best, rep, dc)
+                d[ep] = best
+            bad = np.flatnonzero(d >= _FAR)
+            if len(bad):
+                i = lo + int(bad[0])
+                raise InputError(
+                    "routing", f"no path from node {int(src[i])} (flow {i}) to its destination"
+                )
+            out[lo : lo + _CHUNK] = d
+        return out
+
+    def _expand(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        off = self.g.out_off
+        deg = off[v + 1] - off[v]
+        rep = np.repeat(np.arange(len(v)), deg)
+        starts = np.repeat(off[v] - np.concatenate(([0], np.cumsum(deg)[:-1])), deg)
+        return rep, starts + np.arange(len(rep))  # positions in out_ids
+
+    def walk(self, src, dst, uinv, keys, offsets, links) -> None:
+        lk, g = self.lk, self.g
+        pos = src.copy()
+        remaining = self.distance(src, uinv)
+        hop = 0
+        idx = np.arange(len(src))
+        while len(idx):
+            v, r, u = pos[idx], remaining[idx], uinv[idx]
+            chosen = np.empty(len(idx), np.int64)
+            last = (r == 1) & ~g.fwd[dst[idx]]
+            if last.any():
+                li = np.flatnonzero(last)
+                chosen[li] = self._last_hop(v[li], dst[idx[li]])
+            mid = np.flatnonzero(~last)
+            if len(mid):
+                rep, pos = self._expand(v[mid])
+                ok = self.flat[self.out_comp[pos] + u[mid][rep]] == r[mid][rep] - 1
+                rep, cand = rep[ok], g.out_ids[pos[ok]]
+                count = np.bincount(rep, minlength=len(mid))
+                if (count == 0).any():
+                    raise InputError("routing", "inconsistent distances (no next hop)")
+                first = np.concatenate(([0], np.cumsum(count)[:-1]))
+                pick = (uniform(self.seed, keys[idx[mid]], hop) * count).astype(np.int64)
+                chosen[mid] = cand[first + pick]
+            links[offsets[idx] + hop] = chosen
+            pos[idx] = lk.dst[chosen]
+            remaining[idx] = r - 1
+            idx = idx[r > 1]
+            hop += 1
+
+    def _last_hop(self, v: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The link v -> dst into an endpoint (the lowest-id one if parallel)."""
+        g = self.g
+        cnt = g.att_off[dst + 1] - g.att_off[dst]
+        out = np.full(len(v), -1, np.int64)
+        for j in range(int(cnt.max())):
+            has = np.flatnonzero((cnt > j) & (out < 0))
+            lid = g.att_ids[g.att_off[dst[has]] + j]
+            hit = self.lk.src[lid] == v[has]
+            out[has[hit]] = lid[hit]
+        return out
+
+
+register_router("ecmp", EcmpRouter, "shortest paths, seeded per-flow choice among equal costs")
