@@ -42,29 +42,55 @@ _CRC16_ARC = _table(0xA001, 16, True)  # CRC-16/ARC (IBM)
 _CRC16_CCITT = _table(0x1021, 16, False)  # CRC-16/CCITT (binascii.crc_hqx)
 
 
-def _columns(data: np.ndarray) -> np.ndarray:
-    """Byte columns, contiguous (one pass over the rows, then fast column access)."""
+def _columns(data: np.ndarray | TupleBytes) -> np.ndarray | TupleBytes:
+    """Byte columns in order: a lazy TupleBytes, or the contiguous transpose of a byte array."""
+    if isinstance(data, TupleBytes):
+        return data
     return np.ascontiguousarray(np.asarray(data, np.uint8).T)
 
 
-def _crc_reflected(data: np.ndarray, table: np.ndarray, init: int, xorout: int) -> np.ndarray:
+def _crc_reflected(data, table: np.ndarray, init: int, xorout: int) -> np.ndarray:
     cols = _columns(data)
-    crc = np.full(cols.shape[1], init, np.uint32)
-    idx = np.empty(cols.shape[1], np.uint32)
+    crc = np.full(len(data), init, np.uint32)
     for col in cols:
-        np.bitwise_xor(crc, col, out=idx)
-        np.bitwise_and(idx, 0xFF, out=idx)
-        np.right_shift(crc, np.uint32(8), out=crc)
-        crc ^= table[idx]
+        crc = table.take((crc ^ col) & np.uint32(0xFF)) ^ (crc >> np.uint32(8))
     return crc ^ np.uint32(xorout)
 
 
 def _crc16_msb(data: np.ndarray, table: np.ndarray, init: int) -> np.ndarray:
     cols = _columns(data)
-    crc = np.full(cols.shape[1], init & 0xFFFF, np.uint32)
+    crc = np.full(len(data), init & 0xFFFF, np.uint32)
     for col in cols:
-        crc = (table[((crc >> np.uint32(8)) ^ col) & 0xFF] ^ (crc << np.uint32(8))) & 0xFFFF
+        crc = (table.take(((crc >> np.uint32(8)) ^ col) & 0xFF) ^ (crc << np.uint32(8))) & 0xFFFF
     return crc
+
+
+class TupleBytes:
+    """The 13 bytes of many 5-tuples (network order), produced column by column without
+    materializing a rows x 13 array: src ip, dst ip, protocol, source port, dest port."""
+
+    def __init__(self, src_ip, dst_ip, sport, dport, proto: int = 17):
+        n = len(src_ip)
+        self.fields = (
+            (np.asarray(src_ip, np.uint32), 32),
+            (np.asarray(dst_ip, np.uint32), 32),
+            (np.full(n, proto, np.uint32), 8),
+            (np.broadcast_to(np.asarray(sport, np.uint32), (n,)), 16),
+            (np.broadcast_to(np.asarray(dport, np.uint32), (n,)), 16),
+        )
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        for arr, bits in self.fields:
+            for shift in range(bits - 8, -1, -8):
+                yield (arr >> np.uint32(shift)) & np.uint32(0xFF) if shift else arr & 0xFF
+
+    def rows(self) -> np.ndarray:
+        """The bytes as a rows x 13 uint8 array."""
+        return np.stack(list(self), axis=1).astype(np.uint8)
 
 
 def crc32(data: np.ndarray, seed: int = 0) -> np.ndarray:
