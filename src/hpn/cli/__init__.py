@@ -10,7 +10,7 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from hpn.cli import demo, topo
+from hpn.cli import demo, topo, traffic
 from hpn.config import one_line
 from hpn.errors import InputError
 
@@ -23,6 +23,7 @@ app = typer.Typer(
 )
 app.add_typer(topo.app, name="topo")
 app.command("demo")(demo.demo)
+app.command("traffic")(traffic.traffic)
 
 
 def main() -> None:

@@ -288,13 +288,10 @@ class _Sim:
         self.samples_tier.append(
             np.divide(tier_load, tier_cap, where=tier_cap > 0, out=np.zeros(ntier))
         )
-        loads = np.zeros(len(self.sample_links))
-        if len(self.sample_links):
-            where = np.searchsorted(self.used, self.sample_links)
-            where = np.minimum(where, max(len(self.used) - 1, 0))
-            hit = (len(self.used) > 0) & (self.used[where] == self.sample_links)
-            cap = self.cap[self.sample_links]
-            loads[hit] = self.load[where[hit]] / np.where(cap[hit] > 0, cap[hit], np.inf)
+        load = np.zeros(len(self.cap))
+        load[self.used] = self.load
+        cap = self.cap[self.sample_links]
+        loads = np.divide(load[self.sample_links], cap, where=cap > 0, out=np.zeros(len(cap)))
         self.samples_link.append(loads)
 
     # --- the loop ------------------------------------------------------------------------

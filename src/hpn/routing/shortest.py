@@ -225,12 +225,12 @@ class _Walk:
 
     def walk(self, src, dst, uinv, keys, offsets, links) -> None:
         lk, g = self.lk, self.g
-        pos = src.copy()
+        at = src.copy()
         remaining = self.distance(src, uinv)
         hop = 0
         idx = np.arange(len(src))
         while len(idx):
-            v, r, u = pos[idx], remaining[idx], uinv[idx]
+            v, r, u = at[idx], remaining[idx], uinv[idx]
             chosen = np.empty(len(idx), np.int64)
             last = (r == 1) & ~g.fwd[dst[idx]]
             if last.any():
@@ -238,9 +238,9 @@ class _Walk:
                 chosen[li] = self._last_hop(v[li], dst[idx[li]])
             mid = np.flatnonzero(~last)
             if len(mid):
-                rep, pos = self._expand(v[mid])
-                ok = self.flat[self.out_comp[pos] + u[mid][rep]] == r[mid][rep] - 1
-                rep, cand = rep[ok], g.out_ids[pos[ok]]
+                rep, where = self._expand(v[mid])
+                ok = self.flat[self.out_comp[where] + u[mid][rep]] == r[mid][rep] - 1
+                rep, cand = rep[ok], g.out_ids[where[ok]]
                 count = np.bincount(rep, minlength=len(mid))
                 if (count == 0).any():
                     raise InputError("routing", "inconsistent distances (no next hop)")
@@ -248,7 +248,7 @@ class _Walk:
                 pick = (uniform(self.seed, keys[idx[mid]], hop) * count).astype(np.int64)
                 chosen[mid] = cand[first + pick]
             links[offsets[idx] + hop] = chosen
-            pos[idx] = lk.dst[chosen]
+            at[idx] = lk.dst[chosen]
             remaining[idx] = r - 1
             idx = idx[r > 1]
             hop += 1

@@ -1,0 +1,162 @@
+"""`hpn traffic`: a synthetic traffic pattern on a fabric, simulated at flow level."""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from hpn.cli.fabric_opts import (
+    AggOversubOpt,
+    ChipOpt,
+    ConfigOpt,
+    FrontendOpt,
+    KOpt,
+    NoRailOpt,
+    PodsOpt,
+    PresetOpt,
+    SegmentsOpt,
+    SetOpt,
+    SinglePlaneOpt,
+    SingleTorOpt,
+    SpeedOpt,
+    fabric_from_options,
+)
+from hpn.units import format_duration, parse_size
+
+_PROGRESS_MIN_FLOWS = 20_000
+
+
+def _progress_bar(total: int):
+    """A rich progress bar on stderr, or None when stderr is not a terminal."""
+    if not sys.stderr.isatty() or total < _PROGRESS_MIN_FLOWS:
+        return None, None
+    from rich.progress import Progress
+
+    from hpn.cli.output import stderr
+
+    bar = Progress(console=stderr, transient=True)
+    task = bar.add_task("simulating", total=total)
+    return bar, lambda done, n: bar.update(task, completed=done)
+
+
+def run_traffic(
+    fabric, pattern: str, size: float, routing: str, seed: int, endpoints: int | None
+) -> dict[str, Any]:
+    """Build the pattern, simulate it and summarize (the JSON object of the command)."""
+    from hpn.engine import simulate
+    from hpn.routing import make_router
+    from hpn.workload import make_pattern
+
+    t0 = time.perf_counter()
+    dag = make_pattern(pattern, fabric, size, seed=seed, limit=endpoints)
+    router = make_router(routing, seed=seed)
+    bar, cb = _progress_bar(dag.num_tasks)
+    if bar is not None:
+        bar.start()
+    try:
+        res = simulate(fabric, dag, router, seed=seed, progress=cb)
+    finally:
+        if bar is not None:
+            bar.stop()
+    wall = time.perf_counter() - t0
+    cap = res.paths.per_flow_min(fabric.links.capacity)
+    ideal = 8 * res.size / cap + res.path_latency
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slow = np.where(ideal > 0, res.fct / ideal, 1.0)
+    used = res.link_bytes > 0
+    return {
+        "preset": getattr(fabric.spec, "preset", None),
+        "pattern": pattern,
+        "routing": routing,
+        "seed": seed,
+        "size_bytes": size,
+        "flows": len(res.size),
+        "ideal_fct_s": float(np.median(ideal)) if len(ideal) else 0.0,
+        "fct_s": res.fct_summary(),
+        "fct_over_ideal": {
+            "p50": float(np.median(slow)) if len(slow) else 1.0,
+            "p99": float(np.percentile(slow, 99)) if len(slow) else 1.0,
+        },
+        "makespan_s": res.makespan,
+        "links_used": int(used.sum()),
+        "link_peak_util_max": float(res.link_peak_util.max()) if used.any() else 0.0,
+        "link_mean_util_of_used": float(res.link_mean_util[used].mean()) if used.any() else 0.0,
+        "rate_computations": res.stats["rate_computations"],
+        "wall_s": wall,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def traffic(
+    preset: PresetOpt = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
+    pods: PodsOpt = None,
+    segments: SegmentsOpt = None,
+    single_plane: SinglePlaneOpt = False,
+    single_tor: SingleTorOpt = False,
+    no_rail: NoRailOpt = False,
+    agg_oversub: AggOversubOpt = None,
+    chip: ChipOpt = None,
+    k: KOpt = None,
+    speed: SpeedOpt = None,
+    frontend: FrontendOpt = False,
+    pattern: Annotated[
+        str, typer.Option(help="permutation, all-to-all, incast or rail-ring.")
+    ] = "permutation",
+    size: Annotated[str, typer.Option(help="Bytes per flow, e.g. 2MB.")] = "2MB",
+    routing: Annotated[str, typer.Option(help="Routing policy: ecmp.")] = "ecmp",
+    seed: Annotated[int, typer.Option(help="Seed for the pattern and the routing.")] = 1,
+    endpoints: Annotated[
+        int | None, typer.Option(help="Use only the first N endpoints (GPUs or hosts).")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Simulate a traffic pattern (every GPU NIC, or fat-tree host, sends) at flow level."""
+    from hpn.cli.output import emit_json, kv_table, stdout
+
+    fabric = fabric_from_options(
+        preset,
+        config,
+        sets,
+        pods=pods,
+        segments=segments,
+        single_plane=single_plane,
+        single_tor=single_tor,
+        no_rail=no_rail,
+        agg_oversubscription=agg_oversub,
+        chip=chip,
+        k=k,
+        speed=speed,
+        frontend=frontend,
+    )
+    out = run_traffic(fabric, pattern, parse_size(size, "--size"), routing, seed, endpoints)
+    if json_out:
+        emit_json(out)
+        return
+    d = format_duration
+    f = out["fct_s"]
+    rows = [
+        ("fabric", out["preset"]),
+        ("pattern", f"{pattern} ({size} per flow)"),
+        ("routing", f"{routing} (seed {seed})"),
+        ("flows", out["flows"]),
+        ("ideal FCT", d(out["ideal_fct_s"])),
+        ("FCT min / p50", f"{d(f['min'])} / {d(f['p50'])}"),
+        ("FCT p99 / max", f"{d(f['p99'])} / {d(f['max'])}"),
+        (
+            "FCT / ideal p50, p99",
+            f"{out['fct_over_ideal']['p50']:.2f}, {out['fct_over_ideal']['p99']:.2f}",
+        ),
+        ("makespan", d(out["makespan_s"])),
+        ("links used", out["links_used"]),
+        ("mean utilization of used links", f"{out['link_mean_util_of_used']:.1%}"),
+        ("wall time", f"{out['wall_s']:.2f} s"),
+        ("peak memory", f"{out['peak_rss_mb']:.0f} MB"),
+    ]
+    stdout.print(kv_table("hpn traffic", rows))
