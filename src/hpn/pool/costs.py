@@ -1,0 +1,147 @@
+"""The cost model: prefill and decode-step latency, model-switch and KV-transfer time, memory.
+
+Latency uses the fitted profile coefficients (`calibration`) when the (model, GPU) pair was
+profiled at TP=1. Otherwise it is derived from the closest profiled model on the same GPU
+[assumption, aegaeon-facts §12.3]: prefill slope and per-sequence decode cost scale with the
+parameters per GPU; the fixed decode step cost scales with weight bytes per GPU (it tracks
+weight bytes on H20: 15.2/17.7/26 GB -> 11.9/14.4/21.5 ms) but keeps half of it as launch
+overhead for smaller models; the per-context-token decode cost is the KV read at HBM
+bandwidth; TP adds two all-reduces per layer per step (`ALLREDUCE_S` each).
+
+Switch (A App A.2, §5.1): optimized = weights per GPU / (host link x eta), eta = 0.625
+(the paper; the artifact code uses 0.15); unoptimized adds an engine re-init of
+`REINIT_S` and loads at 2.83 GB/s per GPU, which gives the paper's 26.9 s for LLaMA-13B
+at TP=2 (22.3 s + 13 GB / 2.83 GB/s). A pre-loaded (prefetched) model only needs an
+on-device copy at half the HBM bandwidth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hpn.errors import InputError
+from hpn.pool.calibration import fits
+from hpn.pool.gpus import GPU
+from hpn.pool.models import LLM, MODELS
+
+ETA_PAPER = 0.625
+ETA_ARTIFACT = 0.15
+REINIT_S = 22.3
+UNOPT_LOAD_BPS = 2.83e9
+ALLREDUCE_S = 10e-6
+MEMORY_FRACTION = 0.9  # ~10 % of VRAM kept for activations (A §5.2)
+BLOCK_TOKENS = 16
+KV_FLOOR_BLOCKS = 1024  # pre-loading disabled below this much KV space (Art stage_engine.py)
+SWITCH_MODES = ("optimized", "unoptimized")
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Coefficients in seconds: prefill (a, b/token, c/token^2), decode (a, b/ctx token, c/seq)."""
+
+    prefill: tuple[float, float, float]
+    decode: tuple[float, float, float]
+    source: str
+
+
+def _fit(profile: str | None, gpu: GPU) -> dict | None:
+    return fits().get(f"{profile}/{gpu.name}") if profile else None
+
+
+def latency_for(model: LLM, gpu: GPU, tp: int | None = None) -> Latency:
+    """Latency coefficients of `model` on `gpu` at tensor parallelism `tp`."""
+    tp = tp or model.tp
+    own = _fit(model.profile, gpu)
+    if own is not None and tp == 1:
+        return Latency(tuple(own["prefill"]), tuple(own["decode"]), f"fit {model.profile}")
+    refs = [(m, _fit(m.profile, gpu)) for m in MODELS.values()]
+    refs = [(m, f) for m, f in refs if f is not None]
+    if not refs:
+        raise InputError("gpu", f"no latency profile for any model on {gpu.name}")
+    per_gpu = model.n_params / tp
+    ref, f = min(refs, key=lambda mf: abs(mf[0].n_params - per_gpu))
+    s = per_gpu / ref.n_params
+    comm = 2 * model.layers * ALLREDUCE_S if tp > 1 else 0.0
+    pa, pb, pc = f["prefill"]
+    da, _db, dc = f["decode"]
+    da = da * (s if s >= 1 else 0.5 + 0.5 * s)
+    db = model.kv_bytes_per_token / tp / gpu.hbm_bandwidth
+    return Latency(
+        (pa + comm, pb * s, pc * s),
+        (da + comm, db, dc * s),
+        f"derived from {ref.profile} (x{s:.2f} params/GPU, tp={tp})",
+    )
+
+
+class CostModel:
+    """Every duration the simulated backend charges, for one GPU type.
+
+    Models are keyed by their trace name: two trace models of the same catalog kind are
+    still different weights, so switching between them costs a full switch.
+    """
+
+    def __init__(self, gpu: GPU, switch: str = "optimized", eta: float = ETA_PAPER):
+        if switch not in SWITCH_MODES:
+            raise InputError("switch", f"unknown switch mode {switch!r}; use {SWITCH_MODES}")
+        self.gpu = gpu
+        self.switch_mode = switch
+        self.eta = eta
+        self.pre: dict[str, tuple[float, float, float]] = {}
+        self.dec: dict[str, tuple[float, float, float]] = {}
+        self.models: dict[str, LLM] = {}
+
+    def add(self, name: str, model: LLM) -> None:
+        """Register trace model `name` as an instance of catalog model `model`."""
+        if name in self.models:
+            return
+        if model.weight_bytes / model.tp > self.memory_budget(1) - self.kv_floor(model) / model.tp:
+            raise InputError(
+                "model", f"{model.name} at TP={model.tp} does not fit on {self.gpu.name}"
+            )
+        lat = latency_for(model, self.gpu)
+        self.pre[name] = lat.prefill
+        self.dec[name] = lat.decode
+        self.models[name] = model
+
+    # --- compute -------------------------------------------------------------------------
+    def prefill_time(self, model: str, lens: list[int]) -> float:
+        a, b, c = self.pre[model]
+        return a + b * sum(lens) + c * sum(x * x for x in lens)
+
+    def decode_step(self, model: str, batch: int, ctx_sum: float) -> float:
+        a, b, c = self.dec[model]
+        return a + b * ctx_sum + c * batch
+
+    # --- memory and transfers ------------------------------------------------------------
+    def memory_budget(self, tp: int) -> float:
+        return MEMORY_FRACTION * self.gpu.memory_bytes * tp
+
+    def kv_floor(self, model: LLM | str) -> float:
+        m = self.models[model] if isinstance(model, str) else model
+        return KV_FLOOR_BLOCKS * BLOCK_TOKENS * m.kv_bytes_per_token
+
+    def weights(self, name: str | None) -> float:
+        return self.models[name].weight_bytes if name is not None else 0.0
+
+    def kv_bytes(self, model: str, tokens: float) -> float:
+        return tokens * self.models[model].kv_bytes_per_token
+
+    def kv_transfer_time(self, model: str, tokens: float) -> float:
+        m = self.models[model]
+        return tokens * m.kv_bytes_per_token / m.tp / (self.gpu.host_link * self.eta)
+
+    def switch_time(self, model: str) -> float:
+        """Scale-up time of `model` on an instance (weights not pre-loaded)."""
+        m = self.models[model]
+        shard = m.weight_bytes / m.tp
+        if self.switch_mode == "unoptimized":
+            return REINIT_S + shard / UNOPT_LOAD_BPS
+        return shard / (self.gpu.host_link * self.eta)
+
+    def prefetch_time(self, model: str) -> float:
+        m = self.models[model]
+        return m.weight_bytes / m.tp / (self.gpu.host_link * self.eta)
+
+    def device_copy_time(self, model: str) -> float:
+        m = self.models[model]
+        return m.weight_bytes / m.tp / (self.gpu.hbm_bandwidth / 2)

@@ -1,0 +1,121 @@
+"""Metrics as Aegaeon defines them: per-token deadlines, SLO attainment, goodput threshold.
+
+SLO attainment of a request (A §2.1, Fig 3): token k is due at arrival + TTFT_SLO +
+(k-1)*TBT_SLO; the time between a token and the one before it (arrival for the first)
+counts as on schedule when that token meets its deadline, so early tokens build slack that
+absorbs later delays. Attainment = on-schedule time / (last token - arrival); an unfinished
+or failed request scores 0; the pool figure is the mean over requests. This is our reading of
+"the share of token-generation time that is on schedule"; the artifact's
+`compute_request_metrics` is more lenient after a miss (`slo_attainment_artifact`, reported
+alongside; see docs/guide/pool.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+GOODPUT_ATTAINMENT = 0.9
+
+
+def slo_attainment(arrival: float, token_times, ttft_slo: float, tbt_slo: float) -> float:
+    """Reference (token by token) attainment of one finished request."""
+    prev, credit = arrival, 0.0
+    for k, t in enumerate(token_times):
+        if t <= arrival + ttft_slo + k * tbt_slo + 1e-9:
+            credit += t - prev
+        prev = t
+    span = prev - arrival
+    return min(1.0, credit / span) if span > 0 else 1.0
+
+
+def slo_attainment_artifact(arrival: float, token_times, ttft_slo: float, tbt_slo: float):
+    """Reference of the Aegaeon artifact's accounting (`compute_request_metrics` in
+    aegaeon/aegaeon/utils.py as described in aegaeon-facts §5): lenient after a miss."""
+    start, target, credit, total = arrival, ttft_slo, 0.0, 0.0
+    for t in token_times:
+        if t - start <= target + 1e-9:
+            credit = target
+        else:
+            total += credit
+            start, credit = t, 0.0
+        target += tbt_slo
+    last = token_times[-1]
+    total += min(target, last - start)
+    span = last - arrival
+    return min(1.0, total / span) if span > 0 else 1.0
+
+
+def weighted_quantile(values, weights, q: float) -> float:
+    if len(values) == 0:
+        return 0.0
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    order = np.argsort(v)
+    v, w = v[order], np.cumsum(w[order])
+    return float(v[min(np.searchsorted(w, q * w[-1]), len(v) - 1)])
+
+
+@dataclass
+class PoolResult:
+    policy: str
+    gpu: str
+    gpus: int
+    models: int
+    requests: int
+    slo_attainment: float
+    slo_attainment_artifact: float
+    finished: int
+    failed: int
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tbt_p50_s: float
+    tbt_p99_s: float
+    switches: int
+    gpu_utilization: float
+    models_per_gpu: float
+    span_s: float
+    wall_s: float = 0.0
+    per_model: dict = field(default_factory=dict, repr=False)
+
+    def to_dict(self, per_model: bool = False) -> dict:
+        d = asdict(self)
+        if not per_model:
+            d.pop("per_model")
+        return d
+
+
+def summarize(requests, gaps, *, policy, gpu, gpus, switches, busy_gpu_s, span, wall=0.0):
+    """Pool metrics from finished request states and the token-gap histogram."""
+    att = np.array([r.attainment() for r in requests]) if requests else np.zeros(0)
+    ttft = np.array([r.first_t - r.arrival for r in requests if r.first_t >= 0])
+    gv = [g for g, _ in gaps]
+    gw = [w for _, w in gaps]
+    names = sorted({r.model for r in requests})
+    per_model: dict[str, list[float]] = {}
+    for r, a in zip(requests, att, strict=True):
+        per_model.setdefault(r.model, []).append(float(a))
+    return PoolResult(
+        policy=policy,
+        gpu=gpu,
+        gpus=gpus,
+        models=len(names),
+        requests=len(requests),
+        slo_attainment=float(att.mean()) if len(att) else 1.0,
+        slo_attainment_artifact=float(np.mean([r.attainment_artifact() for r in requests]))
+        if requests
+        else 1.0,
+        finished=sum(1 for r in requests if r.done_t >= 0 and not r.failed),
+        failed=sum(1 for r in requests if r.failed),
+        ttft_p50_s=float(np.percentile(ttft, 50)) if len(ttft) else 0.0,
+        ttft_p99_s=float(np.percentile(ttft, 99)) if len(ttft) else 0.0,
+        tbt_p50_s=weighted_quantile(gv, gw, 0.50),
+        tbt_p99_s=weighted_quantile(gv, gw, 0.99),
+        switches=switches,
+        gpu_utilization=busy_gpu_s / (gpus * span) if span > 0 and gpus else 0.0,
+        models_per_gpu=0.0,
+        span_s=span,
+        wall_s=wall,
+        per_model={k: float(np.mean(v)) for k, v in per_model.items()},
+    )

@@ -1,0 +1,22 @@
+"""Pool policies, registered by name: the CLI, configs and docs list them from here."""
+
+from __future__ import annotations
+
+from hpn.errors import InputError
+from hpn.pool.policies.aegaeon import Aegaeon
+from hpn.pool.policies.base import Cluster, Policy
+from hpn.pool.policies.dedicated import Dedicated
+from hpn.pool.policies.muxserve import MuxServe
+from hpn.pool.policies.serverless import Serverless
+
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Aegaeon, Serverless, MuxServe, Dedicated)}
+
+
+def get_policy(name: str) -> type[Policy]:
+    key = name.strip().lower()
+    if key not in POLICIES:
+        raise InputError("policy", f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    return POLICIES[key]
+
+
+__all__ = ["POLICIES", "Cluster", "Policy", "get_policy"]

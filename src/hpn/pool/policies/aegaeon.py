@@ -1,0 +1,247 @@
+"""Aegaeon (SOSP 2025): token-level autoscaling over a prefill and a decode partition.
+
+Prefill (A §4.2, Alg 1): grouped FCFS. A request joins a queued group of its model that has
+had fewer than MAX_GPSIZE requests, else opens a group on the least-loaded prefill instance
+(load = estimated time of its queued groups, switches included). Each instance prefills one
+request at a time from its head group, switching models at group boundaries and pre-loading
+the next group's model. The KV then moves to host memory for the decode partition.
+
+Decode (A §4.3, Alg 2): a request joins a same-model batch on any decode instance if its KV
+fits (64-token look-ahead), else a new batch on the instance with the fewest batches. Each
+round orders batches by model, gives batch i the quota q_i of Eq. 2-3 and runs the batches
+in turns; at a turn the instance switches model if needed, swaps the batch's KV in, decodes
+for q_i, and swaps it out if other batches wait. The next turn's model is pre-loaded during
+the current turn when memory allows. A lone batch runs until new work arrives.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from hpn.pool.backend import Instance
+from hpn.pool.costs import BLOCK_TOKENS
+from hpn.pool.policies.base import Policy
+from hpn.pool.policies.quotas import Q_MAX, quotas
+from hpn.pool.requests import Request
+
+MAX_GPSIZE = 8
+LOOKAHEAD = 64
+MAX_BATCH = 256
+
+
+class _Group:
+    __slots__ = ("model", "reqs", "size", "inst")
+
+    def __init__(self, model: str, inst: Instance):
+        self.model, self.reqs, self.size, self.inst = model, deque(), 0, inst
+
+
+class _Batch:
+    __slots__ = ("model", "reqs", "inst", "kv_tokens")
+
+    def __init__(self, model: str, inst: Instance):
+        self.model, self.reqs, self.inst, self.kv_tokens = model, [], inst, 0
+
+
+class _Decoder:
+    __slots__ = ("batches", "round", "pos", "running", "open_ended", "dirty")
+
+    def __init__(self):
+        self.dirty = False
+        self.batches: list[_Batch] = []
+        self.round: list[tuple[_Batch, float | None]] = []
+        self.pos = 0
+        self.running = False
+        self.open_ended = False
+
+
+class Aegaeon(Policy):
+    name = "aegaeon"
+    split = True
+    summary = "token-level autoscaling: grouped FCFS prefill, weighted round-robin decode"
+
+    def __init__(
+        self,
+        backend,
+        cost,
+        cluster,
+        rates,
+        tbt_slo=0.1,
+        q_max=Q_MAX,
+        max_group=MAX_GPSIZE,
+        prefetch=True,
+    ):
+        super().__init__(backend, cost, cluster, rates)
+        self.tbt_slo, self.q_max, self.max_group, self.use_prefetch = (
+            tbt_slo,
+            q_max,
+            max_group,
+            prefetch,
+        )
+        self.prefillers = [i for i in backend.instances if i.role == "prefill"]
+        self.decoders = [i for i in backend.instances if i.role == "decode"]
+        for i in self.prefillers:
+            i.state = deque()
+        for i in self.decoders:
+            i.state = _Decoder()
+        self.open_group: dict[str, _Group] = {}
+        self.open_batches: dict[str, list[_Batch]] = {}
+        self.kv_cap: dict[str, int] = {}
+
+    # --- prefill ---------------------------------------------------------------------------
+    def on_arrival(self, req: Request) -> None:
+        g = self.open_group.get(req.model)
+        if g is None or g.size >= self.max_group:
+            inst = min(self.prefillers, key=self._prefill_load)
+            g = _Group(req.model, inst)
+            inst.state.append(g)
+            self.open_group[req.model] = g
+        g.reqs.append(req)
+        g.size += 1
+        self._kick_prefill(g.inst)
+
+    def _prefill_load(self, inst: Instance) -> float:
+        c = self.cost
+        load, model = 0.0, inst.resident
+        for g in inst.state:
+            if g.model != model:
+                load += c.switch_time(g.model)
+                model = g.model
+            a, b, cc = c.pre[g.model]
+            load += sum(a + b * r.input_len + cc * r.input_len**2 for r in g.reqs)
+        return load
+
+    def _kick_prefill(self, inst: Instance) -> None:
+        if inst.busy:
+            return
+        queue = inst.state
+        while queue and not queue[0].reqs:
+            g = queue.popleft()
+            if self.open_group.get(g.model) is g:
+                del self.open_group[g.model]
+        if not queue:
+            return
+        req = queue[0].reqs.popleft()
+        self.backend.load(inst, req.model, lambda i: self._run_prefill(i, req))
+
+    def _run_prefill(self, inst: Instance, req: Request) -> None:
+        if self.use_prefetch:
+            nxt = next((g.model for g in inst.state if g.model != req.model and g.reqs), None)
+            if nxt is not None:
+                self.backend.prefetch(inst, nxt)
+        self.backend.prefill(inst, [req], self._prefilled)
+
+    def _prefilled(self, inst: Instance, reqs: list[Request]) -> None:
+        live = [r for r in reqs if r.done_t < 0]
+        if live:
+            self.backend.move_kv(live, inst, None, self._to_decode)
+        self._kick_prefill(inst)
+
+    # --- decode dispatch -------------------------------------------------------------------
+    def _cap(self, model: str) -> int:
+        """KV tokens a decode instance holds for one batch of `model`."""
+        if model not in self.kv_cap:
+            c = self.cost
+            free = c.memory_budget(self.cluster.tp) - c.weights(model)
+            self.kv_cap[model] = int(free / c.models[model].kv_bytes_per_token)
+        return self.kv_cap[model]
+
+    @staticmethod
+    def _need(r: Request) -> int:
+        return -(-(r.input_len + r.generated + LOOKAHEAD) // BLOCK_TOKENS) * BLOCK_TOKENS
+
+    def _to_decode(self, reqs: list[Request]) -> None:
+        for r in reqs:
+            need, cap = self._need(r), self._cap(r.model)
+            batches = self.open_batches.setdefault(r.model, [])
+            b = next(
+                (b for b in batches if len(b.reqs) < MAX_BATCH and b.kv_tokens + need <= cap),
+                None,
+            )
+            if b is None:
+                inst = min(self.decoders, key=lambda i: len(i.state.batches))
+                b = _Batch(r.model, inst)
+                inst.state.batches.append(b)
+                batches.append(b)
+            b.reqs.append(r)
+            b.kv_tokens += need
+            st = b.inst.state
+            if not st.running:
+                self._start_round(b.inst)
+            elif st.open_ended:
+                st.dirty = True
+                self.backend.interrupt(b.inst)
+
+    # --- decode rounds ---------------------------------------------------------------------
+    def _start_round(self, inst: Instance) -> None:
+        st: _Decoder = inst.state
+        for b in st.batches:
+            if not b.reqs:
+                self.open_batches[b.model].remove(b)
+        st.batches = [b for b in st.batches if b.reqs]
+        if not st.batches:
+            st.running = False
+            return
+        order = {inst.resident: -1}
+        for b in st.batches:
+            order.setdefault(b.model, len(order))
+        batches = sorted(st.batches, key=lambda b: order[b.model])
+        c = self.cost
+        if len(batches) == 1:
+            st.round, st.open_ended = [(batches[0], None)], True
+        else:
+            d = [
+                c.decode_step(b.model, len(b.reqs), sum(r.input_len + r.generated for r in b.reqs))
+                for b in batches
+            ]
+            switch = sum(c.switch_time(m) for m in {b.model for b in batches})
+            q, _ = quotas(d, switch, self.tbt_slo, self.q_max)
+            st.round, st.open_ended = list(zip(batches, q, strict=True)), False
+        st.pos = 0
+        st.running = True
+        st.dirty = False
+        self._next_turn(inst)
+
+    def _next_turn(self, inst: Instance) -> None:
+        st: _Decoder = inst.state
+        while st.pos < len(st.round) and not st.round[st.pos][0].reqs:
+            st.pos += 1
+        if st.pos >= len(st.round):
+            self._start_round(inst)
+            return
+        b, q = st.round[st.pos]
+        st.pos += 1
+        self.backend.load(inst, b.model, lambda i: self._swap_in(i, b, q))
+
+    def _swap_in(self, inst: Instance, b: _Batch, q: float | None) -> None:
+        st: _Decoder = inst.state
+        if self.use_prefetch:
+            nxt = next(
+                (x.model for x, _ in st.round[st.pos :] if x.model != b.model and x.reqs), None
+            )
+            if nxt is not None:
+                self.backend.prefetch(inst, nxt)
+        reqs = list(b.reqs)
+        need = [r for r in reqs if r.kv_at is not inst]
+        if need:
+            self.backend.move_kv(need, None, inst, lambda _: self._decode(inst, b, reqs, q))
+        else:
+            self._decode(inst, b, reqs, q)
+
+    def _decode(self, inst: Instance, b: _Batch, reqs: list[Request], q: float | None) -> None:
+        if q is None and inst.state.dirty:  # work arrived while this lone batch was loading
+            q = 0.0
+        self.backend.decode(inst, [reqs], q, lambda i, fin: self._turn_done(i, b, fin))
+
+    def _turn_done(self, inst: Instance, b: _Batch, finished: list[Request]) -> None:
+        if finished:
+            b.reqs = [r for r in b.reqs if r.done_t < 0]
+        b.kv_tokens = sum(self._need(r) for r in b.reqs)
+        st: _Decoder = inst.state
+        if b.reqs and sum(1 for x in st.batches if x.reqs) > 1:
+            self.backend.move_kv(list(b.reqs), inst, None, _noop)
+        self._next_turn(inst)
+
+
+def _noop(_reqs) -> None:
+    return None

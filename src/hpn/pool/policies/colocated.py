@@ -1,0 +1,105 @@
+"""An engine instance that prefills and decodes on the same GPUs (vLLM-like continuous
+batching): new requests are prefilled first (interrupting decode at a step boundary), then
+join the running batch; several resident models decode in interleaved steps.
+
+Request-level policies (serverless, muxserve, dedicated) build on it and decide which
+instance gets a request and which models are resident.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from hpn.pool.backend import Instance
+from hpn.pool.policies.base import Policy
+from hpn.pool.requests import Request
+
+MAX_BATCH = 256
+MAX_PREFILL_TOKENS = 8192
+
+
+class Worker:
+    __slots__ = ("models", "waiting", "running", "assigned", "idle_since", "model")
+
+    def __init__(self):
+        self.models: set[str] = set()  # models whose weights are resident
+        self.model: str | None = None  # serverless: the one model this worker serves now
+        self.waiting: deque[Request] = deque()
+        self.running: dict[str, list[Request]] = {}
+        self.assigned = 0
+        self.idle_since = 0.0
+
+
+class Colocated(Policy):
+    split = False
+
+    def __init__(self, backend, cost, cluster, rates, max_batch=MAX_BATCH):
+        super().__init__(backend, cost, cluster, rates)
+        self.max_batch = max_batch
+        self.workers = [i for i in backend.instances if i.role == "worker"]
+        for i in self.workers:
+            i.state = Worker()
+
+    def admit(self, inst: Instance, req: Request) -> None:
+        w: Worker = inst.state
+        w.waiting.append(req)
+        w.assigned += 1
+        self.kick(inst)
+
+    def ready(self, inst: Instance, req: Request) -> bool:
+        return req.model in inst.state.models
+
+    def kick(self, inst: Instance) -> None:
+        w: Worker = inst.state
+        n_running = sum(len(v) for v in w.running.values())
+        can_prefill = (
+            bool(w.waiting) and n_running < self.max_batch and self.ready(inst, w.waiting[0])
+        )
+        if inst.busy:
+            if can_prefill and inst.op is not None:
+                self.backend.interrupt(inst)
+            return
+        if can_prefill:
+            model, batch, tokens = w.waiting[0].model, [], 0
+            rest = deque()
+            while w.waiting and n_running + len(batch) < self.max_batch:
+                r = w.waiting.popleft()
+                if r.model == model and (not batch or tokens + r.input_len <= MAX_PREFILL_TOKENS):
+                    batch.append(r)
+                    tokens += r.input_len
+                else:
+                    rest.append(r)
+            rest.extend(w.waiting)
+            w.waiting = rest
+            self.backend.prefill(inst, batch, self._prefilled)
+        elif n_running:
+            batches = [v for v in w.running.values() if v]
+            self.backend.decode(inst, batches, None, self._decoded, stop_on_finish=True)
+
+    def _prefilled(self, inst: Instance, reqs: list[Request]) -> None:
+        w: Worker = inst.state
+        for r in reqs:
+            if r.done_t >= 0:
+                self._finish(inst, r)
+            else:
+                w.running.setdefault(r.model, []).append(r)
+        self.kick(inst)
+
+    def _decoded(self, inst: Instance, finished: list[Request]) -> None:
+        w: Worker = inst.state
+        if finished:
+            for m in {r.model for r in finished}:
+                w.running[m] = [r for r in w.running[m] if r.done_t < 0]
+            for r in finished:
+                self._finish(inst, r)
+        self.kick(inst)
+
+    def _finish(self, inst: Instance, req: Request) -> None:
+        w: Worker = inst.state
+        w.assigned -= 1
+        if w.assigned == 0:
+            w.idle_since = self.backend.now()
+        self.on_finished(inst, req)
+
+    def on_finished(self, inst: Instance, req: Request) -> None:
+        """Hook: a request of `inst` finished."""

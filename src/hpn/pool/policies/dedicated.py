@@ -1,0 +1,44 @@
+"""Dedicated serving: each model on its own instances, no switching, no sharing.
+
+Every model gets one instance (most popular first when instances are short; the rest are
+unserved and their requests fail); spare instances go, one at a time, to the model with the
+highest expected rate per instance.
+"""
+
+from __future__ import annotations
+
+from hpn.pool.policies.colocated import Colocated
+from hpn.pool.requests import Request
+
+
+def spread(rates: dict[str, float], n: int) -> dict[str, int]:
+    """Instances per model: one each by popularity, extras by rate per instance."""
+    order = sorted(rates, key=lambda m: (-rates[m], m))
+    count = {m: 1 for m in order[:n]}
+    for _ in range(max(0, n - len(order))):
+        m = max(count, key=lambda m: (rates[m] / count[m], m))
+        count[m] += 1
+    return count
+
+
+class Dedicated(Colocated):
+    name = "dedicated"
+    summary = "each model on its own GPUs (no sharing)"
+
+    def __init__(self, backend, cost, cluster, rates, **kw):
+        super().__init__(backend, cost, cluster, rates, **kw)
+        self.home: dict[str, list] = {}
+        it = iter(self.workers)
+        for m, k in spread(rates, len(self.workers)).items():
+            for _ in range(k):
+                inst = next(it)
+                backend.place(inst, m)
+                inst.state.models.add(m)
+                self.home.setdefault(m, []).append(inst)
+
+    def on_arrival(self, req: Request) -> None:
+        insts = self.home.get(req.model)
+        if not insts:
+            self.backend.fail(req)
+            return
+        self.admit(min(insts, key=lambda i: i.state.assigned), req)

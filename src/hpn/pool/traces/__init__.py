@@ -1,0 +1,55 @@
+"""Request traces: readers registered by name, plus the synthetic market generator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from hpn.errors import InputError
+from hpn.pool.traces.aegaeon import read_aegaeon
+from hpn.pool.traces.azure import read_azure
+from hpn.pool.traces.base import Trace
+from hpn.pool.traces.servegen import read_servegen
+from hpn.pool.traces.synthetic import calibrate_zipf, from_rates, market
+
+READERS: dict[str, Callable[..., Trace]] = {
+    "aegaeon": read_aegaeon,
+    "azure": read_azure,
+    "servegen": read_servegen,
+}
+
+
+def detect_format(path: str | Path) -> str:
+    p = Path(path)
+    if p.is_dir() or p.name.endswith("-trace.csv"):
+        return "servegen"
+    if not p.is_file():
+        raise InputError(str(path), "no such file")
+    with open(p, encoding="utf-8", errors="replace") as f:
+        head = f.readline().strip()
+    if head.startswith("Request Time"):
+        return "aegaeon"
+    if head.startswith("TIMESTAMP"):
+        return "azure"
+    raise InputError(
+        f"{path}:1", "unknown trace format (expected an Aegaeon, Azure or ServeGen header)"
+    )
+
+
+def load_trace(path: str | Path, fmt: str | None = None, **options) -> Trace:
+    """Read a trace file; `fmt` is one of READERS or detected from the file."""
+    fmt = fmt or detect_format(path)
+    if fmt not in READERS:
+        raise InputError("format", f"unknown trace format {fmt!r}; known: {', '.join(READERS)}")
+    return READERS[fmt](path, **options)
+
+
+__all__ = [
+    "READERS",
+    "Trace",
+    "calibrate_zipf",
+    "detect_format",
+    "from_rates",
+    "load_trace",
+    "market",
+]

@@ -1,0 +1,94 @@
+"""The request trace every reader produces: columns as numpy arrays, sorted by arrival."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hpn.errors import InputError
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Requests of a multi-model pool.
+
+    `model[i]` indexes `names` (the trace's model names) and `kinds` (catalog model keys
+    that set each name's size, latency and memory).
+    """
+
+    arrival: np.ndarray  # float64 seconds from trace start, sorted
+    model: np.ndarray  # int32 index into names
+    input_len: np.ndarray  # int64 tokens
+    output_len: np.ndarray  # int64 tokens (>= 1)
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        n = len(self.arrival)
+        if not (len(self.model) == len(self.input_len) == len(self.output_len) == n):
+            raise ValueError("trace columns differ in length")
+        if len(self.names) != len(self.kinds):
+            raise ValueError("names and kinds differ in length")
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+    @property
+    def duration(self) -> float:
+        return float(self.arrival[-1]) if len(self) else 0.0
+
+    @staticmethod
+    def build(arrival, model, input_len, output_len, names, kinds) -> Trace:
+        """Sort by arrival (stable) and normalize dtypes."""
+        arrival = np.asarray(arrival, dtype=np.float64)
+        order = np.argsort(arrival, kind="stable")
+        return Trace(
+            arrival[order],
+            np.asarray(model, dtype=np.int32)[order],
+            np.asarray(input_len, dtype=np.int64)[order],
+            np.asarray(output_len, dtype=np.int64)[order],
+            tuple(names),
+            tuple(kinds),
+        )
+
+    def select(self, mask: np.ndarray) -> Trace:
+        return Trace(
+            self.arrival[mask],
+            self.model[mask],
+            self.input_len[mask],
+            self.output_len[mask],
+            self.names,
+            self.kinds,
+        )
+
+
+def read_text(path: str | Path) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(str(path), "no such file")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(str(path), "not a UTF-8 text file") from None
+
+
+def parse_int(text: str, where: str, column: str, minimum: int = 0) -> int:
+    try:
+        v = int(text.strip())
+    except ValueError:
+        raise InputError(where, f"column {column!r}: expected an integer, got {text!r}") from None
+    if v < minimum:
+        raise InputError(where, f"column {column!r}: must be >= {minimum}, got {v}")
+    return v
+
+
+def parse_float(text: str, where: str, column: str, minimum: float = 0.0) -> float:
+    try:
+        v = float(text.strip())
+    except ValueError:
+        raise InputError(where, f"column {column!r}: expected a number, got {text!r}") from None
+    if not (v >= minimum) or v == float("inf"):
+        raise InputError(where, f"column {column!r}: must be a finite number >= {minimum}")
+    return v
