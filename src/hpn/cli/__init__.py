@@ -10,7 +10,7 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from hpn.cli import demo, topo, traffic
+from hpn.cli import demo, pool, topo, traffic
 from hpn.config import one_line
 from hpn.errors import InputError
 
@@ -22,6 +22,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(topo.app, name="topo")
+app.add_typer(pool.app, name="pool")
 app.command("demo")(demo.demo)
 app.command("traffic")(traffic.traffic)
 

@@ -78,12 +78,18 @@ class PoolResult:
     span_s: float
     wall_s: float = 0.0
     per_model: dict = field(default_factory=dict, repr=False)
+    per_model_artifact: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self, per_model: bool = False) -> dict:
         d = asdict(self)
         if not per_model:
             d.pop("per_model")
+            d.pop("per_model_artifact")
         return d
+
+    def worst_model(self, metric: str = "deadline") -> float:
+        pm = self.per_model if metric == "deadline" else self.per_model_artifact
+        return min(pm.values()) if pm else 1.0
 
 
 def summarize(requests, gaps, *, policy, gpu, gpus, switches, busy_gpu_s, span, wall=0.0):
@@ -94,8 +100,10 @@ def summarize(requests, gaps, *, policy, gpu, gpus, switches, busy_gpu_s, span, 
     gw = [w for _, w in gaps]
     names = sorted({r.model for r in requests})
     per_model: dict[str, list[float]] = {}
+    per_model_a: dict[str, list[float]] = {}
     for r, a in zip(requests, att, strict=True):
         per_model.setdefault(r.model, []).append(float(a))
+        per_model_a.setdefault(r.model, []).append(r.attainment_artifact())
     return PoolResult(
         policy=policy,
         gpu=gpu,
@@ -118,4 +126,5 @@ def summarize(requests, gaps, *, policy, gpu, gpus, switches, busy_gpu_s, span, 
         span_s=span,
         wall_s=wall,
         per_model={k: float(np.mean(v)) for k, v in per_model.items()},
+        per_model_artifact={k: float(np.mean(v)) for k, v in per_model_a.items()},
     )

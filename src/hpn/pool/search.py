@@ -1,0 +1,189 @@
+"""Goodput and capacity searches (the 90 % SLO-attainment threshold of A §7.2).
+
+- `goodput`: the largest number of models, each at `rate` req/s on the synthetic market,
+  that a fixed pool serves with attainment >= 90 % (doubling, then bisection; traces are
+  nested in M, so adding models only adds requests).
+- `capacity`: the fewest GPUs that keep a model mix at >= 90 %, for the pool and for every
+  model of the mix (a request-weighted pool average alone would let a placement drop the
+  rarely used models, which are most of a long-tail mix). One deployment per TP degree
+  (as in production); split policies try a few prefill shares per size; `dedicated` sizes
+  each model alone (its pool is separable) and sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from hpn.errors import InputError
+from hpn.pool.metrics import GOODPUT_ATTAINMENT
+from hpn.pool.mixes import Mix
+from hpn.pool.models import get_model
+from hpn.pool.policies import get_policy
+from hpn.pool.simulate import Slo, simulate
+from hpn.pool.traces.synthetic import from_rates, market
+
+PREFILL_SHARES = (0.25, 0.375, 0.5)
+METRICS = ("deadline", "artifact")
+
+
+def _score(res, metric: str) -> float:
+    if metric not in METRICS:
+        raise InputError("metric", f"unknown metric {metric!r}; use one of {METRICS}")
+    return res.slo_attainment if metric == "deadline" else res.slo_attainment_artifact
+
+
+def largest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int:
+    """Largest n in [0, limit] with ok(n), assuming ok is monotone decreasing."""
+    lo, hi = 0, None
+    n = max(1, start)
+    while n <= limit:
+        if ok(n):
+            lo, n = n, n * 2
+        else:
+            hi = n
+            break
+    hi = hi if hi is not None else limit + 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def smallest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int | None:
+    """Smallest n in [start, limit] with ok(n), assuming ok is monotone increasing."""
+    lo, n = start - 1, start
+    while not ok(n):
+        lo = n
+        if n >= limit:
+            return None
+        n = min(limit, n * 2)
+    hi = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+def goodput(
+    policy: str,
+    rate: float,
+    duration: float = 300.0,
+    seed: int = 0,
+    start: int = 8,
+    limit: int = 1024,
+    metric: str = "deadline",
+    **sim,
+) -> dict:
+    """Max models at `rate` req/s each with attainment >= 90 % on the given pool."""
+    seen: dict[int, float] = {}
+
+    def ok(m: int) -> bool:
+        res = simulate(market(m, rate, duration, seed), policy, **sim)
+        seen[m] = _score(res, metric)
+        return seen[m] >= GOODPUT_ATTAINMENT
+
+    best = largest_ok(ok, start, limit)
+    gpus = sim.get("gpus") or (sim.get("prefill_gpus") or 0) + (sim.get("decode_gpus") or 0)
+    return {
+        "policy": policy,
+        "rate": rate,
+        "metric": metric,
+        "max_models": best,
+        "attainment_at_max": seen.get(best, 1.0),
+        "models_per_gpu": best / gpus if gpus else None,
+        "models_per_decode_gpu": best / sim["decode_gpus"] if sim.get("decode_gpus") else None,
+        "evaluated": {str(k): round(v, 4) for k, v in sorted(seen.items())},
+    }
+
+
+def _all_ok(res, metric: str) -> bool:
+    return (
+        _score(res, metric) >= GOODPUT_ATTAINMENT and res.worst_model(metric) >= GOODPUT_ATTAINMENT
+    )
+
+
+def _group_capacity(trace, policy: str, tp: int, limit: int, metric: str, sim: dict) -> dict:
+    split = get_policy(policy).split
+    best: dict = {}
+
+    def ok(n_inst: int) -> bool:
+        if split:
+            shares = sorted({min(max(1, round(n_inst * s)), n_inst - 1) for s in PREFILL_SHARES})
+            for p in shares:
+                res = simulate(
+                    trace, policy, prefill_gpus=p * tp, decode_gpus=(n_inst - p) * tp, **sim
+                )
+                if _all_ok(res, metric):
+                    best[n_inst] = {
+                        "prefill_gpus": p * tp,
+                        "decode_gpus": (n_inst - p) * tp,
+                        "attainment": _score(res, metric),
+                        "worst_model": res.worst_model(metric),
+                    }
+                    return True
+            return False
+        res = simulate(trace, policy, gpus=n_inst * tp, **sim)
+        best[n_inst] = {"attainment": _score(res, metric), "worst_model": res.worst_model(metric)}
+        return _all_ok(res, metric)
+
+    n = smallest_ok(ok, 2 if split else 1, limit)
+    if n is None:
+        raise InputError("capacity", f"{policy} needs more than {limit * tp} GPUs for this mix")
+    return {"tp": tp, "models": len(trace.names), "gpus": n * tp, **best[n]}
+
+
+def capacity(
+    mix: Mix,
+    policy: str,
+    duration: float = 1800.0,
+    seed: int = 0,
+    limit: int = 512,
+    metric: str = "deadline",
+    **sim,
+) -> dict:
+    """Fewest GPUs keeping every TP group of `mix` at >= 90 % attainment."""
+    sim.setdefault("gpu", mix.gpu)
+    groups = []
+    for tp, idx in mix.groups().items():
+        names = [mix.names[i] for i in idx]
+        kinds = [mix.kinds[i] for i in idx]
+        rates = [mix.rates[i] for i in idx]
+        trace = from_rates(rates, kinds, duration, seed, names)
+        if policy == "dedicated":
+            total, worst = 0, 1.0
+            for k, name in enumerate(names):
+                sub = trace.select(trace.model == k)
+                sub = type(sub)(
+                    sub.arrival,
+                    np.zeros(len(sub), np.int32),
+                    sub.input_len,
+                    sub.output_len,
+                    (name,),
+                    (kinds[k],),
+                )
+                g = _group_capacity(sub, policy, tp, limit, metric, sim)
+                total += g["gpus"]
+                worst = min(worst, g["attainment"])
+            groups.append({"tp": tp, "models": len(names), "gpus": total, "attainment": worst})
+        else:
+            groups.append(_group_capacity(trace, policy, tp, limit, metric, sim))
+    return {
+        "policy": policy,
+        "gpu": get_gpu_name(sim["gpu"]),
+        "metric": metric,
+        "models": len(mix.names),
+        "gpus": sum(g["gpus"] for g in groups),
+        "groups": groups,
+        "duration_s": duration,
+    }
+
+
+def get_gpu_name(gpu: str) -> str:
+    from hpn.pool.gpus import get_gpu
+
+    return get_gpu(gpu).name
+
+
+__all__ = ["capacity", "goodput", "largest_ok", "smallest_ok", "Slo", "get_model"]
