@@ -93,8 +93,8 @@ def load_mix(spec: str | Path) -> Mix:
     names, kinds, rates = [], [], []
     for e in doc.model:
         kind = get_model(e.model, field=f"{spec}: model").name
+        base = e.name or f"model_{len(names):02d}"
         for j in range(e.count):
-            base = e.name or f"model_{len(names):02d}"
             names.append(base if e.count == 1 else f"{base}_{j}")
             kinds.append(kind)
             rates.append(e.rate)

@@ -88,8 +88,10 @@ def from_rates(
     cv: float = 1.0,
     in_scale: float = 1.0,
     out_scale: float = 1.0,
+    max_len: int = 4096,
 ) -> Trace:
-    """A trace with one arrival process per model at the given rates (req/s)."""
+    """A trace with one arrival process per model at the given rates (req/s); prompt +
+    output is clipped to `max_len` (and to each model's context window)."""
     if duration <= 0:
         raise InputError("duration", "must be > 0")
     if cv <= 0:
@@ -102,7 +104,8 @@ def from_rates(
             raise InputError("rate", f"must be >= 0, got {rate}")
         rng = np.random.default_rng([seed, i])
         t = arrivals(rng, float(rate), duration, cv)
-        inp, out = sample_lengths(rng, len(t), in_scale, out_scale, get_model(kinds[i]).max_len)
+        limit = min(max_len, get_model(kinds[i]).max_len)
+        inp, out = sample_lengths(rng, len(t), in_scale, out_scale, limit)
         for col, x in zip(cols, (t, np.full(len(t), i), inp, out), strict=True):
             col.append(x)
     arr, mod, inp, out = (np.concatenate(c) if c else np.empty(0) for c in cols)
