@@ -19,9 +19,8 @@ import numpy as np
 from hpn.errors import InputError
 from hpn.pool.metrics import GOODPUT_ATTAINMENT
 from hpn.pool.mixes import Mix
-from hpn.pool.models import get_model
 from hpn.pool.policies import get_policy
-from hpn.pool.simulate import Slo, simulate
+from hpn.pool.simulate import simulate
 from hpn.pool.traces.synthetic import from_rates, market
 
 PREFILL_SHARES = (0.25, 0.375, 0.5)
@@ -186,4 +185,4 @@ def get_gpu_name(gpu: str) -> str:
     return get_gpu(gpu).name
 
 
-__all__ = ["capacity", "goodput", "largest_ok", "smallest_ok", "Slo", "get_model"]
+__all__ = ["capacity", "goodput", "largest_ok", "smallest_ok"]
