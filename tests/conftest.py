@@ -47,3 +47,9 @@ def assert_input_error(r: CliResult, *fragments: str) -> None:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(autouse=True)
+def _runs_dir(tmp_path_factory, monkeypatch):
+    """Every run a test makes (in-process or through the CLI) goes to a temporary store."""
+    monkeypatch.setenv("HPN_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))

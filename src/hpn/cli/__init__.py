@@ -10,7 +10,7 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from hpn.cli import demo, pool, topo, traffic
+from hpn.cli import demo, pool, runs, sweep, topo, traffic
 from hpn.config import one_line
 from hpn.errors import InputError
 
@@ -23,8 +23,10 @@ app = typer.Typer(
 )
 app.add_typer(topo.app, name="topo")
 app.add_typer(pool.app, name="pool")
+app.add_typer(runs.app, name="runs")
 app.command("demo")(demo.demo)
 app.command("traffic")(traffic.traffic)
+app.command("sweep")(sweep.sweep)
 
 
 def main() -> None:

@@ -25,8 +25,10 @@ from hpn.cli.fabric_opts import (
     spec_from_options,
 )
 from hpn.cli.output import emit_json, kv_table, stdout
+from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import load_toml
 from hpn.errors import InputError
+from hpn.store import runnable
 from hpn.topology import build
 from hpn.topology.presets import PRESETS
 
@@ -96,6 +98,22 @@ def summary_rows(s: dict) -> list[tuple[str, object]]:
     return rows
 
 
+def run_summary(config: dict):
+    """Runnable ``topo summary``: ``{"fabric": {preset, spec fields}}`` -> the summary."""
+    from hpn.store.runnable import Outcome
+    from hpn.topology import make_spec
+    from hpn.topology.summary import summarize
+
+    fields = dict(config.get("fabric") or {})
+    spec = make_spec(fields.pop("preset", "hpn"), fields)
+    s = summarize(build(spec))
+    rows = [("switches", k, v) for k, v in s["switches"].items()]
+    rows += [("links", k, v) for k, v in s["links"].items()]
+    counts = {"what": [r[0] for r in rows], "tier": [r[1] for r in rows]}
+    counts["count"] = [int(r[2]) for r in rows]
+    return Outcome(s, {"counts": counts}, {"fabric": spec.model_dump(mode="json")})
+
+
 @app.command()
 def summary(
     preset: PresetOpt = None,
@@ -112,10 +130,11 @@ def summary(
     speed: SpeedOpt = None,
     frontend: FrontendOpt = False,
     json_out: JsonOpt = False,
+    out: OutOpt = None,
+    plot: PlotOpt = False,
 ) -> None:
     """Counts, oversubscription, paths and limits of a fabric."""
-    from hpn.topology.summary import summarize
-
+    check_out(out)
     spec = _spec(
         preset,
         config,
@@ -131,7 +150,9 @@ def summary(
         speed,
         frontend,
     )
-    s = summarize(build(spec))
+    outcome = runnable.get("topo summary")({"fabric": spec.model_dump(mode="json")})
+    save("topo summary", outcome, out, plot)
+    s = outcome.result
     if json_out:
         emit_json(s)
     else:

@@ -1,0 +1,53 @@
+"""``--out`` and ``--plot`` for computing commands, and :func:`save` to record their run.
+
+A command adds ``out: OutOpt = None, plot: PlotOpt = False`` to its parameters and calls
+``save("name", outcome, out, plot)`` once it has its result. The run folder is named on
+stderr, so ``--json`` keeps stdout to one JSON object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hpn.store.record import check_out
+from hpn.store.runnable import Outcome
+
+__all__ = ["OutOpt", "PlotOpt", "check_out", "save"]
+
+_PANEL = "Results"
+
+OutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Run folder to write (default: a new folder under $HPN_RUNS_DIR or ./runs).",
+        rich_help_panel=_PANEL,
+    ),
+]
+PlotOpt = Annotated[
+    bool,
+    typer.Option(
+        "--plot", help="Also draw the run's plots (PNG and HTML).", rich_help_panel=_PANEL
+    ),
+]
+
+
+def save(command: str, outcome: Outcome, out: Path | None = None, plot: bool = False) -> Path:
+    """Record ``outcome`` as a run of ``command`` and name its folder on stderr."""
+    from hpn.cli.output import stderr
+    from hpn.store.record import record_run
+
+    folder = record_run(
+        command,
+        outcome.config or {},
+        outcome.result,
+        outcome.tables,
+        plots=plot,
+        out=out,
+        wall_s=outcome.wall_s,
+    )
+    stderr.print(f"run saved to {folder}", highlight=False, markup=False, soft_wrap=True)
+    return folder

@@ -1,0 +1,163 @@
+"""The SQLite index of all runs (WAL mode, so sweep workers and the dashboard share it).
+
+Run folders are the truth (each holds a ``run.json``); the index makes listing and finding
+them fast and can be rebuilt from the folders with :func:`Index.reindex`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hpn.store.paths import INDEX
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    command TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    seed INTEGER,
+    status TEXT NOT NULL,
+    created REAL NOT NULL,
+    finished REAL,
+    wall_s REAL,
+    figures TEXT NOT NULL DEFAULT '{}',
+    sweep TEXT,
+    point TEXT,
+    computed INTEGER NOT NULL DEFAULT 0,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_sweep ON runs (sweep, point);
+CREATE INDEX IF NOT EXISTS runs_created ON runs (created);
+"""
+
+COLUMNS = [
+    "id",
+    "path",
+    "command",
+    "config_hash",
+    "seed",
+    "status",
+    "created",
+    "finished",
+    "wall_s",
+    "figures",
+    "sweep",
+    "point",
+    "computed",
+    "error",
+]
+
+
+class Index:
+    """A handle on ``ROOT/index.sqlite``; every method opens a short transaction."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.path = self.root / INDEX
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute("PRAGMA busy_timeout=60000")
+            con.executescript(_SCHEMA)
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        finally:
+            con.close()
+
+    def upsert(self, row: dict[str, Any], *, computed: bool = False) -> str:
+        """Insert or update a run (keyed by path); returns its id. ``computed`` counts a result."""
+        row = dict(row)
+        row["figures"] = json.dumps(row.get("figures") or {}, sort_keys=True)
+        path = str(row["path"])
+        with self._db() as con:
+            old = con.execute("SELECT id FROM runs WHERE path = ?", (path,)).fetchone()
+            if old:
+                row["id"] = old[0]
+            else:
+                base, n = row["id"], 1
+                while con.execute("SELECT 1 FROM runs WHERE id = ?", (row["id"],)).fetchone():
+                    n += 1
+                    row["id"] = f"{base}-{n}"
+            cols = [c for c in COLUMNS if c in row and c != "computed"]
+            sets = ", ".join(f"{c} = excluded.{c}" for c in cols if c != "id")
+            inc = ", computed = computed + excluded.computed" if computed else ""
+            con.execute(
+                f"INSERT INTO runs ({', '.join(cols)}, computed) "
+                f"VALUES ({', '.join('?' for _ in cols)}, ?) "
+                f"ON CONFLICT(id) DO UPDATE SET {sets}{inc}",
+                [row[c] for c in cols] + [int(computed)],
+            )
+        return row["id"]
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        with self._db() as con:
+            con.execute(
+                "UPDATE runs SET status = ?, error = ?, finished = ? WHERE id = ?",
+                (status, error, time.time(), run_id),
+            )
+
+    def rows(
+        self,
+        where: str = "1",
+        params: tuple[Any, ...] = (),
+        *,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Runs matching a SQL condition (parameters bound, never formatted in), newest first."""
+        sql = f"SELECT {', '.join(COLUMNS)} FROM runs WHERE {where} ORDER BY created DESC, id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        if not self.path.exists():
+            return []
+        with self._db() as con:
+            out = [dict(zip(COLUMNS, r, strict=True)) for r in con.execute(sql, params)]
+        for r in out:
+            r["figures"] = json.loads(r["figures"] or "{}")
+        return out
+
+    def get(self, run_id: str) -> dict[str, Any] | None:
+        found = self.rows("id = ?", (run_id,))
+        return found[0] if found else None
+
+    def done_points(self, sweep: str) -> dict[str, dict[str, Any]]:
+        """Completed points of a sweep, by point key."""
+        rows = self.rows("sweep = ? AND status = 'done'", (sweep,))
+        return {r["point"]: r for r in rows}
+
+    def reindex(self) -> int:
+        """Add every run folder under the root that holds a finished ``run.json``."""
+        from hpn.store.run import read_meta
+
+        n = 0
+        for meta_path in sorted(self.root.rglob("run.json")):
+            meta = read_meta(meta_path.parent)
+            if meta is not None and meta.get("status") == "done":
+                known = self.rows("path = ?", (str(meta_path.parent),))
+                if not known:
+                    self.upsert(index_row(meta_path.parent, meta))
+                    n += 1
+        return n
+
+
+def index_row(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """The index row of a run folder from its ``run.json``."""
+    return {"path": str(path), **{k: meta.get(k) for k in COLUMNS if k not in ("path",)}} | {
+        "id": meta.get("id") or path.name
+    }

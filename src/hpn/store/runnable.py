@@ -1,0 +1,99 @@
+"""The registry of runnable commands: name -> ``function(config dict) -> Outcome``.
+
+Sweeps and the dashboard run commands in-process through it (never through a shell). Targets
+are ``"module:function"`` strings, imported only when run, so listing them is cheap. Modules
+named in ``$HPN_PLUGINS`` (comma-separated) are imported first and may call :func:`register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpn.errors import InputError
+from hpn.store.dotted import get_path
+
+
+@dataclass
+class Outcome:
+    """What a command computed: its JSON result, its tables, its resolved config."""
+
+    result: dict[str, Any]
+    tables: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] | None = None  # resolved (defaults filled); None: as given
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Runnable:
+    name: str
+    target: str
+    summary: str = ""
+    example: dict[str, Any] = field(default_factory=dict)  # a config to start from
+    limits: dict[str, tuple[float, float]] = field(default_factory=dict)  # for the dashboard
+
+    def load(self) -> Callable[[dict[str, Any]], Outcome]:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def __call__(self, config: dict[str, Any]) -> Outcome:
+        t0 = time.perf_counter()
+        out = self.load()(config)
+        if isinstance(out, tuple):
+            out = Outcome(*out)
+        if out.config is None:
+            out.config = config
+        out.wall_s = time.perf_counter() - t0
+        return out
+
+    def check_limits(self, config: dict[str, Any]) -> None:
+        """Refuse configs outside the bounded sizes (used where others start runs)."""
+        for path, (lo, hi) in self.limits.items():
+            v = get_path(config, path)
+            if v is None:
+                continue
+            if not isinstance(v, int | float) or isinstance(v, bool) or not lo <= v <= hi:
+                raise InputError(path, f"must be a number in [{lo:g}, {hi:g}], got {v!r}")
+
+
+RUNNABLES: dict[str, Runnable] = {}
+_plugins_loaded = False
+
+
+def register(name: str, target: str, summary: str = "", **kw: Any) -> None:
+    RUNNABLES[name] = Runnable(name, target, summary, **kw)
+
+
+def load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for mod in filter(None, (m.strip() for m in os.environ.get("HPN_PLUGINS", "").split(","))):
+        importlib.import_module(mod)
+
+
+def get(name: str) -> Runnable:
+    load_plugins()
+    if name not in RUNNABLES:
+        raise InputError("command", f"unknown command {name!r}; choose from {', '.join(RUNNABLES)}")
+    return RUNNABLES[name]
+
+
+def names() -> list[str]:
+    load_plugins()
+    return list(RUNNABLES)
+
+
+# One line per computing command.
+register(
+    "topo summary",
+    "hpn.cli.topo:run_summary",
+    "Counts, oversubscription, paths and limits of a fabric.",
+    example={"fabric": {"preset": "hpn"}},
+    limits={"fabric.pods": (1, 16), "fabric.segments": (1, 64), "fabric.k": (2, 64)},
+)

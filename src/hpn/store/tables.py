@@ -1,0 +1,63 @@
+"""Tabular results: Parquet when pyarrow is installed (the ``store`` extra), else JSON columns.
+
+A table is given as a ``pyarrow.Table``, a dict of equal-length columns (numpy arrays or
+lists), or a list of row dicts; it is read back as a dict of numpy arrays.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpn.store.atomic import write_text, write_with
+
+
+def have_arrow() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _columns(table: Any) -> dict[str, Any]:
+    if isinstance(table, list):
+        keys = list(dict.fromkeys(k for row in table for k in row))
+        return {k: [row.get(k) for row in table] for k in keys}
+    if isinstance(table, dict):
+        return {str(k): np.asarray(v) if not isinstance(v, list) else v for k, v in table.items()}
+    raise TypeError(f"a table must be a pyarrow.Table, a dict of columns or rows, not {table!r}")
+
+
+def write_table(folder: Path, name: str, table: Any) -> Path:
+    """Write ``table`` as ``folder/NAME.parquet`` (or ``.json``) atomically."""
+    if have_arrow():
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not isinstance(table, pa.Table):
+            table = pa.table(_columns(table))
+        return write_with(folder / f"{name}.parquet", lambda p: pq.write_table(table, p))
+    cols = {k: np.asarray(v).tolist() for k, v in _columns(table).items()}
+    return write_text(folder / f"{name}.json", json.dumps(cols))
+
+
+def table_files(folder: Path) -> dict[str, Path]:
+    """Table name -> file, for a run's ``tables/`` folder."""
+    if not folder.is_dir():
+        return {}
+    files = sorted(folder.glob("*.parquet")) + sorted(folder.glob("*.json"))
+    return {p.stem: p for p in files if not p.name.startswith(".")}
+
+
+def read_table(path: Path) -> dict[str, np.ndarray]:
+    """A stored table as a dict of numpy arrays."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(path)
+        return {c: t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}
+    return {k: np.asarray(v) for k, v in json.loads(path.read_text()).items()}

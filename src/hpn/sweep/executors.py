@@ -1,0 +1,81 @@
+"""Where sweep points run: inline, a local process pool, or dask.distributed.
+
+Each executor takes a list of keyword-argument dicts for :func:`run_point` and yields the
+point results as they complete.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+from hpn.errors import InputError
+from hpn.sweep.worker import run_point
+
+Task = dict[str, Any]
+
+
+def _call(task: Task) -> dict[str, Any]:
+    return run_point(**task)  # dask's submit() reserves the keyword "key"
+
+
+def run_inline(tasks: list[Task]) -> Iterator[dict[str, Any]]:
+    for t in tasks:
+        yield run_point(**t)
+
+
+def run_processes(tasks: list[Task], workers: int) -> Iterator[dict[str, Any]]:
+    """A spawn-started process pool; a worker whose driver died drops its result."""
+    me = os.getpid()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(run_point, **t, parent_pid=me) for t in tasks]
+        try:
+            for f in as_completed(futures):
+                yield f.result()
+        finally:
+            for f in futures:
+                f.cancel()
+
+
+def check_address(address: str) -> None:
+    if address != "local" and not address.startswith(("tcp://", "tls://")):
+        raise InputError(
+            "--dask", f"give 'local' or a scheduler address tcp://HOST:PORT, got {address!r}"
+        )
+
+
+def run_dask(tasks: list[Task], workers: int, address: str) -> Iterator[dict[str, Any]]:
+    """On a LocalCluster bound to 127.0.0.1, or on the scheduler at ``address``."""
+    check_address(address)
+    try:
+        from dask.distributed import Client, LocalCluster
+        from dask.distributed import as_completed as dask_completed
+    except ImportError:
+        raise InputError("--dask", "dask is not installed; pip install 'hpn[dist]'") from None
+    cluster = None
+    if address == "local":
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=40,
+        )
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(address, timeout=10)
+        except OSError as e:
+            raise InputError("--dask", f"cannot reach scheduler {address}: {e}") from None
+    try:
+        futures = [client.submit(_call, t, pure=False) for t in tasks]
+        for f in dask_completed(futures):
+            yield f.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
