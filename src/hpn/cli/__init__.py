@@ -10,7 +10,7 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from hpn.cli import demo, plot, pool, runs, sweep, topo, traffic
+from hpn.cli import dash, demo, plot, pool, runs, sweep, topo, traffic
 from hpn.config import one_line
 from hpn.errors import InputError
 
@@ -28,6 +28,7 @@ app.command("demo")(demo.demo)
 app.command("traffic")(traffic.traffic)
 app.command("sweep")(sweep.sweep)
 app.command("plot")(plot.plot)
+app.command("dash")(dash.dash)
 
 
 def main() -> None:

@@ -1,0 +1,223 @@
+"""The dashboard's FastAPI app: JSON API, HTML pages, static files.
+
+Safety: files are served only from run folders the store indexes (resolved paths must stay
+inside the run folder); request bodies are bounded; runs go through the runnable registry
+in-process with bounded sizes, never through a shell; POSTs must be JSON, so another web page
+cannot post a form to it.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+
+from hpn.config import dump_toml
+from hpn.errors import InputError
+from hpn.store import Index, Run, runs_root
+from hpn.store.run import META
+from hpn.web import pages
+from hpn.web.jobs import Jobs
+
+MAX_BODY = 64 * 1024
+STATIC = {"dash.js": "text/javascript", "dash.css": "text/css"}
+
+
+def create_app(root: Path | None = None) -> FastAPI:
+    root = Path(root or runs_root()).absolute()
+    index = Index(root)
+    jobs = Jobs(root)
+    app = FastAPI(title="hpn dashboard", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.jobs = jobs
+
+    @app.middleware("http")
+    async def bound_body(request: Request, call_next):
+        if request.method in ("POST", "PUT", "PATCH"):
+            length = request.headers.get("content-length")
+            if length is None or not length.isdigit():
+                return JSONResponse({"error": "Content-Length required"}, 411)
+            if int(length) > MAX_BODY:
+                return JSONResponse({"error": f"body over {MAX_BODY} bytes"}, 413)
+        return await call_next(request)
+
+    @app.exception_handler(InputError)
+    async def input_error(_: Request, e: InputError):
+        return JSONResponse({"error": str(e), "field": e.field}, 400)
+
+    def run_of(run_id: str) -> Run:
+        row = index.get(run_id)
+        if row is None or not (Path(row["path"]) / META).exists():
+            raise HTTPException(404, f"no run {run_id!r}")
+        return Run(Path(row["path"]))
+
+    # --- API -------------------------------------------------------------------------------
+    @app.get("/api/runs")
+    def api_runs(command: str | None = None, limit: int = 200) -> dict[str, Any]:
+        where, params = ("command = ?", (command,)) if command else ("1", ())
+        rows = index.rows(where, params, limit=min(max(limit, 1), 1000))
+        return {"runs": [{k: v for k, v in r.items() if k != "path"} for r in rows]}
+
+    @app.get("/api/runs/{run_id}")
+    def api_run(run_id: str) -> dict[str, Any]:
+        from hpn.plots import available
+
+        r = run_of(run_id)
+        return {
+            "id": r.id,
+            "command": r.command,
+            "label": r.label,
+            "meta": r.meta,
+            "config": r.config,
+            "result": r.result,
+            "tables": sorted(r.tables),
+            "charts": available(r),
+            "files": [p.name for p in r.plots],
+        }
+
+    @app.get("/api/runs/{run_id}/charts/{kind}")
+    def api_chart(run_id: str, kind: str) -> Response:
+        from hpn.plots import draw
+        from hpn.plots.html import figure
+
+        fig = figure(draw(kind, [run_of(run_id)]))
+        return Response(fig.to_json(), media_type="application/json")
+
+    @app.get("/api/runs/{run_id}/files/{name:path}")
+    def api_file(run_id: str, name: str) -> FileResponse:
+        base = run_of(run_id).path.resolve()
+        target = (base / name).resolve()
+        if not target.is_relative_to(base) or not target.is_file() or target.name[0] == ".":
+            raise HTTPException(404, "no such file in this run")
+        return FileResponse(target)
+
+    @app.get("/api/compare")
+    def api_compare(a: str, b: str) -> dict[str, Any]:
+        from hpn.store.compare import compare
+
+        return compare([run_of(a), run_of(b)])
+
+    def fabric_fields(preset: str | None, run: str | None) -> dict[str, Any]:
+        if run:
+            fields = run_of(run).config.get("fabric")
+            if not isinstance(fields, dict):
+                raise InputError("run", f"run {run} has no [fabric] in its config")
+            return fields
+        return {"preset": preset or "hpn"}
+
+    @app.get("/api/fabric")
+    def api_fabric(
+        preset: str | None = None, run: str | None = None, pod: int = 0, segment: int = 0
+    ) -> dict[str, Any]:
+        from hpn.web.fabric import fabric_of, segment_view
+
+        view = segment_view(fabric_of(fabric_fields(preset, run)), pod, segment)
+        view["has_utilization"] = bool(run) and "links" in run_of(run).tables
+        return view
+
+    @app.get("/api/fabric/switch/{node}")
+    def api_switch(node: int, preset: str | None = None, run: str | None = None):
+        from hpn.web.fabric import fabric_of, switch_ports
+
+        util = None
+        if run and "links" in run_of(run).tables:
+            util = run_of(run).table("links")
+        return switch_ports(fabric_of(fabric_fields(preset, run)), node, util)
+
+    @app.get("/api/commands")
+    def api_commands() -> dict[str, Any]:
+        from hpn.store.runnable import RUNNABLES, load_plugins
+
+        load_plugins()
+        return {
+            "commands": [
+                {
+                    "name": r.name,
+                    "summary": r.summary,
+                    "example": r.example,
+                    "example_toml": dump_toml(r.example),
+                    "limits": {k: list(v) for k, v in r.limits.items()},
+                }
+                for r in RUNNABLES.values()
+            ]
+        }
+
+    @app.post("/api/jobs")
+    async def api_submit(request: Request) -> JSONResponse:
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            raise HTTPException(415, "send application/json")
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            raise HTTPException(400, "malformed JSON") from None
+        if not isinstance(body, dict) or not isinstance(body.get("command"), str):
+            raise InputError("command", "give {command, config | config_toml}")
+        config = body.get("config")
+        if isinstance(body.get("config_toml"), str):
+            try:
+                config = tomllib.loads(body["config_toml"])
+            except tomllib.TOMLDecodeError as e:
+                raise InputError("config", f"malformed TOML: {e}") from None
+        if not isinstance(config, dict):
+            raise InputError("config", "must be a table")
+        return JSONResponse(jobs.submit(body["command"], config).view(), 202)
+
+    @app.get("/api/jobs/{job_id}")
+    def api_job(job_id: str) -> dict[str, Any]:
+        job = jobs.get(job_id)
+        if job is None:
+            raise HTTPException(404, "no such job")
+        return job.view()
+
+    # --- pages and static files -----------------------------------------------------------
+    @app.get("/", response_class=HTMLResponse)
+    def page_index() -> str:
+        return pages.runs_page(index.rows(limit=500), str(root))
+
+    @app.get("/runs/{run_id}", response_class=HTMLResponse)
+    def page_run(run_id: str) -> str:
+        from hpn.plots import available
+
+        r = run_of(run_id)
+        return pages.run_page(r, available(r))
+
+    @app.get("/compare", response_class=HTMLResponse)
+    def page_compare(a: str, b: str) -> str:
+        from hpn.plots import available
+        from hpn.store.compare import compare
+
+        ra, rb = run_of(a), run_of(b)
+        return pages.compare_page(ra, rb, compare([ra, rb]), available(ra), available(rb))
+
+    @app.get("/fabric", response_class=HTMLResponse)
+    def page_fabric(preset: str = "hpn", run: str | None = None) -> str:
+        from hpn.topology.presets import PRESETS
+
+        if run:
+            run_of(run)
+        return pages.fabric_page(list(PRESETS), preset, run)
+
+    @app.get("/new", response_class=HTMLResponse)
+    def page_new() -> str:
+        return pages.new_page()
+
+    @app.get("/static/{name}")
+    def static(name: str) -> Response:
+        if name == "plotly.min.js":
+            from hpn.plots.html import plotly_js
+
+            return Response(
+                plotly_js(),
+                media_type="text/javascript",
+                headers={"Cache-Control": "max-age=86400"},
+            )
+        if name not in STATIC:
+            raise HTTPException(404, "no such file")
+        text = resources.files("hpn.web").joinpath("static", name).read_text()
+        return Response(text, media_type=STATIC[name])
+
+    return app

@@ -1,0 +1,116 @@
+// hpn dashboard: charts, run picking, the fabric explorer, the new-run form. No libraries
+// but plotly.js (served locally by the dashboard).
+"use strict";
+const $ = (s, el = document) => el.querySelector(s);
+const $$ = (s, el = document) => [...el.querySelectorAll(s)];
+const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+const fmt = (v) => v === null || v === undefined ? "" : typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toPrecision(4)) : esc(v);
+
+async function getJSON(url, opts) {
+  const r = await fetch(url, opts);
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || body.detail || r.statusText);
+  return body;
+}
+
+function charts() {
+  for (const el of $$(".chart[data-chart]")) {
+    getJSON(el.dataset.chart).then((fig) => {
+      Plotly.newPlot(el, fig.data, fig.layout, {responsive: true});
+      el.dataset.ready = "1";
+    }).catch((e) => { el.textContent = "chart failed: " + e.message; });
+  }
+}
+
+function picker() {
+  const btn = $("#compare-btn");
+  if (!btn) return;
+  const picked = () => $$(".pick").filter((c) => c.checked).map((c) => c.value);
+  for (const c of $$(".pick")) c.addEventListener("change", () => { btn.disabled = picked().length !== 2; });
+  btn.addEventListener("click", () => {
+    const [a, b] = picked();
+    location.href = `/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`;
+  });
+}
+
+const COLORS = {0: "#1f77b4", 1: "#ff7f0e"};
+
+function fabric() {
+  const box = $("#fabric");
+  if (!box) return;
+  const src = JSON.parse(box.dataset.src);
+  const q = (extra) => {
+    const p = new URLSearchParams(src.run ? {run: src.run} : {preset: $("#preset").value});
+    for (const [k, v] of Object.entries(extra || {})) p.set(k, v);
+    return p.toString();
+  };
+  async function draw(segment) {
+    const v = await getJSON(`/api/fabric?${q({segment})}`);
+    const sel = $("#segment");
+    sel.innerHTML = v.segments.map((s) => `<option${s === v.segment ? " selected" : ""}>${s}</option>`).join("");
+    $("#counts").textContent = `${v.preset}: ${v.counts.aggs} Aggs, ${v.counts.tors} ToRs, ${v.counts.hosts} hosts (${v.counts.backup_hosts} backup) in segment ${v.segment}`;
+    const pos = new Map(v.nodes.map((n) => [String(n.id), n]));
+    const lines = v.links.map((l) => {
+      const a = pos.get(String(l.a)), b = pos.get(String(l.b));
+      return `<line x1="${a.x}" y1="${a.y}" x2="${b.x}" y2="${b.y}" stroke="${l.tier === "tor_agg" ? "#9bb" : "#ccc"}" stroke-width="0.4"/>`;
+    }).join("");
+    const shapes = v.nodes.map((n) => {
+      const t = `<title>${esc(n.label)}</title>`;
+      if (n.kind === "host") return `<rect class="host" x="${n.x - 2.5}" y="${n.y}" width="5" height="12" fill="${n.backup ? "#fff" : "#555"}" stroke="#555" data-label="${esc(n.label)}">${t}</rect>`;
+      const c = COLORS[n.plane] || "#2ca02c";
+      const attrs = `class="sw ${n.kind}" data-id="${n.id}" data-label="${esc(n.label)}" fill="${c}"`;
+      if (n.kind === "tor") return `<g><rect ${attrs} x="${n.x - 12}" y="${n.y - 9}" width="24" height="18">${t}</rect><text x="${n.x}" y="${n.y + 24}" font-size="9" text-anchor="middle">r${n.rail}</text></g>`;
+      return `<circle ${attrs} cx="${n.x}" cy="${n.y}" r="5">${t}</circle>`;
+    }).join("");
+    box.innerHTML = `<svg viewBox="0 0 1000 640"><text x="4" y="20" font-size="12">Aggs</text><text x="4" y="300" font-size="12">ToRs</text><text x="4" y="590" font-size="12">hosts</text>${lines}${shapes}</svg>`;
+    for (const el of $$(".sw", box)) el.addEventListener("click", () => showSwitch(el));
+  }
+  async function showSwitch(el) {
+    for (const s of $$(".sel", box)) s.classList.remove("sel");
+    el.classList.add("sel");
+    const s = await getJSON(`/api/fabric/switch/${el.dataset.id}?${q()}`);
+    const rows = s.ports.map((p) => `<tr><td>${p.link}</td><td>${p.direction}</td><td>${esc(p.peer)}</td><td>${p.tier}</td><td>${fmt(p.capacity_gbps)}</td><td class="util">${p.util_mean === null ? "" : (100 * p.util_mean).toFixed(1) + " %"}</td><td>${p.util_peak === null ? "" : (100 * p.util_peak).toFixed(1) + " %"}</td></tr>`).join("");
+    const note = s.has_utilization ? "" : `<p class="muted">no link utilization: ${src.run ? "this run has no links table" : "pick a run to see it"}</p>`;
+    $("#switch").innerHTML = `<h2 id="switch-name">${esc(s.name)}</h2><p>${s.kind}, ${s.ports.length} directed links</p>${note}<table class="ports"><thead><tr><th>link</th><th>dir</th><th>peer</th><th>tier</th><th>Gbps</th><th>mean util</th><th>peak util</th></tr></thead><tbody>${rows}</tbody></table>`;
+  }
+  $("#segment").addEventListener("change", (e) => draw(e.target.value));
+  $("#preset").addEventListener("change", () => draw(0));
+  draw(0).catch((e) => { box.textContent = "fabric failed: " + e.message; });
+}
+
+function newRun() {
+  const form = $("#new-run");
+  if (!form) return;
+  let commands = [];
+  const pick = () => {
+    const c = commands.find((x) => x.name === $("#command").value);
+    $("#config").value = c.example_toml;
+    const lim = Object.entries(c.limits).map(([k, v]) => `${k} in [${v[0]}, ${v[1]}]`).join(", ");
+    $("#summary").textContent = c.summary + (lim ? ` Limits: ${lim}.` : "");
+  };
+  getJSON("/api/commands").then((d) => {
+    commands = d.commands;
+    $("#command").innerHTML = commands.map((c) => `<option>${esc(c.name)}</option>`).join("");
+    pick();
+  });
+  $("#command").addEventListener("change", pick);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const out = $("#job");
+    try {
+      let job = await getJSON("/api/jobs", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({command: $("#command").value, config_toml: $("#config").value})});
+      while (job.status === "queued" || job.status === "running") {
+        out.innerHTML = `<p class="status">${job.status} · ${job.elapsed_s.toFixed(1)} s <progress></progress></p>`;
+        await new Promise((r) => setTimeout(r, 300));
+        job = await getJSON(`/api/jobs/${job.id}`);
+      }
+      out.innerHTML = job.status === "done"
+        ? `<p class="status">done in ${job.elapsed_s.toFixed(2)} s: <a id="new-run-link" href="/runs/${encodeURIComponent(job.run_id)}">${esc(job.run_id)}</a></p>`
+        : `<p class="status error">failed: ${esc(job.error)}</p>`;
+    } catch (err) {
+      out.innerHTML = `<p class="status error">${esc(err.message)}</p>`;
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => { charts(); picker(); fabric(); newRun(); });
