@@ -49,17 +49,23 @@ def _columns(data: np.ndarray | TupleBytes) -> np.ndarray | TupleBytes:
     return np.ascontiguousarray(np.asarray(data, np.uint8).T)
 
 
-def _crc_reflected(data, table: np.ndarray, init: int, xorout: int) -> np.ndarray:
+def _init(seed, n: int, mask: int, xor: int = 0) -> np.ndarray:
+    """The initial register per row from a scalar or per-row seed."""
+    s = (np.asarray(seed, np.uint64) ^ np.uint64(xor)) & np.uint64(mask)
+    return np.broadcast_to(s.astype(np.uint32), (n,)).copy()
+
+
+def _crc_reflected(data, table: np.ndarray, init, xorout: int) -> np.ndarray:
     cols = _columns(data)
-    crc = np.full(len(data), init, np.uint32)
+    crc = _init(init, len(data), 0xFFFFFFFF)
     for col in cols:
         crc = table.take((crc ^ col) & np.uint32(0xFF)) ^ (crc >> np.uint32(8))
     return crc ^ np.uint32(xorout)
 
 
-def _crc16_msb(data: np.ndarray, table: np.ndarray, init: int) -> np.ndarray:
+def _crc16_msb(data, table: np.ndarray, init) -> np.ndarray:
     cols = _columns(data)
-    crc = np.full(len(data), init & 0xFFFF, np.uint32)
+    crc = _init(init, len(data), 0xFFFF)
     for col in cols:
         crc = (table.take(((crc >> np.uint32(8)) ^ col) & 0xFF) ^ (crc << np.uint32(8))) & 0xFFFF
     return crc
@@ -88,6 +94,13 @@ class TupleBytes:
             for shift in range(bits - 8, -1, -8):
                 yield (arr >> np.uint32(shift)) & np.uint32(0xFF) if shift else arr & 0xFF
 
+    def take(self, idx: np.ndarray) -> TupleBytes:
+        """The tuples of rows ``idx``."""
+        out = TupleBytes.__new__(TupleBytes)
+        out.fields = tuple((arr[idx], bits) for arr, bits in self.fields)
+        out.n = len(out.fields[0][0])
+        return out
+
     def rows(self) -> np.ndarray:
         """The bytes as a rows x 13 uint8 array."""
         return np.stack(list(self), axis=1).astype(np.uint8)
@@ -96,16 +109,16 @@ class TupleBytes:
 def crc32(data: np.ndarray, seed: int = 0) -> np.ndarray:
     """CRC-32/IEEE of each row of ``data`` (uint8, rows x bytes); ``seed`` continues a CRC
     like ``zlib.crc32(row, seed)``."""
-    return _crc_reflected(data, _CRC32, (seed ^ 0xFFFFFFFF) & 0xFFFFFFFF, 0xFFFFFFFF)
+    return _crc_reflected(data, _CRC32, _init(seed, len(data), 0xFFFFFFFF, 0xFFFFFFFF), 0xFFFFFFFF)
 
 
 def crc32c(data: np.ndarray, seed: int = 0) -> np.ndarray:
-    return _crc_reflected(data, _CRC32C, (seed ^ 0xFFFFFFFF) & 0xFFFFFFFF, 0xFFFFFFFF)
+    return _crc_reflected(data, _CRC32C, _init(seed, len(data), 0xFFFFFFFF, 0xFFFFFFFF), 0xFFFFFFFF)
 
 
 def crc16_arc(data: np.ndarray, seed: int = 0) -> np.ndarray:
     """CRC-16/ARC; ``seed`` is the initial register (0 in the catalogue)."""
-    return _crc_reflected(data, _CRC16_ARC, seed & 0xFFFF, 0)
+    return _crc_reflected(data, _CRC16_ARC, _init(seed, len(data), 0xFFFF), 0)
 
 
 def crc16_ccitt(data: np.ndarray, seed: int = 0xFFFF) -> np.ndarray:
@@ -115,19 +128,27 @@ def crc16_ccitt(data: np.ndarray, seed: int = 0xFFFF) -> np.ndarray:
 
 def xor16(data: np.ndarray, seed: int = 0) -> np.ndarray:
     """XOR fold of the row's 16-bit big-endian words, XORed with the seed's low 16 bits."""
-    d = data if data.shape[1] % 2 == 0 else np.pad(data, ((0, 0), (0, 1)))
-    words = (d[:, 0::2].astype(np.uint32) << np.uint32(8)) | d[:, 1::2]
-    return np.bitwise_xor.reduce(words, axis=1).astype(np.uint32) ^ np.uint32(seed & 0xFFFF)
+    cols = list(_columns(data))
+    if len(cols) % 2:
+        cols.append(np.zeros_like(cols[0]))
+    h = _init(seed, len(data), 0xFFFF)
+    for hi, lo in zip(cols[0::2], cols[1::2], strict=True):
+        h ^= (np.asarray(hi, np.uint32) << np.uint32(8)) | np.asarray(lo, np.uint32)
+    return h
 
 
 def mix64(data: np.ndarray, seed: int = 0) -> np.ndarray:
     """A non-linear 32-bit hash (splitmix64 rounds over 8-byte words): independent choices."""
-    d = data if data.shape[1] % 8 == 0 else np.pad(data, ((0, 0), (0, 8 - data.shape[1] % 8)))
-    words = d.view(">u8").astype(np.uint64)
-    h = np.full(data.shape[0], np.uint64(seed & 0xFFFFFFFFFFFFFFFF) ^ np.uint64(0x243F6A8885A308D3))
+    cols = [np.asarray(c, np.uint64) for c in _columns(data)]
+    cols += [np.zeros_like(cols[0])] * (-len(cols) % 8)
+    words = [
+        sum((cols[i + b] << np.uint64(56 - 8 * b) for b in range(8)), np.uint64(0))
+        for i in range(0, len(cols), 8)
+    ]
+    h = np.broadcast_to(np.asarray(seed, np.uint64), (len(data),)) ^ np.uint64(0x243F6A8885A308D3)
     with np.errstate(over="ignore"):
-        for j in range(words.shape[1]):
-            h = h ^ words[:, j]
+        for w in words:
+            h = h ^ w
             h = h + np.uint64(0x9E3779B97F4A7C15)
             h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
             h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)

@@ -12,6 +12,8 @@ and it takes candidate ``floor(u * count)`` where ``u`` is a hash of (seed, key,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -102,13 +104,42 @@ def _targets(g: _Graph, fabric: Fabric, dst: np.ndarray):
     return ud, inv, tgt, offset
 
 
+@dataclass(frozen=True, eq=False)
+class Choice:
+    """The flows that have a choice at one hop of the walk (one entry per flow)."""
+
+    nodes: np.ndarray  # the node each flow is at
+    keys: np.ndarray  # the flow's key (as passed to the walk)
+    hop: int
+    count: np.ndarray  # equal-cost next hops of each flow
+    first: np.ndarray  # offset of each flow's candidates in ``cand``
+    cand: np.ndarray  # candidate link ids, per flow in port (link id) order
+    prev: np.ndarray  # the link each flow arrived on (-1 at the first hop)
+
+
+Chooser = Callable[[Choice], np.ndarray]
+"""``chooser(choice) -> pick``: which candidate (0 .. count-1) each flow takes; subclasses
+supply hash models this way."""
+
+
 class EcmpRouter:
     """Shortest-path ECMP; the choice among equal-cost next hops is seeded per flow key."""
 
-    name = "ecmp"
+    name = "random"
 
     def __init__(self, seed: int = 0):
         self.seed = int(seed)
+
+    def chooser(
+        self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, keys: np.ndarray
+    ) -> tuple[np.ndarray, Chooser]:
+        """(keys the walk passes back, the choice function) for one ``route`` call."""
+        seed = self.seed
+
+        def pick(c: Choice) -> np.ndarray:
+            return (uniform(seed, c.keys, c.hop) * c.count).astype(np.int64)
+
+        return keys, pick
 
     def route(
         self,
@@ -122,6 +153,7 @@ class EcmpRouter:
         dst = np.asarray(dst, np.int64)
         keys = np.arange(len(src), dtype=np.int64) if keys is None else np.asarray(keys)
         validate_endpoints(fabric, src, dst)
+        keys, pick = self.chooser(fabric, src, dst, keys)
         g = _Graph(fabric, down)
         nodes = fabric.nodes
         nvlink = (
@@ -150,7 +182,7 @@ class EcmpRouter:
                 has = np.flatnonzero(tcol[:, j] >= 0)
                 dsig[:, has] = np.minimum(dsig[:, has], D[:, tcol[has, j]])
             dsig = np.minimum(dsig + sig_off[None, :].astype(np.int32), _FAR)
-            walk = _Walk(fabric, g, dsig, seed=self.seed)
+            walk = _Walk(fabric, g, dsig, pick)
             inv = sig_of_ud.ravel()[inv]
             lengths[net] = walk.distance(src[net], inv)
         lengths[nvlink] = 2
@@ -180,8 +212,8 @@ class _Walk:
     """Walks flows hop by hop; ``dsig[switch, sig]`` is the hop distance to a destination
     class (destinations with the same attachment switches share a class)."""
 
-    def __init__(self, fabric: Fabric, g: _Graph, dsig: np.ndarray, seed: int):
-        self.lk, self.g, self.seed = fabric.links, g, seed
+    def __init__(self, fabric: Fabric, g: _Graph, dsig: np.ndarray, pick: Chooser):
+        self.lk, self.g, self.pick = fabric.links, g, pick
         self.nsig = dsig.shape[1]
         self.flat = dsig.ravel()
         self.out_comp = g.comp[fabric.links.dst[g.out_ids]] * self.nsig  # row base per out-link
@@ -245,7 +277,8 @@ class _Walk:
                 if (count == 0).any():
                     raise InputError("routing", "inconsistent distances (no next hop)")
                 first = np.concatenate(([0], np.cumsum(count)[:-1]))
-                pick = (uniform(self.seed, keys[idx[mid]], hop) * count).astype(np.int64)
+                prev = links[offsets[idx[mid]] + hop - 1] if hop else np.full(len(mid), -1)
+                pick = self.pick(Choice(v[mid], keys[idx[mid]], hop, count, first, cand, prev))
                 chosen[mid] = cand[first + pick]
             links[offsets[idx] + hop] = chosen
             at[idx] = lk.dst[chosen]
@@ -266,4 +299,6 @@ class _Walk:
         return out
 
 
-register_router("ecmp", EcmpRouter, "shortest paths, seeded per-flow choice among equal costs")
+register_router(
+    "random", EcmpRouter, "shortest paths, a seeded random choice among equal costs at every hop"
+)
