@@ -12,6 +12,9 @@ def test_json_stays_one_object_and_run_is_named_on_stderr(cli, tmp_path: Path):
     r = cli("topo", "summary", "--json", "--preset", "dcn-plus")
     assert r.code == 0, r.err
     assert r.json()["preset"] == "dcn-plus"
+    assert r.err == ""  # with --json the folder is named only when stderr is a terminal
+    r = cli("topo", "summary", "--preset", "dcn-plus")
+    assert r.code == 0 and "DCN+" in r.out
     folder = Path(r.err.strip().removeprefix("run saved to "))
     assert (folder / "run.json").exists() and json.loads((folder / "result.json").read_text())
     out = tmp_path / "mine"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from hpn.cli.output import emit_json, kv_table, stdout
+from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.errors import InputError
 from hpn.units import parse_duration
 
@@ -19,6 +20,36 @@ def _slo(ttft: str, tbt: str):
     from hpn.pool.simulate import Slo
 
     return Slo(parse_duration(ttft, "ttft-slo"), parse_duration(tbt, "tbt-slo"))
+
+
+def _params(fn, given: dict | None = None, table: str = "pool") -> dict:
+    """A command's options (its defaults overridden by ``given``) as a config table."""
+    import inspect
+
+    skip = ("json", "out_dir", "plot")
+    defaults = {
+        k: p.default.default if isinstance(p.default, typer.models.OptionInfo) else p.default
+        for k, p in inspect.signature(fn).parameters.items()
+        if k not in skip
+    }
+    unknown = set(given or {}) - set(defaults)
+    if unknown:
+        raise InputError(table, f"unknown field(s) {sorted(unknown)}; fields: {list(defaults)}")
+    return {**defaults, **(given or {})}
+
+
+def _given(fn, local: dict) -> dict:
+    """The values a command was called with, as its config table."""
+    return {k: local[k] for k in _params(fn) if k in local}
+
+
+def _runnable(fn):
+    """``run_X(config)``: the command ``fn``'s computation on ``{"pool": {...}}``."""
+
+    def run(config: dict):
+        return fn(**_params(fn, config.get("pool")), json=None)
+
+    return run
 
 
 def _round(d: dict) -> dict:
@@ -44,9 +75,15 @@ def simulate(
     switch: str = typer.Option("optimized", help="model switch: optimized | unoptimized"),
     seed: int = typer.Option(0, help="random seed (synthetic traces, Azure model assignment)"),
     json: bool = typer.Option(False, "--json", help="one JSON object on stdout"),
-) -> None:
+    out_dir: OutOpt = None,
+    plot: PlotOpt = False,
+):
     """Run a trace through a policy and report SLO attainment, TTFT/TBT, switches."""
     from hpn.pool.simulate import simulate as run
+    from hpn.store.runnable import Outcome
+
+    params = _given(simulate, locals())
+    check_out(out_dir)
     from hpn.pool.traces import detect_format, load_trace, market
 
     span = parse_duration(duration, "duration")
@@ -63,6 +100,9 @@ def simulate(
         tr = market(models, rate, span, seed=seed, zipf=zipf, cv=cv)
     res = run(tr, policy, gpu, gpus, prefill_gpus, decode_gpus, _slo(ttft_slo, tbt_slo), switch)
     out = _round(res.to_dict())
+    if json is None:  # run through the registry (sweeps, dashboard)
+        return Outcome(out, {}, {"pool": params})
+    save("pool simulate", Outcome(out, {}, {"pool": params}), out_dir, plot, json)
     if json:
         emit_json(out)
     else:
@@ -84,9 +124,15 @@ def goodput(
     switch: str = typer.Option("optimized"),
     seed: int = typer.Option(0),
     json: bool = typer.Option(False, "--json"),
-) -> None:
+    out_dir: OutOpt = None,
+    plot: PlotOpt = False,
+):
     """Largest number of models (at --rate each) served with >= 90 % SLO attainment."""
     from hpn.pool.search import goodput as search
+    from hpn.store.runnable import Outcome
+
+    params = _given(goodput, locals())
+    check_out(out_dir)
 
     if rate <= 0:
         raise InputError("rate", f"must be > 0, got {rate}")
@@ -103,6 +149,17 @@ def goodput(
         slo=_slo(ttft_slo, tbt_slo),
         switch=switch,
     )
+    models = [int(k) for k in out["evaluated"]]
+    slo = {
+        "policy": [policy] * len(models),
+        "load": [m * rate for m in models],  # req/s over all models
+        "models": models,
+        "slo_attainment": [out["evaluated"][str(m)] for m in models],
+    }
+    outcome = Outcome(out, {"slo": slo}, {"pool": params})
+    if json is None:
+        return outcome
+    save("pool goodput", outcome, out_dir, plot, json)
     if json:
         emit_json(out)
     else:
@@ -121,16 +178,26 @@ def capacity(
     metric: str = typer.Option("deadline", help="deadline | artifact"),
     seed: int = typer.Option(0),
     json: bool = typer.Option(False, "--json"),
-) -> None:
+    out_dir: OutOpt = None,
+    plot: PlotOpt = False,
+):
     """Fewest GPUs that keep every model of a mix at >= 90 % SLO attainment."""
     from hpn.pool.mixes import load_mix
     from hpn.pool.search import capacity as search
+    from hpn.store.runnable import Outcome
+
+    params = _given(capacity, locals())
+    check_out(out_dir)
 
     m = load_mix(mix)
     sim = {"slo": _slo(ttft_slo, tbt_slo)}
     if gpu:
         sim["gpu"] = gpu
     out = search(m, policy, parse_duration(duration, "duration"), seed, metric=metric, **sim)
+    outcome = Outcome(out, {"groups": out["groups"]}, {"pool": params})
+    if json is None:
+        return outcome
+    save("pool capacity", outcome, out_dir, plot, json)
     if json:
         emit_json(out)
     else:
@@ -147,3 +214,8 @@ def policies() -> None:
     for name, cls in POLICIES.items():
         split = " (prefill/decode split)" if cls.split else ""
         print(f"{name:12s} {cls.summary}{split}")
+
+
+run_simulate = _runnable(simulate)
+run_goodput = _runnable(goodput)
+run_capacity = _runnable(capacity)

@@ -1,8 +1,8 @@
 """``--out`` and ``--plot`` for computing commands, and :func:`save` to record their run.
 
 A command adds ``out: OutOpt = None, plot: PlotOpt = False`` to its parameters and calls
-``save("name", outcome, out, plot)`` once it has its result. The run folder is named on
-stderr, so ``--json`` keeps stdout to one JSON object.
+``save("name", outcome, out, plot, json_out)`` once it has its result. The run folder is named on
+stderr (with ``--json`` only on a terminal), so stdout keeps to one JSON object.
 """
 
 from __future__ import annotations
@@ -35,8 +35,20 @@ PlotOpt = Annotated[
 ]
 
 
-def save(command: str, outcome: Outcome, out: Path | None = None, plot: bool = False) -> Path:
-    """Record ``outcome`` as a run of ``command`` and name its folder on stderr."""
+def save(
+    command: str,
+    outcome: Outcome,
+    out: Path | None = None,
+    plot: bool = False,
+    json: bool | None = None,
+) -> Path:
+    """Record ``outcome`` as a run of ``command`` and name its folder on stderr.
+
+    With ``--json`` the folder is named only when stderr is a terminal, so callers that mix
+    stderr into stdout (test runners, ``2>&1``) still read one JSON object.
+    """
+    import sys
+
     from hpn.cli.output import stderr
     from hpn.store.record import record_run
 
@@ -49,5 +61,6 @@ def save(command: str, outcome: Outcome, out: Path | None = None, plot: bool = F
         out=out,
         wall_s=outcome.wall_s,
     )
-    stderr.print(f"run saved to {folder}", highlight=False, markup=False, soft_wrap=True)
+    if not json or sys.stderr.isatty():
+        stderr.print(f"run saved to {folder}", highlight=False, markup=False, soft_wrap=True)
     return folder

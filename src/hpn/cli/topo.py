@@ -151,7 +151,7 @@ def summary(
         frontend,
     )
     outcome = runnable.get("topo summary")({"fabric": spec.model_dump(mode="json")})
-    save("topo summary", outcome, out, plot)
+    save("topo summary", outcome, out, plot, json_out)
     s = outcome.result
     if json_out:
         emit_json(s)

@@ -26,6 +26,7 @@ from hpn.cli.fabric_opts import (
     SpeedOpt,
     fabric_from_options,
 )
+from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.units import format_duration, parse_size
 
 _PROGRESS_MIN_FLOWS = 20_000
@@ -45,21 +46,32 @@ def _progress_bar(total: int):
 
 
 def run_traffic(
-    fabric, pattern: str, size: float, routing: str, seed: int, endpoints: int | None
+    fabric,
+    pattern: str,
+    size: float,
+    routing: str,
+    seed: int,
+    endpoints: int | None,
+    tables: dict | None = None,
+    show_progress: bool = True,
 ) -> dict[str, Any]:
-    """Build the pattern, simulate it and summarize (the JSON object of the command)."""
+    """Build the pattern, simulate it and summarize (the JSON object of the command).
+
+    ``tables``: a dict to fill with the run's tables (flows, links, tier utilization)."""
     from hpn.engine import simulate
     from hpn.routing import make_router
+    from hpn.store.engine_tables import result_tables, sample_interval
     from hpn.workload import make_pattern
 
     t0 = time.perf_counter()
     dag = make_pattern(pattern, fabric, size, seed=seed, limit=endpoints)
     router = make_router(routing, seed=seed)
-    bar, cb = _progress_bar(dag.num_tasks)
+    bar, cb = _progress_bar(dag.num_tasks) if show_progress else (None, None)
+    interval = sample_interval(fabric, dag) if tables is not None else None
     if bar is not None:
         bar.start()
     try:
-        res = simulate(fabric, dag, router, seed=seed, progress=cb)
+        res = simulate(fabric, dag, router, seed=seed, progress=cb, sample_interval=interval)
     finally:
         if bar is not None:
             bar.stop()
@@ -69,6 +81,8 @@ def run_traffic(
     with np.errstate(divide="ignore", invalid="ignore"):
         slow = np.where(ideal > 0, res.fct / ideal, 1.0)
     used = res.link_bytes > 0
+    if tables is not None:
+        tables.update(result_tables(fabric, res))
     return {
         "preset": getattr(fabric.spec, "preset", None),
         "pattern": pattern,
@@ -116,9 +130,14 @@ def traffic(
         int | None, typer.Option(help="Use only the first N endpoints (GPUs or hosts).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    out_dir: OutOpt = None,
+    plot: PlotOpt = False,
 ) -> None:
     """Simulate a traffic pattern (every GPU NIC, or fat-tree host, sends) at flow level."""
     from hpn.cli.output import emit_json, kv_table, stdout
+    from hpn.store.runnable import Outcome
+
+    check_out(out_dir)
 
     fabric = fabric_from_options(
         preset,
@@ -135,7 +154,14 @@ def traffic(
         speed=speed,
         frontend=frontend,
     )
-    out = run_traffic(fabric, pattern, parse_size(size, "--size"), routing, seed, endpoints)
+    tables: dict = {}
+    out = run_traffic(
+        fabric, pattern, parse_size(size, "--size"), routing, seed, endpoints, tables=tables
+    )
+    params = {"pattern": pattern, "size": size, "routing": routing, "seed": seed}
+    config = {"fabric": fabric.spec.model_dump(mode="json"), "traffic": params}
+    config["traffic"]["endpoints"] = endpoints
+    save("traffic", Outcome(out, tables, config, out["wall_s"]), out_dir, plot, json_out)
     if json_out:
         emit_json(out)
         return
@@ -160,3 +186,38 @@ def traffic(
         ("peak memory", f"{out['peak_rss_mb']:.0f} MB"),
     ]
     stdout.print(kv_table("hpn traffic", rows))
+
+
+TRAFFIC_DEFAULTS = {
+    "pattern": "permutation",
+    "size": "2MB",
+    "routing": "ecmp",
+    "seed": 1,
+    "endpoints": None,
+}
+
+
+def run_config(config: dict):
+    """Runnable ``traffic``: ``{"fabric": {preset, ...}, "traffic": {pattern, size, ...}}``."""
+    from hpn.errors import InputError
+    from hpn.store.runnable import Outcome
+    from hpn.topology import build, make_spec
+
+    fab = dict(config.get("fabric") or {})
+    spec = make_spec(fab.pop("preset", "hpn"), fab)
+    params = {**TRAFFIC_DEFAULTS, **(config.get("traffic") or {})}
+    unknown = set(params) - set(TRAFFIC_DEFAULTS)
+    if unknown:
+        raise InputError("traffic", f"unknown field(s) {sorted(unknown)}; {list(TRAFFIC_DEFAULTS)}")
+    tables: dict = {}
+    out = run_traffic(
+        build(spec),
+        params["pattern"],
+        parse_size(params["size"], "traffic.size"),
+        params["routing"],
+        int(params["seed"]),
+        params["endpoints"],
+        tables=tables,
+        show_progress=False,
+    )
+    return Outcome(out, tables, {"fabric": spec.model_dump(mode="json"), "traffic": params})

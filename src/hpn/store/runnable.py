@@ -97,3 +97,34 @@ register(
     example={"fabric": {"preset": "hpn"}},
     limits={"fabric.pods": (1, 16), "fabric.segments": (1, 64), "fabric.k": (2, 64)},
 )
+register(
+    "traffic",
+    "hpn.cli.traffic:run_config",
+    "A traffic pattern on a fabric, simulated at flow level.",
+    example={
+        "fabric": {"preset": "hpn", "segments": 2},
+        "traffic": {"pattern": "permutation", "size": "2MB", "seed": 1},
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "traffic.endpoints": (2, 4096)},
+)
+_POOL_LIMITS = {"pool.models": (1, 200), "pool.gpus": (1, 512), "pool.rate": (0.001, 10)}
+register(
+    "pool simulate",
+    "hpn.cli.pool:run_simulate",
+    "A serving pool: a trace through a policy; SLO attainment, TTFT/TBT, switches.",
+    example={"pool": {"policy": "aegaeon", "models": 20, "gpus": 8, "duration": "120s"}},
+    limits=_POOL_LIMITS,
+)
+register(
+    "pool goodput",
+    "hpn.cli.pool:run_goodput",
+    "Most models at a rate each that a pool serves at >= 90 % SLO attainment.",
+    example={"pool": {"policy": "aegaeon", "rate": 0.1, "gpus": 8, "duration": "120s"}},
+    limits=_POOL_LIMITS,
+)
+register(
+    "pool capacity",
+    "hpn.cli.pool:run_capacity",
+    "Fewest GPUs that keep every model of a mix at >= 90 % SLO attainment.",
+    example={"pool": {"mix": "production", "policy": "aegaeon", "duration": "10min"}},
+)
