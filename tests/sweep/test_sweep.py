@@ -123,6 +123,20 @@ def test_kill_9_then_resume_loses_nothing_and_computes_nothing_twice(tmp_path: P
     assert out["reused"] + out["recovered"] >= len(before)
     assert out["reused"] + out["computed"] == n
     assert sorted(r["figures"]["y"] for r in rows) == [x * x for x in range(n)]
+    assert _orphans() == []  # pool workers of the killed driver exited
+
+
+def _orphans() -> list[int]:
+    """Processes (other than this one) started with this test's store."""
+    mark = f"HPN_RUNS_DIR={runs_root()}".encode()
+    found = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mark + b"\0" in env.read_bytes() + b"\0" and int(env.parent.name) != os.getpid():
+                found.append(int(env.parent.name))
+        except OSError:
+            pass
+    return found
 
 
 def test_dask_local_cluster():

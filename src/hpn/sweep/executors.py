@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
@@ -27,10 +29,22 @@ def run_inline(tasks: list[Task]) -> Iterator[dict[str, Any]]:
         yield run_point(**t)
 
 
+def _watch_parent(parent: int) -> None:
+    """In a pool worker: exit as soon as the driver is gone (e.g. ``kill -9``)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="hpn-watch-parent").start()
+
+
 def run_processes(tasks: list[Task], workers: int) -> Iterator[dict[str, Any]]:
-    """A spawn-started process pool; a worker whose driver died drops its result."""
+    """A spawn-started process pool; workers drop their result and exit if the driver dies."""
     me = os.getpid()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(workers, ctx, initializer=_watch_parent, initargs=(me,)) as pool:
         futures = [pool.submit(run_point, **t, parent_pid=me) for t in tasks]
         try:
             for f in as_completed(futures):
