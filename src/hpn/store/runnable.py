@@ -128,3 +128,13 @@ register(
     "Fewest GPUs that keep every model of a mix at >= 90 % SLO attainment.",
     example={"pool": {"mix": "production", "policy": "aegaeon", "duration": "10min"}},
 )
+register(
+    "collective",
+    "hpn.cli.collective:run_config",
+    "An nccl-tests-style sweep of one collective (algbw, busbw per size).",
+    example={
+        "fabric": {"preset": "hpn", "segments": 1},
+        "collective": {"op": "allreduce", "gpus": 64, "sizes": "1M,64M,1G"},
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "collective.gpus": (2, 4096)},
+)

@@ -1,0 +1,112 @@
+"""What every collective algorithm builds with: the fabric's NVLink wiring, connection keys,
+and barriers (zero-bandwidth compute tasks) that start and end a collective in a FlowDAG."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpn.engine.dag import FlowDAG
+from hpn.errors import InputError
+from hpn.routing.base import Paths
+from hpn.topology.fabric import Fabric, LinkTier, NodeKind
+
+MAX_FLOWS = 3_000_000
+
+
+@dataclass(frozen=True)
+class Params:
+    """Algorithm knobs. ``channels``: parallel rings/trees (default: one per GPU of a host,
+    so every NIC carries one); ``conns``: connections (QPs, each its own 5-tuple) per GPU pair,
+    the bytes split evenly; ``alpha``: software latency per algorithm step (s); ``stepwise``:
+    one flow per step instead of a coupled pipeline (validation); ``chunk``: bytes per
+    pipelined chunk in the step-by-step broadcast."""
+
+    channels: int | None = None
+    conns: int = 2
+    alpha: float = 2e-6
+    stepwise: bool = False
+    chunk: float = 4 * 2**20
+
+    def __post_init__(self) -> None:
+        if self.channels is not None and self.channels < 1:
+            raise InputError("channels", f"must be >= 1, got {self.channels}")
+        if self.conns < 1:
+            raise InputError("conns", f"must be >= 1, got {self.conns}")
+        if not self.alpha >= 0:
+            raise InputError("alpha", f"must be >= 0, got {self.alpha}")
+        if not self.chunk > 0:
+            raise InputError("chunk", f"must be > 0, got {self.chunk}")
+
+
+def conn_keys(src: np.ndarray, dst: np.ndarray, qp: np.ndarray | int) -> np.ndarray:
+    """A stable routing key per connection (src GPU, dst GPU, QP index): the same connection
+    gets the same key (hence the same ECMP path) in every collective of a DAG. The low 16 bits
+    are well mixed, so a router may use them as the RoCEv2 UDP source port."""
+    x = (
+        np.asarray(src, np.uint64) * np.uint64(0x9E3779B1)
+        + np.asarray(dst, np.uint64) * np.uint64(0x85EBCA77)
+        + np.asarray(qp, np.uint64) * np.uint64(0xC2B2AE3D)
+    )
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(29))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(32))) * np.uint64(0x94D049BB133111EB)
+    return (x >> np.uint64(1)).astype(np.int64)
+
+
+class Ctx:
+    """A FlowDAG being built on a fabric."""
+
+    def __init__(self, fabric: Fabric, dag: FlowDAG | None = None):
+        self.fabric = fabric
+        self.dag = dag if dag is not None else FlowDAG()
+        lk, nd = fabric.links, fabric.nodes
+        nv = np.flatnonzero((lk.tier == LinkTier.NVLINK) & (nd.kind[lk.src] == NodeKind.GPU))
+        self.nvlink_up = np.full(fabric.num_nodes, -1, np.int64)
+        self.nvlink_up[lk.src[nv]] = nv
+        self.nvswitch = np.full(fabric.num_nodes, -1, np.int64)  # per GPU
+        self.nvswitch[lk.src[nv]] = lk.dst[nv]
+        self.host = nd.host
+
+    def check_budget(self, flows: int, what: str) -> None:
+        if self.dag.num_flows + flows > MAX_FLOWS:
+            raise InputError(what, f"would need {flows:,} flows (limit {MAX_FLOWS:,})")
+
+    def barrier(self, node: int, duration: float = 0.0, after=None) -> int:
+        """A compute task of ``duration`` on ``node`` after tasks ``after``."""
+        t = int(self.dag.add_compute([node], [duration])[0])
+        if after is not None and np.size(after):
+            self.dag.add_deps(np.asarray(after, np.int64), t)
+        return t
+
+    def flows(self, src, dst, size, qp, *, after=None, coupled=False, delay=0.0) -> np.ndarray:
+        """Flows with connection keys (routed by the router) after tasks ``after``
+        (one task for all, or one per flow)."""
+        src = np.asarray(src, np.int64)
+        ids = self.dag.add_flows(
+            src, dst, size, keys=conn_keys(src, dst, qp), coupled=coupled, delay=delay
+        )
+        if after is not None and np.size(after):
+            self.dag.add_deps(after, ids)
+        return ids
+
+    def switch_flows(self, gpus, up, down, *, after=None) -> np.ndarray:
+        """One coupled group of GPU -> NVSwitch (``up`` bytes each) and NVSwitch -> GPU
+        (``down`` bytes each) flows over NVLink: an in-switch (NVLS) reduction or multicast."""
+        gpus = np.asarray(gpus, np.int64)
+        if (self.nvlink_up[gpus] < 0).any():
+            raise InputError("algo", "NVLS needs GPUs with NVLink to an NVSwitch")
+        sw = self.nvswitch[gpus]
+        links = np.concatenate([self.nvlink_up[gpus], self.nvlink_up[gpus] ^ 1])
+        paths = Paths(np.arange(len(links) + 1), links)
+        ids = self.dag.add_flows(
+            np.concatenate([gpus, sw]),
+            np.concatenate([sw, gpus]),
+            np.concatenate([np.full(len(gpus), up), np.full(len(gpus), down)]),
+            paths=paths,
+            coupled=True,
+        )
+        if after is not None and np.size(after):
+            self.dag.add_deps(after, ids)
+        return ids

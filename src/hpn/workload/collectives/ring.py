@@ -1,0 +1,95 @@
+"""Ring collectives (NCCL's ring): AllReduce, AllGather, ReduceScatter, Broadcast (a chain).
+
+Ring orders are rail-aware: channel ``c`` enters even hosts at local GPU ``c``, walks the host
+over NVLink and leaves at GPU ``c - 1``; odd hosts are walked in reverse, so every host-to-host
+edge joins GPUs of the same index (the same rail). With an odd host count the closing edge
+crosses rails. Each (channel, connection) is a sub-ring carrying ``1 / (channels * conns)`` of
+the data, modelled as one coupled group: a pipelined ring streams at its slowest edge.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpn.errors import InputError
+from hpn.workload.collectives.context import Ctx, Params
+
+RING_BYTES = {  # bytes per ring edge / size, with n ranks
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+}
+RING_STEPS = {"allreduce": lambda n: 2 * (n - 1), "broadcast": lambda n: n - 1}
+
+
+def ring_steps(op: str, n: int) -> int:
+    return RING_STEPS.get(op, lambda n: n - 1)(n)
+
+
+def ring_order(hosts: int, per_host: int, channel: int) -> np.ndarray:
+    """Rank indices (host * per_host + local) in ring order for ``channel``."""
+    k = per_host
+    rot = channel % k
+    fwd = (rot + np.arange(k)) % k
+    rev = (rot - 1 - np.arange(k)) % k
+    if hosts == 1:
+        return fwd
+    local = np.where((np.arange(hosts) % 2 == 0)[:, None], fwd[None, :], rev[None, :])
+    return (np.arange(hosts)[:, None] * k + local).ravel()
+
+
+def build_ring(ctx: Ctx, op: str, ranks: np.ndarray, size: float, p: Params, start: int):
+    if op not in RING_BYTES:
+        raise InputError("algo", f"ring does not implement {op}")
+    h, k = ranks.shape
+    n = h * k
+    flat = ranks.ravel()
+    chans = p.channels or k
+    ctx.check_budget(n * chans * p.conns * (ring_steps(op, n) if p.stepwise else 1), "algo")
+    ends = []
+    for c in range(chans):
+        order = flat[ring_order(h, k, c)]
+        src, dst = order, np.roll(order, -1)
+        if op == "broadcast":  # a chain from rank 0
+            first = int(np.flatnonzero(order == flat[0])[0])
+            src, dst = np.roll(src, -first)[:-1], np.roll(dst, -first)[:-1]
+        for q in range(p.conns):
+            qp = c * p.conns + q
+            share = size / (chans * p.conns)
+            if p.stepwise:
+                ends.append(_steps(ctx, op, src, dst, share, n, qp, p, start))
+            else:
+                b = RING_BYTES[op](n) * share
+                ends.append(ctx.flows(src, dst, b, qp, after=start, coupled=True))
+    return np.concatenate(ends), ring_steps(op, n)
+
+
+def _steps(ctx: Ctx, op, src, dst, share, n, qp, p: Params, start) -> np.ndarray:
+    """One flow per edge per step; a step's send waits for the previous step's receive."""
+    e = len(src)
+    if op == "broadcast":
+        chunks = max(int(np.ceil(share / p.chunk)), 1)
+        prev_chunk = None
+        for _ in range(chunks):  # chunk i on edge j after chunk i on edge j-1 and i-1 on j
+            ids = np.array(
+                [
+                    ctx.flows(src[j : j + 1], dst[j : j + 1], share / chunks, qp, delay=p.alpha)[0]
+                    for j in range(e)
+                ]
+            )
+            ctx.dag.add_deps(start, ids[0])
+            ctx.dag.add_deps(ids[:-1], ids[1:])
+            if prev_chunk is not None:
+                ctx.dag.add_deps(prev_chunk, ids)
+            prev_chunk = ids
+        return prev_chunk
+    prev = None
+    for _ in range(ring_steps(op, n)):
+        ids = ctx.flows(src, dst, share / n, qp, delay=p.alpha)
+        if prev is None:
+            ctx.dag.add_deps(start, ids)
+        else:  # the sender of edge j received on edge j - 1 in the previous step
+            ctx.dag.add_deps(np.roll(prev, 1), ids)
+        prev = ids
+    return prev
