@@ -77,7 +77,7 @@ def test_flow_to_itself_and_unreachable_are_refused():
     dag.add_flows(0, 0, S)
     with pytest.raises(InputError, match="own source"):
         simulate(star(2), dag)
-    f = build("hpn", segments=1)  # one segment: no Aggs, rails are islands
+    f = build("hpn", segments=1, tor_uplinks=0)  # no Aggs: rails are islands
     gpu = f.nodes_of(0)
     other_rail_other_host = gpu[8 + 1]
     dag = FlowDAG()

@@ -108,7 +108,9 @@ def test_choice_is_seeded_per_key_not_per_position():
     c = make_router("random", seed=5).route(f, src, dst, keys)
     assert not np.array_equal(a.links, c.links)
     cores = f.links.dst[a.links][f.nodes.kind[f.links.dst[a.links]] == NodeKind.CORE]
-    assert len(np.unique(cores)) == f.count(NodeKind.CORE)  # independent choices per hop use every core
+    assert len(np.unique(cores)) == f.count(
+        NodeKind.CORE
+    )  # independent choices per hop use every core
 
 
 def test_down_links_are_avoided_and_no_path_is_an_input_error():

@@ -32,7 +32,10 @@ def test_traffic_table_and_patterns():
         (["--size", "-2MB"], ["--size"]),
         (["--routing", "magic"], ["routing", "ecmp"]),
         (["--endpoints", "1"], ["endpoints"]),
-        (["--preset", "hpn", "--segments", "1", "--pattern", "incast"], ["no path"]),
+        (
+            ["--preset", "hpn", "--segments", "1", "--set", "tor_uplinks=0", "--pattern", "incast"],
+            ["no path"],
+        ),
     ],
 )
 def test_traffic_refusals(args, fragments):

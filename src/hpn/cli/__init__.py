@@ -10,7 +10,7 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from hpn.cli import collective, dash, demo, plot, pool, runs, sweep, topo, traffic
+from hpn.cli import collective, dash, demo, plot, pool, route, runs, sweep, topo, traffic
 from hpn.config import one_line
 from hpn.errors import InputError
 
@@ -23,6 +23,7 @@ app = typer.Typer(
 )
 app.add_typer(topo.app, name="topo")
 app.add_typer(pool.app, name="pool")
+app.add_typer(route.app, name="route")
 app.add_typer(runs.app, name="runs")
 app.command("demo")(demo.demo)
 app.command("traffic")(traffic.traffic)

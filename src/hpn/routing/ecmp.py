@@ -34,7 +34,11 @@ class HashConfig(Model):
     tor_hash: str = Field("crc32", description=f"ToR hash: {', '.join(HASHES)}")
     agg_hash: str = Field("crc32", description="Agg hash")
     core_hash: str = Field("crc32", description="core hash (fallback when a mapped port is down)")
-    bond_hash: str = Field("l34", description="host bond port choice: l34 (Linux) or a hash name")
+    bond_hash: str = Field(
+        "l34",
+        description="host port choice: l34 (Linux bonding layer3+4), rr (RoCE LAG: connections "
+        "round robin over ports), or a hash name",
+    )
     seeds: Literal["same", "tier", "switch"] = Field(
         "same", description="same seed everywhere, one per tier, or one per switch"
     )
@@ -54,7 +58,7 @@ class HashEcmpRouter(EcmpRouter):
         self.hashing = hashing if isinstance(hashing, HashConfig) else HashConfig(**(hashing or {}))
         for name in (self.hashing.tor_hash, self.hashing.agg_hash, self.hashing.core_hash):
             get_hash(name)
-        if self.hashing.bond_hash != "l34":
+        if self.hashing.bond_hash not in ("l34", "rr"):
             get_hash(self.hashing.bond_hash)
         self._plans: dict[int, AddressPlan] = {}
 
@@ -76,7 +80,7 @@ class HashEcmpRouter(EcmpRouter):
         """Route flows whose UDP source ports are given."""
         self._given = np.asarray(sports, np.int64).astype(np.uint32)
         try:
-            return self.route(fabric, src, dst, None, down)
+            return EcmpRouter.route(self, fabric, src, dst, None, down)
         finally:
             self._given = None
 
@@ -95,13 +99,12 @@ class HashEcmpRouter(EcmpRouter):
     _given: np.ndarray | None = None
 
     def chooser(self, fabric, src, dst, keys):
-        if self._given is not None:
-            sports = self._given
-        else:
-            sports = self.sports(np.arange(len(src)) if keys is None else keys)
+        conn = np.arange(len(src)) if keys is None else np.asarray(keys, np.int64)
+        sports = self._given if self._given is not None else self.sports(conn)
         tuples = roce_tuples(self.plan(fabric), src, dst, sports)
-        cfg, kind, lk = self.hashing, fabric.nodes.kind, fabric.links
+        cfg, kind = self.hashing, fabric.nodes.kind
         in_rank = _in_rank(fabric) if cfg.core_port_map else None
+        ports = _core_ports(fabric) if cfg.core_port_map else None
         fns = {NodeKind.TOR: cfg.tor_hash, NodeKind.AGG: cfg.agg_hash, NodeKind.CORE: cfg.core_hash}
 
         def pick(c: Choice) -> np.ndarray:
@@ -111,7 +114,9 @@ class HashEcmpRouter(EcmpRouter):
             if host.any():
                 i = np.flatnonzero(host)
                 t = tuples.take(c.keys[i])
-                if cfg.bond_hash == "l34":
+                if cfg.bond_hash == "rr":
+                    h = conn[c.keys[i]]
+                elif cfg.bond_hash == "l34":
                     (s_ip, _), (d_ip, _), _, (sp, _), (dp, _) = t.fields
                     h = linux_bond_l34(s_ip, d_ip, sp, dp)
                 else:
@@ -126,7 +131,7 @@ class HashEcmpRouter(EcmpRouter):
                 )
                 out[i] = h.astype(np.int64) % c.count[i]
                 if node_kind == NodeKind.CORE and in_rank is not None:
-                    out[i] = _core_map(c, i, out[i], in_rank, lk)
+                    out[i] = _core_map(c, i, out[i], in_rank, fabric, ports)
             return out
 
         return np.arange(len(src), dtype=np.int64), pick
@@ -142,12 +147,44 @@ def _in_rank(fabric: Fabric) -> np.ndarray:
     return rank
 
 
-def _core_map(c: Choice, i: np.ndarray, hashed: np.ndarray, in_rank, lk) -> np.ndarray:
-    """In-port j -> candidate j mod N; hashing where no in-port is known (the first hop)."""
+def _core_ports(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, int]:
+    """CSR of every core's links into the Aggs of each pod, in port order: key core*P + pod."""
+    lk, nd = fabric.links, fabric.nodes
+    m = np.flatnonzero((nd.kind[lk.src] == NodeKind.CORE) & (nd.kind[lk.dst] == NodeKind.AGG))
+    pods = int(nd.pod.max()) + 1
+    key = lk.src[m].astype(np.int64) * pods + nd.pod[lk.dst[m]]
+    order = np.lexsort((m, key))
+    offsets = np.zeros(fabric.num_nodes * pods + 1, np.int64)
+    np.cumsum(np.bincount(key, minlength=fabric.num_nodes * pods), out=offsets[1:])
+    return offsets, m[order], pods
+
+
+def _core_map(
+    c: Choice, i: np.ndarray, hashed: np.ndarray, in_rank, fabric: Fabric, ports
+) -> np.ndarray:
+    """In-port j -> the pod's port j mod N (on the healthy port list); hashing when that port
+    is down or there is no in-port (a flow that starts at the core)."""
+    offsets, links, pods = ports
+    lk, nd = fabric.links, fabric.nodes
+    first, count = c.first[i], c.count[i]
+    pod = nd.pod[lk.dst[c.cand[first]]].astype(np.int64)
+    key = c.nodes[i].astype(np.int64) * pods + pod
+    full = offsets[key + 1] - offsets[key]
     prev = c.prev[i]
-    known = prev >= 0
-    mapped = np.where(known, in_rank[np.maximum(prev, 0)] % c.count[i], hashed)
-    return mapped
+    ok = (prev >= 0) & (full > 0)
+    mapped = np.full(len(i), -1, np.int64)
+    mapped[ok] = links[offsets[key[ok]] + in_rank[prev[ok]] % full[ok]]
+    # where is the mapped link among the surviving candidates (sorted by id per flow)?
+    flow = np.repeat(np.arange(len(i)), count)
+    pos = (
+        np.repeat(first, count)
+        + np.arange(count.sum())
+        - np.repeat(np.cumsum(count) - count, count)
+    )
+    hit = c.cand[pos] == mapped[flow]
+    out = hashed.copy()
+    out[flow[hit]] = pos[hit] - first[flow[hit]]
+    return out
 
 
 register_router("ecmp", HashEcmpRouter, "switch hashing of RoCEv2 5-tuples (CRC), LACP bond")

@@ -139,7 +139,7 @@ def build_hpn(spec: HpnSpec) -> Fabric:
 
     groups, A = int(s["agg_groups"]), int(s["aggs_per_group"])
     planes = int(s["planes"])
-    if A and (S > 1 or P > 1):
+    if A:
         g_local = np.arange(groups)
         none = np.full(groups, -1)
         agg = asm.add_nodes(

@@ -1,0 +1,142 @@
+"""Hash-faithful ECMP, polarization, HPN path selection and the ideal bound."""
+
+import numpy as np
+import pytest
+
+from hpn.routing import make_router
+from hpn.routing.hpn_select import HpnRouter
+from hpn.routing.paths import count_paths, path_report
+from hpn.routing.polarization import job_flows, polarization
+from hpn.topology import LinkTier, NodeKind, build
+
+
+@pytest.fixture(scope="module")
+def single_plane():
+    return build("hpn", dual_plane=False, segments=2)
+
+
+@pytest.fixture(scope="module")
+def dual_plane():
+    return build("hpn", segments=2)
+
+
+def _agg_and_side(f, paths, i):
+    hops = f.links.dst[paths[i]]
+    agg = [h for h in hops if f.nodes.kind[h] == NodeKind.AGG][0]
+    tor = [h for h in hops if f.nodes.kind[h] == NodeKind.TOR][-1]
+    return int(f.nodes.index[agg]), int(f.nodes.plane[tor])
+
+
+def test_same_linear_hash_polarizes_the_agg_choice(single_plane):
+    """With one CRC everywhere the Agg's 2-way choice equals the ToR's 60-way choice mod 2."""
+    f = single_plane
+    src, dst, keys = job_flows(f, hosts=16, senders=4, connections=4)
+    same = make_router("ecmp", seed=7).route(f, src, dst, keys)
+    pairs = [_agg_and_side(f, same, i) for i in range(len(src))]
+    assert all(side == agg % 2 for agg, side in pairs)
+    free = make_router(
+        "ecmp", seed=7, hashing={"tor_hash": "mix64", "agg_hash": "mix64", "seeds": "switch"}
+    ).route(f, src, dst, keys)
+    pairs = [_agg_and_side(f, free, i) for i in range(len(src))]
+    agree = np.mean([side == agg % 2 for agg, side in pairs])
+    assert 0.35 < agree < 0.65
+
+
+def test_dual_plane_removes_the_agg_choice(dual_plane):
+    f = dual_plane
+    src, dst, keys = job_flows(f, hosts=16, senders=2, connections=4)
+    p = make_router("ecmp", seed=3).route(f, src, dst, keys)
+    first_port = f.links.port[p.links[p.offsets[:-1]]]
+    last_port = f.links.port[p.links[p.offsets[1:] - 1]]
+    assert np.array_equal(first_port, last_port)  # delivered on the port it was sent on
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_polarization_and_its_cure(single_plane, dual_plane, seed):
+    rr = {"bond_hash": "rr"}
+    plain = polarization(single_plane, "ecmp", seed=seed, hashing=rr)
+    planes = polarization(dual_plane, "ecmp", seed=seed, hashing=rr)
+    hpn = polarization(dual_plane, "hpn", seed=seed)
+    assert plain["tor_port_load_ratio"] is None or plain["tor_port_load_ratio"] > 1.5
+    assert planes["tor_port_load_ratio"] == 1.0
+    assert hpn["tor_port_load_ratio"] == 1.0 and hpn["idle_port_nics"] == 0
+
+
+def test_polarization_concentrates_agg_downlinks(single_plane):
+    used_same, used_free = [], []
+    for seed in range(1, 6):
+        used_same.append(polarization(single_plane, "ecmp", seed=seed)["agg_downlinks_used"])
+        used_free.append(polarization(single_plane, "random", seed=seed)["agg_downlinks_used"])
+    assert np.mean(used_same) < 0.85 * np.mean(used_free)
+
+
+def test_hpn_selection_distinct_disjoint_and_plane_balanced(dual_plane):
+    f = dual_plane
+    s, d = 0, 136 * 8  # host 0 NIC 0 -> host 136 NIC 0 (other segment, same rail)
+    sel = HpnRouter(seed=1).select(f, np.full(16, s), np.full(16, d))
+    uplinks = [
+        int(x)
+        for i in range(16)
+        for x in sel.paths[i]
+        if f.links.tier[x] == LinkTier.TOR_AGG and f.nodes.kind[f.links.src[x]] == NodeKind.TOR
+    ]
+    assert len(set(uplinks)) == 16  # link-disjoint above the NIC ports
+    assert np.bincount(sel.plane, minlength=2).tolist() == [8, 8]
+    assert len(set(sel.sport.tolist())) == 16
+    # what the host predicted is what the switches do with those ports
+    again = make_router("ecmp", seed=1).route_sports(f, np.full(16, s), np.full(16, d), sel.sport)
+    assert np.array_equal(again.links, sel.paths.links)
+
+
+def test_hpn_selection_reuses_paths_when_there_are_few(dual_plane):
+    f = dual_plane
+    sel = HpnRouter(seed=2).select(f, np.full(6, 0), np.full(6, 8))  # same ToR pair
+    assert sel.distinct_paths_found[0] == 2
+    assert np.bincount(sel.plane, minlength=2).tolist() == [3, 3]
+
+
+def test_path_counts_follow_the_wiring():
+    assert path_report(build("hpn", segments=2))["search_space"] == 60
+    assert path_report(build("hpn", segments=2, tor_uplinks=30))["search_space"] == 30
+    f = build("fat-tree", k=8)
+    assert count_paths(f, 0, 127) == 16  # (k/2)^2 between hosts of pods 0 and 7
+    dcn = build("dcn-plus", segments=2)
+    a, b = 0, 16 * 8  # first GPUs of segments 0 and 1
+    # 64 uplinks x (2 destination ToRs x 8 parallel links), per sending port
+    assert count_paths(dcn, a, b, plane=0) == 64 * 2 * 8
+
+
+def test_core_maps_ports_deterministically_and_falls_back():
+    f = build("hpn", pods=2, segments=1)
+    nd = f.nodes
+    g0 = np.flatnonzero((nd.kind == 0) & (nd.pod == 0) & (nd.index == 0) & ~nd.backup)[:40]
+    g1 = np.flatnonzero((nd.kind == 0) & (nd.pod == 1) & (nd.index == 0) & ~nd.backup)[:40]
+    src, dst = np.repeat(g0, 4), np.repeat(g1, 4)
+    r = make_router("ecmp", seed=3)
+    p = r.route(f, src, dst)
+    for i in range(len(src)):
+        aggs = [h for h in f.links.dst[p[i]] if nd.kind[h] == NodeKind.AGG]
+        assert nd.index[aggs[0]] % 15 == nd.index[aggs[1]] % 15
+    core_out = [x for x in p[0] if nd.kind[f.links.src[x]] == NodeKind.CORE][0]
+    down = np.zeros(f.num_links, bool)
+    down[core_out] = True
+    q = r.route(f, src, dst, down=down)
+    assert core_out not in q.links
+    moved = [i for i in range(len(src)) if not np.array_equal(p[i], q[i])]
+    assert 0 in moved and all(core_out in p[i] for i in moved)
+
+
+def test_ideal_balances_uplinks():
+    f = build("hpn", segments=2)
+    src, dst, keys = job_flows(f, hosts=16, senders=4, connections=4)
+    p = make_router("ideal").route(f, src, dst, keys)
+    up = p.links[
+        (f.links.tier[p.links] == LinkTier.TOR_AGG)
+        & (f.nodes.kind[f.links.src[p.links]] == NodeKind.TOR)
+    ]
+    per_tor = {}
+    for x in up:
+        per_tor.setdefault(int(f.links.src[x]), []).append(int(x))
+    for links in per_tor.values():
+        counts = np.unique(links, return_counts=True)[1]
+        assert counts.max() - counts.min() <= 1
