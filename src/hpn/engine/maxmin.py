@@ -26,28 +26,44 @@ def incidence(rows: np.ndarray, cols: np.ndarray, n_users: int, n_links: int) ->
     return m
 
 
+def _rows(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions of the entries of ``rows`` in a CSR with ``indptr``."""
+    cnt = indptr[rows + 1] - indptr[rows]
+    start = np.repeat(indptr[rows] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+    return start + np.arange(int(cnt.sum()))
+
+
 def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np.ndarray:
     """Max-min fair rate per user (row of ``a``) under per-link ``capacity`` (columns).
 
-    Users that cross no link get ``inf``. Capacities may be 0 (their users get 0).
+    Users that cross no link get ``inf``. Capacities may be 0 (their users get 0). Each round
+    costs O(links) plus the entries of the links and users it freezes, so the whole fill is
+    O(rounds * links + nnz).
     """
-    n_users = a.shape[0]
+    n_users, n_links = a.shape
     rate = np.full(n_users, np.inf)
     at = a.T.tocsr()
     live = np.diff(a.indptr) > 0  # users not yet frozen (that cross some link)
     n = at @ live.astype(np.float64)  # unfrozen weight per link
     rem = np.asarray(capacity, np.float64).copy()
-    while live.any():
-        on = n > 0.5
-        share = np.full(len(n), np.inf)
-        share[on] = rem[on] / n[on]
+    share = np.full(n_links, np.inf)
+    on = n > 0.5
+    share[on] = rem[on] / n[on]
+    left = int(live.sum())
+    while left:
         level = share.min()
-        bottleneck = share <= level * (1 + eps) if level > 0 else share <= 0
-        hit = ((a @ bottleneck.astype(np.float64)) > 0) & live
+        bottleneck = np.flatnonzero(share <= level * (1 + eps) if level > 0 else share <= 0)
+        users = at.indices[_rows(at.indptr, bottleneck)]
+        hit = np.unique(users[live[users]])
         rate[hit] = level
-        live &= ~hit
-        dn = at @ hit.astype(np.float64)
-        rem -= level * dn
-        np.maximum(rem, 0.0, out=rem)
-        n -= dn
+        live[hit] = False
+        left -= len(hit)
+        pos = _rows(a.indptr, hit)
+        links = a.indices[pos]
+        dn = np.bincount(links, weights=a.data[pos], minlength=n_links)
+        touched = np.unique(links)
+        rem[touched] = np.maximum(rem[touched] - level * dn[touched], 0.0)
+        n[touched] -= dn[touched]
+        done = n[touched] < 0.5
+        share[touched] = np.where(done, np.inf, rem[touched] / np.where(done, 1.0, n[touched]))
     return rate

@@ -92,7 +92,10 @@ class _Sim:
         self.link_bytes = np.zeros(nl)
         self.busy = np.zeros(nl)
         self.peak = np.zeros(nl)
-        self.now, self.done, self.dirty = 0.0, 0, False
+        self.now, self.done, self.dirty, self.full = 0.0, 0, False, True
+        self.load_g = np.zeros(nl)  # bytes/s carried per link
+        self.departed: list[np.ndarray] = []  # flows that ended since the last rate update
+        self.departed_rates: list[np.ndarray] = []
         self.heap: list = []
         self.seq = 0
         self.n_events = self.n_rates = self.n_batches = 0
@@ -209,9 +212,11 @@ class _Sim:
             live = flows[~empty]
             if len(live):
                 self.act = np.union1d(self.act, live)
-                self.dirty = True
+                self.dirty = self.full = True
 
     def _tx_done(self, flows: np.ndarray) -> None:
+        self.departed.append(flows)
+        self.departed_rates.append(self.rate[flows].copy())
         self.tx_end[flows] = self.now
         self.rem[flows] = 0.0
         self.rate[flows] = 0.0
@@ -236,36 +241,60 @@ class _Sim:
             self.cap[ce.link[i]] = ce.capacity[i] / 8.0
         if ce.reroute:
             self._reroute()
-        self.dirty = True
+        self.dirty = self.full = True
 
     # --- rates ---------------------------------------------------------------------------
 
-    def _rates(self) -> None:
-        self.n_rates += 1
-        act = self.act
-        if not len(act):
-            self.used, self.load = np.zeros(0, np.int64), np.zeros(0)
-            return
-        rep, links = self._entries(act)
-        mark = np.zeros(self.fabric.num_links, bool)
-        mark[links] = True
-        used = np.flatnonzero(mark)
-        local = np.cumsum(mark) - 1
-        group = self.t.group[act]
+    def _fill(self, flows: np.ndarray, avail: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Max-min rates of ``flows`` given the capacity ``avail`` (bytes/s, per link id)
+        left to them; returns (rates, entry flow positions, entry links)."""
+        rep, links = self._entries(flows)
+        used, local = np.unique(links, return_inverse=True)
+        group = self.t.group[flows]
         grouped = group >= 0
-        user = np.arange(len(act))
+        user = np.arange(len(flows))
         if grouped.any():
             ug, ginv = np.unique(group[grouped], return_inverse=True)
             solo = np.flatnonzero(~grouped)
-            user = np.empty(len(act), np.int64)
+            user = np.empty(len(flows), np.int64)
             user[solo] = np.arange(len(solo))
             user[grouped] = len(solo) + ginv
-        n_users = int(user.max()) + 1
-        a = incidence(user[rep], local[links], n_users, len(used))
-        rate = maxmin_rates(a, self.cap[used])[user]
-        self.rate[act] = rate
-        self.used = used
-        self.load = np.bincount(local[links], weights=rate[rep], minlength=len(used))
+        a = incidence(user[rep], local, int(user.max()) + 1, len(used))
+        return maxmin_rates(a, avail[used])[user], rep, links
+
+    def _rates(self) -> None:
+        """Recompute rates. After departures only, users at rates below the lowest departed
+        rate keep theirs (progressive filling reaches those levels unchanged: a departure only
+        raises the saturation level of the links it crossed, all at or above its own rate),
+        so only the flows at or above it are filled again, on what the others leave."""
+        self.n_rates += 1
+        act, load = self.act, self.load_g
+        live = act
+        if not self.full and len(self.departed):
+            gone = np.concatenate(self.departed)
+            old = np.concatenate(self.departed_rates)
+            m0 = old.min()
+            rate = self.rate[act]
+            live = act[rate >= m0 * (1 - 1e-9)]
+            if 2 * len(live) > len(act):
+                live = act
+            else:
+                rep, links = self._entries(gone)
+                load -= np.bincount(links, weights=old[rep], minlength=len(load))
+        if live is act:
+            load[:] = 0.0
+        self.departed, self.departed_rates, self.full = [], [], False
+        if len(live):
+            rep, links = self._entries(live)
+            if live is not act:
+                load -= np.bincount(links, weights=self.rate[live][rep], minlength=len(load))
+            np.maximum(load, 0.0, out=load)
+            rate, rep, links = self._fill(live, np.maximum(self.cap - load, 0.0))
+            self.rate[live] = rate
+            load += np.bincount(links, weights=rate[rep], minlength=len(load))
+        load[load < 1e-12 * self.cap] = 0.0
+        self.used = np.flatnonzero(load > 0)
+        self.load = load[self.used]
 
     def _advance(self, t_next: float) -> None:
         dt = t_next - self.now
