@@ -10,7 +10,7 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from hpn.cli import collective, dash, demo, plot, pool, route, runs, sweep, topo, traffic
+from hpn.cli import collective, dash, demo, plot, pool, route, runs, sweep, topo, traffic, train
 from hpn.config import one_line
 from hpn.errors import InputError
 
@@ -28,6 +28,7 @@ app.add_typer(runs.app, name="runs")
 app.command("demo")(demo.demo)
 app.command("traffic")(traffic.traffic)
 app.command("collective")(collective.collective)
+app.command("train")(train.train)
 app.command("sweep")(sweep.sweep)
 app.command("plot")(plot.plot)
 app.command("dash")(dash.dash)

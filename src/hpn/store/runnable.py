@@ -138,3 +138,20 @@ register(
     },
     limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "collective.gpus": (2, 4096)},
 )
+register(
+    "train",
+    "hpn.cli.train:run_config",
+    "One LLM training iteration (1F1B, TP/PP/DP/EP) of one or more jobs on a fabric.",
+    example={
+        "fabric": {"preset": "hpn", "segments": 1},
+        "train": {"routing": "ecmp", "seed": 1},
+        "job": [
+            {
+                "name": "llama-7b",
+                "model": {"layers": 32, "hidden": 4096, "heads": 32, "seq_len": 2048},
+                "parallel": {"tp": 8, "pp": 2, "dp": 4, "global_batch": 32},
+            }
+        ],
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15)},
+)

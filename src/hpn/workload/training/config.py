@@ -1,0 +1,159 @@
+"""Training job configs (TOML, validated): model, parallelism, GPU, overlap, placement.
+
+A file holds one job at the top level or several as ``[[job]]`` tables (jobs share the
+fabric, each on its own hosts); an optional ``[fabric]`` table describes the fabric.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from hpn.config import Duration, Model, Size, load_toml, one_line
+from hpn.errors import InputError
+from hpn.workload.training.gpus import GPU_PEAK_TFLOPS
+
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+class ModelCfg(Model):
+    """A decoder-only transformer (dense or MoE)."""
+
+    name: str = "model"
+    layers: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    ffn: int | None = Field(None, ge=1, description="FFN width (default 4 x hidden)")
+    gated_ffn: bool = Field(False, description="SwiGLU-style FFN (three matrices)")
+    seq_len: int = Field(2048, ge=1)
+    vocab: int = Field(50257, ge=1)
+    experts: int = Field(0, ge=0, description="experts per MoE layer (0: dense)")
+    top_k: int = Field(2, ge=1, description="experts per token")
+
+    @property
+    def ffn_width(self) -> int:
+        return self.ffn or 4 * self.hidden
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 1
+
+
+class ParallelCfg(Model):
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    dp: int | None = Field(None, ge=1, description="default: GPUs / (tp x pp)")
+    ep: int = Field(1, ge=1, description="expert parallel (within DP)")
+    vpp: int = Field(1, ge=1, le=1, description="virtual stages (only 1 is modelled)")
+    micro_batch: int = Field(1, ge=1)
+    global_batch: int = Field(ge=1)
+    sequence_parallel: bool = False
+
+
+class GpuCfg(Model):
+    preset: str = Field("H800", description=f"one of {', '.join(GPU_PEAK_TFLOPS)}")
+    peak_tflops: float | None = Field(None, gt=0, description="default: the preset's")
+    efficiency: float = Field(0.5, gt=0, le=1, description="achieved / peak (MFU of kernels)")
+
+    @model_validator(mode="after")
+    def _known(self) -> GpuCfg:
+        if self.preset not in GPU_PEAK_TFLOPS:
+            raise ValueError(f"unknown GPU {self.preset!r}; choose from {list(GPU_PEAK_TFLOPS)}")
+        return self
+
+    @property
+    def flops(self) -> float:
+        return (self.peak_tflops or GPU_PEAK_TFLOPS[self.preset]) * 1e12 * self.efficiency
+
+
+class OverlapCfg(Model):
+    """Which communication overlaps with compute."""
+
+    dp: bool = Field(True, description="gradient buckets reduce during the last backward")
+    tp: bool = Field(False, description="TP collectives hidden under compute")
+
+
+class CommCfg(Model):
+    dp_algo: str = "ring"
+    tp_algo: str = "ring"
+    conns: int = Field(2, ge=1, description="connections (QPs) per GPU pair")
+    channels: int | None = Field(None, ge=1)
+    alpha: Duration = Field("2us", description="software latency per algorithm step")
+    bucket: Size = Field("1GiB", description="gradient bucket size")
+
+
+class PlacementCfg(Model):
+    first_host: int = Field(0, ge=0, description="first host (active hosts, fabric order)")
+    per_host: int | None = Field(None, ge=1, description="GPUs used per host (default all)")
+    order: Literal["tp-dp-pp", "tp-pp-dp"] = Field(
+        "tp-dp-pp", description="rank order, fastest first (Megatron's default: tp-dp-pp)"
+    )
+
+
+class JobConfig(Model):
+    name: str = "job"
+    gpus: int | None = Field(None, ge=1, description="default: tp x pp x dp")
+    model: ModelCfg | None = None
+    aicb: str | None = Field(None, description="AICB/SimAI workload file instead of a model")
+    parallel: ParallelCfg = Field(default_factory=lambda: ParallelCfg(global_batch=1))
+    gpu: GpuCfg = Field(default_factory=GpuCfg)
+    precision: Literal["bf16", "fp16", "fp32"] = "bf16"
+    overlap: OverlapCfg = Field(default_factory=OverlapCfg)
+    comm: CommCfg = Field(default_factory=CommCfg)
+    placement: PlacementCfg = Field(default_factory=PlacementCfg)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JobConfig:
+        if (self.model is None) == (self.aicb is None):
+            raise ValueError("give exactly one of [model] or aicb")
+        if self.model is None:
+            return self
+        p, m = self.parallel, self.model
+        if p.dp is None and self.gpus is None:
+            raise ValueError("give gpus or parallel.dp")
+        dp = p.dp or self.gpus // (p.tp * p.pp)
+        gpus = self.gpus or p.tp * p.pp * dp
+        if p.tp * p.pp * dp != gpus:
+            raise ValueError(f"tp x pp x dp = {p.tp * p.pp * dp} must equal gpus = {gpus}")
+        if m.layers % p.pp:
+            raise ValueError(f"layers ({m.layers}) must divide evenly over pp = {p.pp}")
+        if m.heads % p.tp:
+            raise ValueError(f"heads ({m.heads}) must divide evenly over tp = {p.tp}")
+        if p.global_batch % (dp * p.micro_batch):
+            raise ValueError(
+                f"global_batch ({p.global_batch}) must be a multiple of dp x micro_batch "
+                f"= {dp * p.micro_batch}"
+            )
+        if dp % p.ep:
+            raise ValueError(f"ep ({p.ep}) must divide dp ({dp})")
+        if p.ep > 1 and (not m.moe or m.experts % p.ep):
+            raise ValueError(f"ep = {p.ep} needs a MoE model whose experts divide by it")
+        object.__setattr__(self.parallel, "dp", dp)
+        object.__setattr__(self, "gpus", gpus)
+        return self
+
+
+def load_jobs(path: str | Path) -> tuple[list[JobConfig], dict[str, Any] | None]:
+    """Jobs of a TOML file and its ``[fabric]`` table (or None)."""
+    data = load_toml(path)
+    fabric = data.pop("fabric", None)
+    raw = data.pop("job", None)
+    if raw is None:
+        raw = [data]
+    elif data:
+        raise InputError(str(path), f"fields {sorted(data)} outside [[job]] tables")
+    if not isinstance(raw, list) or not raw:
+        raise InputError(f"{path}: job", "expected [[job]] tables")
+    jobs = []
+    for i, item in enumerate(raw):
+        prefix = "job" if len(raw) == 1 else f"job[{i}]"
+        try:
+            job = JobConfig(**item)
+        except ValidationError as e:
+            raise one_line(e, prefix) from None
+        if job.aicb and not Path(job.aicb).is_absolute():
+            job = job.model_copy(update={"aicb": str(Path(path).parent / job.aicb)})
+        jobs.append(job)
+    return jobs, fabric

@@ -1,0 +1,118 @@
+"""Simulate one iteration of one or more jobs on a fabric and summarize each job."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from hpn.engine.dag import FLOW
+from hpn.topology.fabric import Fabric
+from hpn.workload.collectives import Ctx
+from hpn.workload.training.config import JobConfig
+from hpn.workload.training.dag import JobMarks, TpTimer, add_job
+from hpn.workload.training.plan import make_plan
+
+
+def union_length(start: np.ndarray, end: np.ndarray) -> float:
+    """Total length of the union of intervals."""
+    if not len(start):
+        return 0.0
+    o = np.argsort(start)
+    s, e = start[o], np.maximum.accumulate(end[o])
+    gaps = np.maximum(s[1:] - e[:-1], 0.0)
+    return float(e[-1] - s[0] - gaps.sum())
+
+
+def _kind_time(res, kinds, marks: JobMarks, kind: str) -> float:
+    """The most time any one stage had ``kind`` traffic in flight."""
+    best = 0.0
+    for (k, _), ranges in marks.kinds.items():
+        if k != kind:
+            continue
+        t = np.concatenate([np.arange(a, b) for a, b in ranges])
+        t = t[kinds[t] == FLOW]
+        best = max(best, union_length(res.task_start[t], res.task_finish[t]))
+    return best
+
+
+def train(
+    fabric: Fabric, jobs: list[JobConfig], routing: str = "ecmp", seed: int = 0
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(result, tables): per job iteration time, throughput and breakdown; a timeline table."""
+    from hpn.engine import simulate
+    from hpn.routing import make_router
+
+    t0 = time.perf_counter()
+    router = make_router(routing, seed=seed)
+    plans = [make_plan(j) for j in jobs]
+    ctx = Ctx(fabric)
+    timer = TpTimer(fabric, router)
+    marks = [add_job(ctx, pl, timer) for pl in plans]
+    built = time.perf_counter()
+    res = simulate(fabric, ctx.dag, router, seed=seed)
+    kinds = ctx.dag.tasks.kind
+    out_jobs, rows = [], []
+    for m in marks:
+        ref = Ctx(fabric)
+        rm = add_job(ref, m.plan, None, comm=False)
+        rres = simulate(fabric, ref.dag, router)
+        compute = float(rres.task_finish[rm.lo : rm.hi].max())
+        it = float(res.task_finish[m.lo : m.hi].max())
+        pl = m.plan
+        out_jobs.append(
+            {
+                "name": pl.name,
+                "gpus": pl.tp * pl.pp * pl.dp,
+                "parallel": {
+                    "tp": pl.tp,
+                    "pp": pl.pp,
+                    "dp": pl.dp,
+                    "ep": pl.ep,
+                    "micro_batches": pl.micro_batches,
+                },
+                "iteration_s": it,
+                "samples_per_s": pl.samples / it,
+                "tokens_per_s": pl.tokens / it,
+                "breakdown": {
+                    "compute_s": compute,
+                    "tp_s": m.tp_s,
+                    "pp_s": _kind_time(res, kinds, m, "pp"),
+                    "dp_s": _kind_time(res, kinds, m, "dp"),
+                    "ep_s": _kind_time(res, kinds, m, "ep"),
+                    "exposed_comm_s": max(it - compute, 0.0),
+                },
+            }
+        )
+        for row, group, a, b in m.timeline:
+            ids = np.arange(a, b + 1)
+            rows.append(
+                (
+                    f"{pl.name} {row}" if len(marks) > 1 else row,
+                    group,
+                    float(res.task_start[ids].min()),
+                    float(res.task_finish[ids].max()),
+                )
+            )
+    first = out_jobs[0]
+    result = {
+        "preset": getattr(fabric.spec, "preset", None),
+        "routing": routing,
+        "seed": seed,
+        **{
+            k: first[k]
+            for k in ("iteration_s", "samples_per_s", "tokens_per_s", "gpus", "breakdown")
+        },
+        "jobs": out_jobs,
+        "flows": ctx.dag.num_flows,
+        "tasks": ctx.dag.num_tasks,
+        "build_s": built - t0,
+        "wall_s": time.perf_counter() - t0,
+    }
+    tables = {
+        "timeline": {
+            k: [r[i] for r in rows] for i, k in enumerate(("row", "group", "start_s", "end_s"))
+        }
+    }
+    return result, tables
