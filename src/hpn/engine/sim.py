@@ -87,13 +87,13 @@ class _Sim:
         self.task_start = np.full(nt, np.nan)
         self.task_finish = np.full(nt, np.nan)
         self.act = np.zeros(0, np.int64)  # transmitting flows, sorted
-        self.used = np.zeros(0, np.int64)
-        self.load = np.zeros(0)
         self.link_bytes = np.zeros(nl)
         self.busy = np.zeros(nl)
         self.peak = np.zeros(nl)
         self.now, self.done, self.dirty, self.full = 0.0, 0, False, True
         self.load_g = np.zeros(nl)  # bytes/s carried per link
+        self.since = np.zeros(nl)  # when each link's load last changed
+        self.cap_at = self.cap.copy()  # capacity when it last changed (for utilization)
         self.departed: list[np.ndarray] = []  # flows that ended since the last rate update
         self.departed_rates: list[np.ndarray] = []
         self.heap: list = []
@@ -245,11 +245,9 @@ class _Sim:
 
     # --- rates ---------------------------------------------------------------------------
 
-    def _fill(self, flows: np.ndarray, avail: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Max-min rates of ``flows`` given the capacity ``avail`` (bytes/s, per link id)
-        left to them; returns (rates, entry flow positions, entry links)."""
-        rep, links = self._entries(flows)
-        used, local = np.unique(links, return_inverse=True)
+    def _fill(self, flows, rep, local, avail) -> np.ndarray:
+        """Max-min rates of ``flows`` whose hops are (``rep``: position in flows, ``local``:
+        index into ``avail``, the capacity in bytes/s left to them per link)."""
         group = self.t.group[flows]
         grouped = group >= 0
         user = np.arange(len(flows))
@@ -259,8 +257,24 @@ class _Sim:
             user = np.empty(len(flows), np.int64)
             user[solo] = np.arange(len(solo))
             user[grouped] = len(solo) + ginv
-        a = incidence(user[rep], local, int(user.max()) + 1, len(used))
-        return maxmin_rates(a, avail[used])[user], rep, links
+        a = incidence(user[rep], local, int(user.max()) + 1, len(avail))
+        return maxmin_rates(a, avail)[user]
+
+    def _set_load(self, links: np.ndarray, new: np.ndarray) -> None:
+        """Change the load of ``links``, first booking the old load up to now (accounting is
+        lazy: a link costs work only when its load changes)."""
+        old = self.load_g[links]
+        dt = self.now - self.since[links]
+        carried = (old > 0) & (dt > 0)
+        self.link_bytes[links] += old * dt
+        self.busy[links[carried]] += dt[carried]
+        cap = self.cap_at[links[carried]]
+        util = np.divide(old[carried], cap, out=np.zeros(len(cap)), where=cap > 0)
+        self.peak[links[carried]] = np.maximum(self.peak[links[carried]], util)
+        new = np.where(new < 1e-12 * self.cap[links], 0.0, new)
+        self.load_g[links] = new
+        self.since[links] = self.now
+        self.cap_at[links] = self.cap[links]
 
     def _rates(self) -> None:
         """Recompute rates. After departures only, users at rates below the lowest departed
@@ -268,60 +282,64 @@ class _Sim:
         raises the saturation level of the links it crossed, all at or above its own rate),
         so only the flows at or above it are filled again, on what the others leave."""
         self.n_rates += 1
-        act, load = self.act, self.load_g
+        act = self.act
         live = act
         if not self.full and len(self.departed):
             gone = np.concatenate(self.departed)
             old = np.concatenate(self.departed_rates)
-            m0 = old.min()
             rate = self.rate[act]
-            live = act[rate >= m0 * (1 - 1e-9)]
+            live = act[rate >= old.min() * (1 - 1e-9)]
             if 2 * len(live) > len(act):
                 live = act
-            else:
-                rep, links = self._entries(gone)
-                load -= np.bincount(links, weights=old[rep], minlength=len(load))
-        if live is act:
-            load[:] = 0.0
-        self.departed, self.departed_rates, self.full = [], [], False
+        self.full = False
+        if live is act:  # full recompute
+            self.departed, self.departed_rates = [], []
+            new = np.zeros(len(self.cap))
+            if len(act):
+                rep, links = self._entries(act)
+                used, local = np.unique(links, return_inverse=True)
+                rate = self._fill(act, rep, local, self.cap[used])
+                self.rate[act] = rate
+                new[used] = np.bincount(local, weights=rate[rep], minlength=len(used))
+            touched = np.flatnonzero((self.load_g > 0) | (new > 0))
+            self._set_load(touched, new[touched])
+            return
+        self.departed, self.departed_rates = [], []
+        g_rep, g_links = self._entries(gone)
+        l_rep, l_links = self._entries(live)
+        touched, inv = np.unique(np.concatenate([g_links, l_links]), return_inverse=True)
+        g_loc, l_loc = inv[: len(g_links)], inv[len(g_links) :]
+        n = len(touched)
+        fixed = self.load_g[touched] - np.bincount(g_loc, weights=old[g_rep], minlength=n)
+        fixed -= np.bincount(l_loc, weights=self.rate[live][l_rep], minlength=n)
+        np.maximum(fixed, 0.0, out=fixed)
+        new = fixed
         if len(live):
-            rep, links = self._entries(live)
-            if live is not act:
-                load -= np.bincount(links, weights=self.rate[live][rep], minlength=len(load))
-            np.maximum(load, 0.0, out=load)
-            rate, rep, links = self._fill(live, np.maximum(self.cap - load, 0.0))
+            used, local = np.unique(l_loc, return_inverse=True)
+            avail = np.maximum(self.cap[touched[used]] - fixed[used], 0.0)
+            rate = self._fill(live, l_rep, local, avail)
             self.rate[live] = rate
-            load += np.bincount(links, weights=rate[rep], minlength=len(load))
-        load[load < 1e-12 * self.cap] = 0.0
-        self.used = np.flatnonzero(load > 0)
-        self.load = load[self.used]
+            new = fixed + np.bincount(l_loc, weights=rate[l_rep], minlength=n)
+        self._set_load(touched, new)
 
     def _advance(self, t_next: float) -> None:
         dt = t_next - self.now
         if dt > 0 and len(self.act):
             self.rem[self.act] -= self.rate[self.act] * dt
-            used, load = self.used, self.load
-            self.link_bytes[used] += load * dt
-            self.busy[used[load > 0]] += dt
-            cap = self.cap[used]
-            util = np.divide(load, cap, out=np.zeros_like(load), where=cap > 0)
-            self.peak[used] = np.maximum(self.peak[used], util)
         self.now = t_next
 
     def _sample(self) -> None:
         lk = self.fabric.links
         ntier = int(lk.tier.max()) + 1 if len(lk.tier) else 0
         tier_cap = np.bincount(lk.tier, weights=self.cap, minlength=ntier)
-        tier_load = np.bincount(lk.tier[self.used], weights=self.load, minlength=ntier)
+        tier_load = np.bincount(lk.tier, weights=self.load_g, minlength=ntier)
         self.samples_t.append(self.now)
         self.samples_tier.append(
             np.divide(tier_load, tier_cap, where=tier_cap > 0, out=np.zeros(ntier))
         )
-        load = np.zeros(len(self.cap))
-        load[self.used] = self.load
         cap = self.cap[self.sample_links]
-        loads = np.divide(load[self.sample_links], cap, where=cap > 0, out=np.zeros(len(cap)))
-        self.samples_link.append(loads)
+        load = self.load_g[self.sample_links]
+        self.samples_link.append(np.divide(load, cap, where=cap > 0, out=np.zeros(len(cap))))
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -371,6 +389,8 @@ class _Sim:
                 self.progress(self.done, self.nt)
         if self.interval and self.done:
             self._sample()
+        loaded = np.flatnonzero(self.load_g > 0)
+        self._set_load(loaded, np.zeros(len(loaded)))
 
     def _stuck(self) -> None:
         left = self.nt - self.done
