@@ -140,3 +140,12 @@ def test_ideal_balances_uplinks():
     for links in per_tor.values():
         counts = np.unique(links, return_counts=True)[1]
         assert counts.max() - counts.min() <= 1
+
+
+def test_hpn_selection_is_per_connection_not_per_flow(dual_plane):
+    """Flows that reuse a connection key (buckets, micro-batches) share its path."""
+    f = dual_plane
+    keys = np.array([5, 9, 5, 9, 5, 9])
+    sel = HpnRouter(seed=1).select(f, np.full(6, 0), np.full(6, 136 * 8), keys)
+    assert len(set(sel.sport[keys == 5])) == 1 and len(set(sel.sport[keys == 9])) == 1
+    assert sel.plane[0] != sel.plane[1]

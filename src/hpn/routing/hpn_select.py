@@ -68,12 +68,13 @@ class HpnRouter(HashEcmpRouter):
         keys = np.arange(n, dtype=np.int64) if keys is None else np.asarray(keys, np.int64)
         pair_key = src * fabric.num_nodes + dst
         pairs, pair_of = np.unique(pair_key, return_inverse=True)
-        # connection index j of each flow within its pair, in key order
-        order = np.lexsort((keys, pair_of))
-        first = np.searchsorted(pair_of[order], np.arange(len(pairs)))
-        conn = np.empty(n, np.int64)
-        conn[order] = np.arange(n) - first[pair_of[order]]
-        need = np.bincount(pair_of, minlength=len(pairs))
+        # connection j of a pair = rank of the flow's key among the pair's distinct keys (a
+        # connection carries many flows: buckets, micro-batches reuse it)
+        conns, conn_of = np.unique(np.stack([pair_of, keys]), axis=1, return_inverse=True)
+        conn_of = conn_of.ravel()
+        first = np.searchsorted(conns[0], np.arange(len(pairs)))
+        conn = (np.arange(conns.shape[1]) - first[conns[0]])[conn_of]
+        need = np.bincount(conns[0], minlength=len(pairs))
         p_src, p_dst = pairs // fabric.num_nodes, pairs % fabric.num_nodes
         found = _Found(len(pairs), int(need.max()) if n else 0)
         active = np.arange(len(pairs))
