@@ -87,9 +87,15 @@ def test_bom_with_prices(tmp_path):
     assert r.json()["cost"]["total"] > 0
 
 
-def test_demo_writes_a_picture(tmp_path):
+def test_demo_runs_end_to_end(tmp_path):
     r = run_cli("demo", "--out", str(tmp_path / "d"))
     assert r.code == 0, r.err
-    assert "15,360" in r.out
+    assert "15,360" in r.out and "AllReduce busbw" in r.out and "samples/s" in r.out
     png = tmp_path / "d" / "hpn-segment.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (tmp_path / "d" / "report.html").read_text()
+    assert "collective bus bandwidth" in report and "<script src=" not in report  # offline
+    listed = run_cli("runs", "list", "--json")
+    assert listed.code == 0, listed.err
+    commands = {row["command"] for row in listed.json()["runs"]}
+    assert {"topo summary", "collective", "train", "pool goodput"} <= commands

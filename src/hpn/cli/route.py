@@ -21,6 +21,7 @@ from hpn.cli.fabric_opts import (
     SingleTorOpt,
     SpeedOpt,
     fabric_from_options,
+    spec_from_options,
 )
 from hpn.cli.output import emit_json, kv_table, stdout
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
@@ -240,7 +241,7 @@ def polarization(
     seeds: SeedsOpt = "same",
     bond: BondOpt = "l34",
     preset: PresetOpt = None,
-    config: ConfigOpt = None,
+    config_file: ConfigOpt = None,
     sets: SetOpt = None,
     segments: SegmentsOpt = None,
     single_plane: SinglePlaneOpt = False,
@@ -251,61 +252,35 @@ def polarization(
     plot: PlotOpt = False,
 ) -> None:
     """The Fig 13 scenario: cross-segment DP traffic on one rail; ToR-port and Agg balance."""
-    import time
-
-    from hpn.routing.polarization import polarization as run
-    from hpn.store.runnable import Outcome
-
     check_out(out_dir)
-    if connections < 1:
-        raise InputError("--connections", f"must be >= 1, got {connections}")
-    t0 = time.perf_counter()
-    f = _fabric(
-        preset,
-        config,
-        sets,
-        None,
-        segments,
-        single_plane,
-        False,
-        False,
-        agg_oversub,
-        chip,
-        None,
-        None,
-    )
-    hashing = _hashing(hash_, seeds, bond)
-    out = run(f, routing, seed, hosts, senders, connections, hashing=hashing)
-    out.update(
-        preset=getattr(f.spec, "preset", None),
-        single_plane=single_plane,
-        seed=seed,
-        hashing=hashing,
-    )
     config = {
-        "fabric": f.spec.model_dump(mode="json"),
+        "fabric": spec_from_options(
+            preset,
+            config_file,
+            sets,
+            segments=segments,
+            single_plane=single_plane,
+            agg_oversubscription=agg_oversub,
+            chip=chip,
+        ).model_dump(mode="json"),
         "polarization": {
             "routing": routing,
             "seed": seed,
             "hosts": hosts,
             "senders": senders,
             "connections": connections,
-            **hashing,
+            **_hashing(hash_, seeds, bond),
         },
     }
-    save(
-        "route-polarization",
-        Outcome(out, {}, config, time.perf_counter() - t0),
-        out_dir,
-        plot,
-        json_out,
-    )
+    outcome = run_polarization(config)
+    out = outcome.result
+    save("route polarization", outcome, out_dir, plot, json_out)
     if json_out:
         emit_json(out)
         return
     ratio = out["tor_port_load_ratio"]
     rows = [
-        ("fabric", f"{out['preset']} ({'single-plane' if single_plane else 'dual-plane'})"),
+        ("fabric", f"{out['preset']} ({'dual-plane' if out['dual_plane'] else 'single-plane'})"),
         ("routing", f"{routing}, hash {hash_}, seeds {seeds}, bond {bond}"),
         ("flows", out["flows"]),
         ("ToR port load ratio (worst NIC)", "inf (a port idle)" if ratio is None else ratio),
@@ -317,3 +292,51 @@ def polarization(
         ("Agg downlinks used", f"{out['agg_downlinks_used']} of {out['agg_downlinks']}"),
     ]
     stdout.print(kv_table("hash polarization (P Fig 13)", rows))
+
+
+POLARIZATION_DEFAULTS = {
+    "routing": "ecmp",
+    "seed": 1,
+    "hosts": 16,
+    "senders": 2,
+    "connections": 4,
+    **_hashing("crc32", "same", "l34"),
+}
+
+
+def run_polarization(config: dict):
+    """Runnable ``route polarization``: ``{"fabric": {...}, "polarization": {...}}``."""
+    import time
+
+    from hpn.routing.polarization import polarization as run
+    from hpn.store.runnable import Outcome
+    from hpn.topology import build, make_spec
+
+    t0 = time.perf_counter()
+    fab = dict(config.get("fabric") or {})
+    spec = make_spec(fab.pop("preset", "hpn"), fab)
+    opts = {**POLARIZATION_DEFAULTS, **(config.get("polarization") or {})}
+    unknown = set(opts) - set(POLARIZATION_DEFAULTS)
+    if unknown:
+        raise InputError("polarization", f"unknown fields {sorted(unknown)}")
+    hashing = {k: opts[k] for k in ("tor_hash", "agg_hash", "core_hash", "seeds", "bond_hash")}
+    f = build(spec)
+    if int(opts["connections"]) < 1:
+        raise InputError("connections", f"must be >= 1, got {opts['connections']}")
+    out = run(
+        f,
+        opts["routing"],
+        int(opts["seed"]),
+        int(opts["hosts"]),
+        int(opts["senders"]),
+        int(opts["connections"]),
+        hashing=hashing,
+    )
+    out.update(
+        preset=spec.preset,
+        dual_plane=bool(getattr(spec, "dual_plane", False)),
+        seed=int(opts["seed"]),
+        hashing=hashing,
+    )
+    resolved = {"fabric": spec.model_dump(mode="json"), "polarization": opts}
+    return Outcome(out, {}, resolved, time.perf_counter() - t0)

@@ -139,6 +139,14 @@ register(
     limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "collective.gpus": (2, 4096)},
 )
 register(
+    "route polarization",
+    "hpn.cli.route:run_polarization",
+    "Hash polarization: ToR-port and Agg-downlink balance of cross-segment DP traffic.",
+    example={"fabric": {"preset": "hpn", "segments": 2, "dual_plane": False},
+             "polarization": {"routing": "ecmp", "seed": 1}},
+    limits={"fabric.pods": (1, 1), "fabric.segments": (2, 15)},
+)
+register(
     "train",
     "hpn.cli.train:run_config",
     "One LLM training iteration (1F1B, TP/PP/DP/EP) of one or more jobs on a fabric.",
@@ -154,4 +162,22 @@ register(
         ],
     },
     limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15)},
+)
+register(
+    "fail",
+    "hpn.cli.fail:run_fail_config",
+    "A job's iterations across injected faults: throughput, halts, crashes.",
+    example={
+        "fabric": {"preset": "hpn", "segments": 1},
+        "iteration": {"gpus": 32, "compute": "100ms", "allreduce": "1GB"},
+        "fail": {"faults": ["link:host=1,nic=3,port=0,at=2s,repair=5s"], "routing": "hpn"},
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "iteration.gpus": (2, 4096)},
+)
+register(
+    "reliability",
+    "hpn.cli.fail:run_reliability_config",
+    "Monte Carlo of failures over months: crashes, degraded hours, goodput loss, cost.",
+    example={"fabric": {"preset": "hpn"}, "reliability": {"gpus": 3072, "months": 12}},
+    limits={"reliability.trials": (1, 100_000), "reliability.months": (0.01, 120)},
 )
