@@ -11,6 +11,7 @@ import typer
 from pydantic import ValidationError
 
 from hpn.cli import collective, dash, demo, plot, pool, route, runs, sweep, topo, traffic, train
+from hpn.cli import fail as fail_cli
 from hpn.config import one_line
 from hpn.errors import InputError
 
@@ -29,6 +30,8 @@ app.command("demo")(demo.demo)
 app.command("traffic")(traffic.traffic)
 app.command("collective")(collective.collective)
 app.command("train")(train.train)
+app.command("fail")(fail_cli.fail)
+app.command("reliability")(fail_cli.reliability)
 app.command("sweep")(sweep.sweep)
 app.command("plot")(plot.plot)
 app.command("dash")(dash.dash)

@@ -1,0 +1,71 @@
+"""Validated parameters of ``hpn fail`` and ``hpn reliability`` (CLI, runnables, configs).
+
+Defaults are the paper's where it gives a figure (P §2.3, §9.3) and marked [assumed] where it
+does not.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from hpn.config import Duration, Model
+from hpn.failures.checkpoint import Recovery
+from hpn.failures.montecarlo import Rates
+
+
+class RecoveryCfg(Model):
+    timeout: Duration = Field("60s", description="a cut-off longer than this crashes the job")
+    checkpoint_interval: Duration = Field("3h", description="checkpoint every (P: 2-4 h)")
+    checkpoint_cost: Duration = Field("100s", description="time to write one (P: ~100 s)")
+    restart: Duration = Field("10min", description="crash to training again [assumed]")
+
+    def recovery(self, since: float | None = None) -> Recovery:
+        return Recovery(
+            self.timeout, self.checkpoint_interval, self.checkpoint_cost, self.restart, since
+        )
+
+
+class FailCfg(RecoveryCfg):
+    faults: list[str] = Field(default_factory=list, description="fault specs (--fault)")
+    stacked: bool = Field(False, description="stacked dual-ToR: a ToR fault kills the pair")
+    routing: str = Field("ecmp", description="routing policy")
+    seed: int = 0
+    duration: Duration | None = Field(None, description="simulated time (default: to repair)")
+    since_checkpoint: Duration | None = Field(
+        None, description="age of the last checkpoint at time 0 (default: half an interval)"
+    )
+
+
+class ReliabilityCfg(RecoveryCfg):
+    gpus: int = Field(3072, ge=1, description="GPUs of the job")
+    first_host: int = Field(0, ge=0, description="first host of the job")
+    months: float = Field(12.0, gt=0, le=1200)
+    trials: int = Field(10_000, ge=1, le=10_000_000)
+    seed: int = 0
+    stacked: bool = False
+    link_rate: float = Field(0.00057, ge=0, description="NIC-ToR link failures per link-month")
+    tor_rate: float = Field(0.00051, ge=0, description="ToR failures per ToR-month")
+    flaps_per_day: float = Field(5000.0, ge=0, description="link flaps per day, cluster-wide")
+    fleet_links: float = Field(200_000.0, gt=0, description="links they spread over [assumed]")
+    flap_down: Duration = Field("10s", description="outage per flap [assumed]")
+    link_repair: Duration = Field("1h", description="median link repair [assumed]")
+    tor_repair: Duration = Field("2h", description="median ToR repair [assumed]")
+    repair_sigma: float = Field(1.0, ge=0, le=5, description="lognormal shape of repairs")
+    stacked_pair: float = Field(1.0, ge=0, le=1, description="ToR faults killing the pair")
+    degraded_loss: float | None = Field(
+        None, ge=0, le=1, description="throughput lost on one port (default 1 / host ports)"
+    )
+    price: float | None = Field(None, ge=0, description="price per GPU-hour")
+
+    def rates(self) -> Rates:
+        return Rates(
+            self.link_rate,
+            self.tor_rate,
+            self.flaps_per_day,
+            self.fleet_links,
+            self.flap_down,
+            self.link_repair,
+            self.tor_repair,
+            self.repair_sigma,
+            self.stacked_pair,
+        )

@@ -1,0 +1,61 @@
+"""``hpn fail`` as a function: a job's iterations across parsed faults on a fabric."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hpn.failures.checkpoint import Recovery
+from hpn.failures.faults import Fault, parse_fault
+from hpn.failures.semantics import design_of, fault_down_links, outages
+from hpn.failures.timeline import run_timeline
+from hpn.failures.workload import Iteration
+from hpn.topology.fabric import Fabric
+
+
+def run_fail(
+    fabric: Fabric,
+    it: Iteration,
+    faults: list[Fault | str],
+    *,
+    stacked: bool = False,
+    routing: str = "ecmp",
+    seed: int = 0,
+    recovery: Recovery | None = None,
+    duration: float | None = None,
+    router=None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(result, tables): the job's throughput, halts and crashes across ``faults``."""
+    from hpn.routing import make_router
+
+    t0 = time.perf_counter()
+    parsed = [parse_fault(f) if isinstance(f, str) else f for f in faults]
+    design = design_of(fabric, stacked)
+    outs = outages(fabric, parsed, design)
+    router = router or make_router(routing, seed=seed)
+    rec = recovery or Recovery()
+    result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed)
+    described = []
+    for f in parsed:
+        links = fault_down_links(fabric, f, design)
+        lk0 = int(links[0])
+        ends = (
+            fabric.node_name(int(fabric.links.src[lk0])),
+            fabric.node_name(int(fabric.links.dst[lk0])),
+        )
+        described.append(
+            {"fault": f.text, "links_down": len(links) // 2, "first_link": " - ".join(ends)}
+        )
+    head = {
+        "preset": getattr(fabric.spec, "preset", None),
+        "design": design,
+        "routing": routing,
+        "seed": seed,
+        "job": it.name,
+        "gpus": int(it.gpus.size),
+        "faults": described,
+        "timeout_s": rec.timeout,
+        "checkpoint_interval_s": rec.interval,
+        "restart_s": rec.restart,
+    }
+    return {**head, **result, "wall_s": time.perf_counter() - t0}, tables

@@ -1,0 +1,111 @@
+"""What a fault does under each access design (P §2.3, §4, §9.3).
+
+- ``dual-tor`` (HPN, non-stacked): the two ToRs of a NIC are independent. A dead port (or a
+  dead ToR) takes down only those links; the engine re-routes the NIC's flows over its other
+  port, hence under dual-plane over the other plane, at that port's rate. A NIC is cut off
+  only when both its ports are down.
+- ``single-tor``: one port per NIC; a dead port or ToR cuts its NICs off, their flows stall
+  and the synchronous job halts.
+- ``stacked`` (stacked dual-ToR, the baseline of P §4.1): wired as dual-ToR, but a ToR fault
+  takes the whole pair down (failure class (a): the partner shuts itself off), cutting off
+  every NIC under the pair.
+
+ToR-Agg, Agg and core faults are the same in every design: the links go down and routing
+re-hashes (ECMP) or re-selects source ports (``hpn``) over the surviving uplinks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpn.errors import InputError
+from hpn.failures.faults import Fault, fault_links, fault_nodes
+from hpn.topology.fabric import Fabric, LinkTier, NodeKind
+
+DESIGNS = ("dual-tor", "single-tor", "stacked")
+
+
+@dataclass(frozen=True, eq=False)
+class Outage:
+    """Directed links ``links`` at capacity 0 during [start, end) seconds."""
+
+    start: float
+    end: float
+    links: np.ndarray
+    label: str
+
+
+def ports_per_nic(fabric: Fabric) -> int:
+    """NIC-ToR links per GPU (2 under dual-ToR, 1 under single-ToR)."""
+    lk, kind = fabric.links, fabric.nodes.kind
+    up = (lk.tier == LinkTier.NIC_TOR) & (kind[lk.src] == NodeKind.GPU)
+    if not up.any():
+        raise InputError("fabric", "has no GPU NIC-ToR links to fail")
+    return int(np.bincount(lk.src[up]).max())
+
+
+def design_of(fabric: Fabric, stacked: bool = False) -> str:
+    """The design a fabric and the ``--stacked`` flag describe."""
+    if ports_per_nic(fabric) < 2:
+        if stacked:
+            raise InputError("--stacked", "needs a dual-ToR fabric (drop --single-tor)")
+        return "single-tor"
+    return "stacked" if stacked else "dual-tor"
+
+
+def tor_partners(fabric: Fabric, tor: int) -> np.ndarray:
+    """The ToRs that share NICs with ``tor`` (its stacked pair)."""
+    lk = fabric.links
+    nic_up = lk.tier == LinkTier.NIC_TOR
+    gpus = lk.src[nic_up & (lk.dst == tor)]
+    other = lk.dst[nic_up & np.isin(lk.src, gpus)]
+    return np.unique(other[other != tor])
+
+
+def fault_down_links(fabric: Fabric, f: Fault, design: str) -> np.ndarray:
+    """Directed links the fault takes down under ``design``."""
+    links = fault_links(fabric, f)
+    if design == "stacked" and f.kind == "tor":
+        _, tor = fault_nodes(fabric, f)
+        lk = fabric.links
+        for p in tor_partners(fabric, tor):
+            links = np.union1d(links, np.flatnonzero((lk.src == p) | (lk.dst == p)))
+    return links
+
+
+def outages(fabric: Fabric, faults: list[Fault], design: str) -> list[Outage]:
+    """Every (start, end, links) window of the faults under ``design``."""
+    if design not in DESIGNS:
+        raise InputError("design", f"unknown design {design!r}; choose from {', '.join(DESIGNS)}")
+    out = []
+    for f in faults:
+        links = fault_down_links(fabric, f, design)
+        for i, (a, b) in enumerate(f.windows()):
+            label = f.text or f.kind
+            out.append(Outage(a, b, links, label if f.count == 1 else f"{label} #{i + 1}"))
+    return out
+
+
+class Reach:
+    """Which of a job's GPUs are cut off (every NIC-ToR link down) under a set of down links."""
+
+    def __init__(self, fabric: Fabric, gpus: np.ndarray):
+        lk = fabric.links
+        self.gpus = np.asarray(gpus, np.int64).ravel()
+        m = (lk.tier == LinkTier.NIC_TOR) & np.isin(lk.src, self.gpus)
+        self.links = np.flatnonzero(m)
+        pos = {int(g): i for i, g in enumerate(self.gpus)}
+        self.owner = np.array([pos[int(s)] for s in lk.src[self.links]], np.int64)
+        self.ports = np.bincount(self.owner, minlength=len(self.gpus))
+
+    def cut_off(self, down: np.ndarray) -> np.ndarray:
+        """Bool per job GPU: all its NIC ports are down (``down``: bool per directed link)."""
+        dead = np.bincount(self.owner, weights=down[self.links], minlength=len(self.gpus))
+        return dead >= self.ports
+
+    def degraded(self, down: np.ndarray) -> np.ndarray:
+        """Bool per job GPU: some but not all of its ports are down."""
+        dead = np.bincount(self.owner, weights=down[self.links], minlength=len(self.gpus))
+        return (dead > 0) & (dead < self.ports)
