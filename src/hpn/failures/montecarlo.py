@@ -202,10 +202,10 @@ def _chunk(rng, n, ex: Exposure, design, rates: Rates, rec: Recovery, span, loss
     halt = np.where(crash, rec.timeout, np.minimum(ue, span) - us)
     lost = rng.uniform(0, rec.interval, len(us))
     lost = np.where(crash, rec.restart + np.minimum(lost, rec.interval - rec.cost), 0.0)
-    crashes = np.bincount(ut, weights=crash, minlength=n)
-    halted = np.bincount(ut, weights=halt, minlength=n)
-    lost_s = np.bincount(ut, weights=lost, minlength=n)
-    degraded = np.bincount(dt, weights=np.minimum(de, span) - ds, minlength=n)
+    crashes = np.bincount(ut, weights=crash, minlength=n).astype(float)
+    halted = np.bincount(ut, weights=halt, minlength=n).astype(float)
+    lost_s = np.bincount(ut, weights=lost, minlength=n).astype(float)
+    degraded = np.bincount(dt, weights=np.minimum(de, span) - ds, minlength=n).astype(float)
     if design == "single-tor":
         flap_crash = rates.flap_down > rec.timeout
         halted += flaps * (rec.timeout if flap_crash else rates.flap_down)

@@ -1,0 +1,140 @@
+"""hpn fail and hpn reliability from the command line."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import assert_input_error, run_cli
+
+STEP = """
+[iteration]
+gpus = 8
+per_host = 2
+compute = "20ms"
+allreduce = "64MB"
+
+[fabric]
+preset = "hpn"
+segments = 1
+gpus_per_host = 2
+"""
+
+
+@pytest.fixture()
+def step(tmp_path):
+    p = tmp_path / "step.toml"
+    p.write_text(STEP)
+    return str(p)
+
+
+def test_fail_json_and_run_folder(step, tmp_path):
+    out = tmp_path / "run"
+    r = run_cli(
+        "fail",
+        step,
+        "--fault",
+        "link:host=1,nic=0,at=1s,repair=2s",
+        "--routing",
+        "hpn",
+        "--json",
+        "--out",
+        str(out),
+    )
+    assert r.code == 0, r.err
+    j = r.json()
+    for k in (
+        "baseline_samples_per_s",
+        "samples_per_s_during_fault",
+        "throughput_loss",
+        "halted_s",
+        "crashed",
+        "lost_work_s",
+    ):
+        assert k in j
+    assert j["design"] == "dual-tor" and not j["crashed"]
+    assert (out / "tables").is_dir() and (out / "result.json").is_file()
+    s = run_cli(
+        "fail", step, "--fault", "link:host=1,nic=0,at=1s,repair=90s", "--single-tor", "--json"
+    )
+    assert s.code == 0 and s.json()["crashed"]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--fault", "link:host=1,nic=0"], "needs at"),
+        (["--fault", "nonsense"], "expected KIND"),
+        (["--fault", "link:host=500,nic=0,at=1s"], "no host 500"),
+        ([], "at least one fault"),
+        (["--fault", "link:host=1,nic=0,at=1s", "--timeout", "soon"], "timeout"),
+        (["--fault", "tor:segment=0,rail=0,at=1s", "--stacked", "--single-tor"], "dual-ToR"),
+    ],
+)
+def test_fail_refuses_bad_input(step, args, fragment):
+    assert_input_error(run_cli("fail", step, *args), fragment)
+
+
+def test_fail_refuses_a_missing_config():
+    assert_input_error(run_cli("fail", "/nonexistent.toml", "--fault", "link:host=0,nic=0,at=0"))
+
+
+def test_reliability_json():
+    r = run_cli(
+        "reliability",
+        "--gpus",
+        "256",
+        "--months",
+        "2",
+        "--trials",
+        "300",
+        "--seed",
+        "1",
+        "--segments",
+        "1",
+        "--price",
+        "2",
+        "--json",
+    )
+    assert r.code == 0, r.err
+    j = r.json()
+    assert j["design"] == "dual-tor" and j["trials"] == 300
+    assert {"mean", "p50", "p90", "p99"} <= set(j["crashes_per_month"])
+    assert "cost_per_month" in j and "degraded_hours_per_month" in j
+    again = run_cli(
+        "reliability",
+        "--gpus",
+        "256",
+        "--months",
+        "2",
+        "--trials",
+        "300",
+        "--seed",
+        "1",
+        "--segments",
+        "1",
+        "--price",
+        "2",
+        "--json",
+    )
+    assert again.json() == j
+
+
+def test_reliability_refuses_bad_input():
+    assert_input_error(run_cli("reliability", "--trials", "0", "--json"), "trials")
+    assert_input_error(run_cli("reliability", "--gpus", "999999", "--json"), "gpus")
+
+
+def test_runnables():
+    from hpn.store.runnable import get
+
+    fail = get("fail")
+    out = fail(fail.example)
+    assert out.result["design"] == "dual-tor" and "throughput" in out.tables
+    rel = get("reliability")
+    out = rel(
+        {
+            "fabric": {"preset": "hpn", "segments": 1},
+            "reliability": {"gpus": 64, "trials": 50, "months": 1},
+        }
+    )
+    assert out.result["trials"] == 50
