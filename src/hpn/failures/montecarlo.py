@@ -135,10 +135,20 @@ def _cut_offs_dual(trial, nic, side, s, e, nics):
     """Intervals in which some NIC has both sides down (side -1: both at once)."""
     both = side < 0
     out_t, out_s, out_e = [trial[both]], [s[both]], [e[both]]
-    key = trial[~both] * nics + nic[~both]
-    uk, cnt = np.unique(key, return_counts=True)
-    for k in uk[cnt > 1]:  # rare: two failures on one NIC in one trial
-        m = np.flatnonzero(~both)[key == k]
+    idx = np.flatnonzero(~both)
+    key = trial[idx] * nics + nic[idx]
+    o = np.argsort(key, kind="stable")
+    idx, key = idx[o], key[o]
+    uk, first, cnt = np.unique(key, return_index=True, return_counts=True)
+    two = first[cnt == 2]  # the common case of a coincidence: two rows, vectorized
+    i, j = idx[two], idx[two + 1]
+    lo, hi = np.maximum(s[i], s[j]), np.minimum(e[i], e[j])
+    hit = (side[i] != side[j]) & (hi > lo)
+    out_t.append(trial[i][hit])
+    out_s.append(lo[hit])
+    out_e.append(hi[hit])
+    for f0, c in zip(first[cnt > 2], cnt[cnt > 2], strict=True):  # rarer still: loop
+        m = idx[f0 : f0 + c]
         for i in m[side[m] == 0]:
             for j in m[side[m] == 1]:
                 a, b = max(s[i], s[j]), min(e[i], e[j])
