@@ -128,7 +128,8 @@ def main() -> None:
         )
         rows.append(json.loads(out.stdout))
     print(
-        f"{'case':10} {'flows':>8} {'links':>8} {'wall s':>7} {'sim s':>7} {'rates':>6} "
+        f"{'case':10} {'routing':8} {'flows':>8} {'links':>8} {'wall s':>7} {'sim s':>7}"
+        f" {'rates':>6} "
         f"{'p50 FCT us':>10} {'RSS MB':>7} {'us/flow':>8}"
     )
     for r in rows:
