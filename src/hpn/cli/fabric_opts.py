@@ -25,7 +25,7 @@ PresetOpt = Annotated[
 ]
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", help="TOML file with a [fabric] table.", rich_help_panel=_FABRIC),
+    typer.Option("--config", help="TOML file with a \\[fabric] table.", rich_help_panel=_FABRIC),
 ]
 SetOpt = Annotated[
     list[str] | None,
@@ -151,3 +151,58 @@ def spec_from_options(
 def fabric_from_options(*args: Any, **kwargs: Any) -> Fabric:
     """Build the fabric the shared CLI options describe."""
     return build(spec_from_options(*args, **kwargs))
+
+
+_FABRIC_PARAMS: tuple[tuple[str, Any, Any], ...] = (
+    ("preset", PresetOpt, None),
+    ("config", ConfigOpt, None),
+    ("sets", SetOpt, None),
+    ("pods", PodsOpt, None),
+    ("segments", SegmentsOpt, None),
+    ("single_plane", SinglePlaneOpt, False),
+    ("single_tor", SingleTorOpt, False),
+    ("no_rail", NoRailOpt, False),
+    ("agg_oversubscription", AggOversubOpt, None),
+    ("chip", ChipOpt, None),
+    ("k", KOpt, None),
+    ("speed", SpeedOpt, None),
+    ("frontend", FrontendOpt, False),
+)
+
+
+def fabric_command(fn):
+    """Give a typer command the shared fabric options; it receives the validated ``spec``.
+
+    ``fn`` declares a keyword parameter ``spec`` (and none of the option names); the wrapper
+    adds ``--preset``, ``--config``, ``--set`` and the named flags to its signature, builds the
+    spec from them and calls ``fn(spec=spec, ...)``.
+    """
+    import functools
+    import inspect
+
+    sig = inspect.signature(fn, eval_str=True)
+    own = [p for p in sig.parameters.values() if p.name != "spec"]
+    names = {p.name for p in own}
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
+        for name, ann, default in _FABRIC_PARAMS
+        if name not in names
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any):
+        fab = {name: kwargs.pop(name) for name, _, _ in _FABRIC_PARAMS if name in kwargs}
+        spec = spec_from_options(
+            fab.pop("preset", None), fab.pop("config", None), fab.pop("sets", None), **fab
+        )
+        return fn(spec=spec, **kwargs)
+
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    wrapper.__signature__ = sig.replace(
+        parameters=[
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind in kinds else p for p in own
+        ]
+        + added
+    )
+    wrapper.__annotations__ = {}
+    return wrapper

@@ -7,25 +7,12 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from hpn.cli.fabric_opts import (
-    AggOversubOpt,
-    ChipOpt,
-    ConfigOpt,
-    KOpt,
-    NoRailOpt,
-    PodsOpt,
-    PresetOpt,
-    SegmentsOpt,
-    SetOpt,
-    SinglePlaneOpt,
-    SingleTorOpt,
-    SpeedOpt,
-    fabric_from_options,
-    spec_from_options,
-)
+from hpn.cli.fabric_opts import fabric_command
 from hpn.cli.output import emit_json, kv_table, stdout
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
+from hpn.config import Model
 from hpn.errors import InputError
+from hpn.topology import build
 
 app = typer.Typer(
     help="Routing as switches and hosts do it: paths, path selection, polarization.",
@@ -56,69 +43,13 @@ def _hashing(hash_: str, seeds: str, bond: str) -> dict:
     }
 
 
-def _fabric(
-    preset,
-    config,
-    sets,
-    pods,
-    segments,
-    single_plane,
-    single_tor,
-    no_rail,
-    agg_oversub,
-    chip,
-    k,
-    speed,
-):
-    return fabric_from_options(
-        preset,
-        config,
-        sets,
-        pods=pods,
-        segments=segments,
-        single_plane=single_plane,
-        single_tor=single_tor,
-        no_rail=no_rail,
-        agg_oversubscription=agg_oversub,
-        chip=chip,
-        k=k,
-        speed=speed,
-    )
-
-
 @app.command()
-def paths(
-    preset: PresetOpt = None,
-    config: ConfigOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversub: AggOversubOpt = None,
-    chip: ChipOpt = None,
-    k: KOpt = None,
-    speed: SpeedOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@fabric_command
+def paths(spec: Model, json_out: JsonOpt = False) -> None:
     """Equal-cost path counts between NIC pairs, and the path-search space (P Table 1)."""
     from hpn.routing.paths import PAPER_TABLE1, path_report
 
-    f = _fabric(
-        preset,
-        config,
-        sets,
-        pods,
-        segments,
-        single_plane,
-        single_tor,
-        no_rail,
-        agg_oversub,
-        chip,
-        k,
-        speed,
-    )
+    f = build(spec)
     rep = path_report(f)
     rep["preset"] = getattr(f.spec, "preset", None)
     rep["paper_table1"] = PAPER_TABLE1
@@ -156,7 +87,9 @@ def _gpu(f, host: int, nic: int, field: str) -> int:
 
 
 @app.command()
+@fabric_command
 def select(
+    spec: Model,
     src: Annotated[str, typer.Option("--src", help="Sending NIC as HOST:NIC.")],
     dst: Annotated[str, typer.Option("--dst", help="Receiving NIC as HOST:NIC.")],
     connections: Annotated[int, typer.Option(help="Connections (queue pairs) to open.")] = 8,
@@ -164,15 +97,6 @@ def select(
     hash_: HashOpt = "crc32",
     seeds: SeedsOpt = "same",
     bond: BondOpt = "l34",
-    preset: PresetOpt = None,
-    config: ConfigOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversub: AggOversubOpt = None,
-    chip: ChipOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """HPN precise path selection: a UDP source port per connection, on distinct paths."""
@@ -180,20 +104,7 @@ def select(
 
     if not 1 <= connections <= 4096:
         raise InputError("--connections", f"must be 1..4096, got {connections}")
-    f = _fabric(
-        preset,
-        config,
-        sets,
-        pods,
-        segments,
-        single_plane,
-        False,
-        no_rail,
-        agg_oversub,
-        chip,
-        None,
-        None,
-    )
+    f = build(spec)
     s, d = _gpu(f, *parse_nic(src, "--src"), "--src"), _gpu(f, *parse_nic(dst, "--dst"), "--dst")
     if s == d:
         raise InputError("--dst", "must differ from --src")
@@ -231,7 +142,9 @@ def select(
 
 
 @app.command()
+@fabric_command
 def polarization(
+    spec: Model,
     routing: Annotated[str, typer.Option(help="ecmp, hpn, ideal or random.")] = "ecmp",
     seed: Annotated[int, typer.Option(help="Hash seed.")] = 1,
     hosts: Annotated[int, typer.Option(help="Hosts of the job in each of 2 segments.")] = 16,
@@ -240,13 +153,6 @@ def polarization(
     hash_: HashOpt = "crc32",
     seeds: SeedsOpt = "same",
     bond: BondOpt = "l34",
-    preset: PresetOpt = None,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    agg_oversub: AggOversubOpt = None,
-    chip: ChipOpt = None,
     json_out: JsonOpt = False,
     out_dir: OutOpt = None,
     plot: PlotOpt = False,
@@ -254,15 +160,7 @@ def polarization(
     """The Fig 13 scenario: cross-segment DP traffic on one rail; ToR-port and Agg balance."""
     check_out(out_dir)
     config = {
-        "fabric": spec_from_options(
-            preset,
-            config_file,
-            sets,
-            segments=segments,
-            single_plane=single_plane,
-            agg_oversubscription=agg_oversub,
-            chip=chip,
-        ).model_dump(mode="json"),
+        "fabric": spec.model_dump(mode="json"),
         "polarization": {
             "routing": routing,
             "seed": seed,

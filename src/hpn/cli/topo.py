@@ -8,25 +8,10 @@ from typing import Annotated
 
 import typer
 
-from hpn.cli.fabric_opts import (
-    AggOversubOpt,
-    ChipOpt,
-    ConfigOpt,
-    FrontendOpt,
-    KOpt,
-    NoRailOpt,
-    PodsOpt,
-    PresetOpt,
-    SegmentsOpt,
-    SetOpt,
-    SinglePlaneOpt,
-    SingleTorOpt,
-    SpeedOpt,
-    spec_from_options,
-)
+from hpn.cli.fabric_opts import fabric_command
 from hpn.cli.output import emit_json, kv_table, stdout
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
-from hpn.config import load_toml
+from hpn.config import Model, load_toml
 from hpn.errors import InputError
 from hpn.store import runnable
 from hpn.topology import build
@@ -38,38 +23,6 @@ app = typer.Typer(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
-
-
-def _spec(
-    preset,
-    config,
-    sets,
-    pods,
-    segments,
-    single_plane,
-    single_tor,
-    no_rail,
-    agg_oversub,
-    chip,
-    k,
-    speed,
-    frontend,
-):
-    return spec_from_options(
-        preset,
-        config,
-        sets,
-        pods=pods,
-        segments=segments,
-        single_plane=single_plane,
-        single_tor=single_tor,
-        no_rail=no_rail,
-        agg_oversubscription=agg_oversub,
-        chip=chip,
-        k=k,
-        speed=speed,
-        frontend=frontend,
-    )
 
 
 def summary_rows(s: dict) -> list[tuple[str, object]]:
@@ -115,41 +68,15 @@ def run_summary(config: dict):
 
 
 @app.command()
+@fabric_command
 def summary(
-    preset: PresetOpt = None,
-    config: ConfigOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversubscription: AggOversubOpt = None,
-    chip: ChipOpt = None,
-    k: KOpt = None,
-    speed: SpeedOpt = None,
-    frontend: FrontendOpt = False,
+    spec: Model,
     json_out: JsonOpt = False,
     out: OutOpt = None,
     plot: PlotOpt = False,
 ) -> None:
     """Counts, oversubscription, paths and limits of a fabric."""
     check_out(out)
-    spec = _spec(
-        preset,
-        config,
-        sets,
-        pods,
-        segments,
-        single_plane,
-        single_tor,
-        no_rail,
-        agg_oversubscription,
-        chip,
-        k,
-        speed,
-        frontend,
-    )
     outcome = runnable.get("topo summary")({"fabric": spec.model_dump(mode="json")})
     save("topo summary", outcome, out, plot, json_out)
     s = outcome.result
@@ -160,44 +87,18 @@ def summary(
 
 
 @app.command()
+@fabric_command
 def export(
+    spec: Model,
     out: Annotated[Path, typer.Option("--out", help="File to write.")],
     fmt: Annotated[str, typer.Option("--format", help="json, graphml or simai.")] = "json",
     gpu_type: Annotated[str, typer.Option(help="GPU type in the SimAI header.")] = "H800",
-    preset: PresetOpt = None,
-    config: ConfigOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversubscription: AggOversubOpt = None,
-    chip: ChipOpt = None,
-    k: KOpt = None,
-    speed: SpeedOpt = None,
-    frontend: FrontendOpt = False,
 ) -> None:
     """Write a fabric as JSON (lossless), GraphML or a SimAI/ns-3 topology file."""
     from hpn.topology.export import FORMATS, write
 
     if fmt not in FORMATS:
         raise InputError("--format", f"choose from {', '.join(FORMATS)}, got {fmt!r}")
-    spec = _spec(
-        preset,
-        config,
-        sets,
-        pods,
-        segments,
-        single_plane,
-        single_tor,
-        no_rail,
-        agg_oversubscription,
-        chip,
-        k,
-        speed,
-        frontend,
-    )
     write(build(spec), fmt, out, gpu_type)
     stdout.print(f"wrote {out} ({fmt})", highlight=False)
 
@@ -220,23 +121,12 @@ def import_(
 
 
 @app.command()
+@fabric_command
 def bom(
+    spec: Model,
     prices: Annotated[
         Path | None, typer.Option(help="TOML with [prices] switch/transceiver/cable tables.")
     ] = None,
-    preset: PresetOpt = None,
-    config: ConfigOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversubscription: AggOversubOpt = None,
-    chip: ChipOpt = None,
-    k: KOpt = None,
-    speed: SpeedOpt = None,
-    frontend: FrontendOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Bill of materials: switches, optics, cables, switch power, heat-sink check, cost."""
@@ -245,32 +135,17 @@ def bom(
     from hpn.config import one_line
     from hpn.topology.bom import Prices, bill_of_materials
 
-    spec = _spec(
-        preset,
-        config,
-        sets,
-        pods,
-        segments,
-        single_plane,
-        single_tor,
-        no_rail,
-        agg_oversubscription,
-        chip,
-        k,
-        speed,
-        frontend,
-    )
     price_model = None
-    for source in (config, prices):
-        if source is not None:
-            data = load_toml(source)
-            if "prices" in data:
-                from pydantic import ValidationError
+    if prices is not None:
+        data = load_toml(prices)
+        if "prices" not in data:
+            raise InputError(str(prices), "expected a [prices] table")
+        from pydantic import ValidationError
 
-                try:
-                    price_model = Prices(**data["prices"])
-                except ValidationError as e:
-                    raise one_line(e, "prices") from None
+        try:
+            price_model = Prices(**data["prices"])
+        except ValidationError as e:
+            raise one_line(e, "prices") from None
     b = bill_of_materials(build(spec), price_model)
     if json_out:
         emit_json(b)
@@ -301,42 +176,17 @@ def bom(
 
 
 @app.command()
+@fabric_command
 def draw(
+    spec: Model,
     out: Annotated[Path, typer.Option("--out", help="Picture file (.png, .svg, .pdf).")] = Path(
         "segment.png"
     ),
     segment: Annotated[int, typer.Option(help="Segment index within the pod.")] = 0,
     pod: Annotated[int, typer.Option(help="Pod index.")] = 0,
-    preset: PresetOpt = None,
-    config: ConfigOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversubscription: AggOversubOpt = None,
-    chip: ChipOpt = None,
-    k: KOpt = None,
-    speed: SpeedOpt = None,
 ) -> None:
     """Draw one segment: hosts, ToRs by rail and plane, the Aggs above."""
     from hpn.topology.draw import draw_segment
 
-    spec = _spec(
-        preset,
-        config,
-        sets,
-        pods,
-        segments,
-        single_plane,
-        single_tor,
-        no_rail,
-        agg_oversubscription,
-        chip,
-        k,
-        speed,
-        False,
-    )
     draw_segment(build(spec), out, pod=pod, segment=segment)
     stdout.print(f"wrote {out}", highlight=False)
