@@ -6,23 +6,10 @@ from typing import Annotated, Any
 
 import typer
 
-from hpn.cli.fabric_opts import (
-    AggOversubOpt,
-    ChipOpt,
-    ConfigOpt,
-    FrontendOpt,
-    KOpt,
-    NoRailOpt,
-    PodsOpt,
-    PresetOpt,
-    SegmentsOpt,
-    SetOpt,
-    SinglePlaneOpt,
-    SingleTorOpt,
-    SpeedOpt,
-    fabric_from_options,
-)
+from hpn.cli.fabric_opts import fabric_command
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
+from hpn.config import Model
+from hpn.topology import build
 from hpn.units import format_size, parse_duration, parse_size_list
 
 DEFAULTS: dict[str, Any] = {
@@ -95,20 +82,9 @@ def run_config(config: dict):
     return run_collective(build(spec), dict(config.get("collective") or {}))
 
 
+@fabric_command
 def collective(
-    preset: PresetOpt = None,
-    config: ConfigOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversub: AggOversubOpt = None,
-    chip: ChipOpt = None,
-    k: KOpt = None,
-    speed: SpeedOpt = None,
-    frontend: FrontendOpt = False,
+    spec: Model,
     op: Annotated[
         str,
         typer.Option(
@@ -146,21 +122,7 @@ def collective(
     from hpn.cli.output import emit_json, stdout
 
     check_out(out_dir)
-    fabric = fabric_from_options(
-        preset,
-        config,
-        sets,
-        pods=pods,
-        segments=segments,
-        single_plane=single_plane,
-        single_tor=single_tor,
-        no_rail=no_rail,
-        agg_oversubscription=agg_oversub,
-        chip=chip,
-        k=k,
-        speed=speed,
-        frontend=frontend,
-    )
+    fabric = build(spec)
     params = {
         "op": op,
         "gpus": gpus,

@@ -191,7 +191,7 @@ def fabric_command(fn):
 
     @functools.wraps(fn)
     def wrapper(**kwargs: Any):
-        fab = {name: kwargs.pop(name) for name, _, _ in _FABRIC_PARAMS if name in kwargs}
+        fab = {p.name: kwargs.pop(p.name) for p in added}
         spec = spec_from_options(
             fab.pop("preset", None), fab.pop("config", None), fab.pop("sets", None), **fab
         )

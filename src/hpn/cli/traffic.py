@@ -10,23 +10,10 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from hpn.cli.fabric_opts import (
-    AggOversubOpt,
-    ChipOpt,
-    ConfigOpt,
-    FrontendOpt,
-    KOpt,
-    NoRailOpt,
-    PodsOpt,
-    PresetOpt,
-    SegmentsOpt,
-    SetOpt,
-    SinglePlaneOpt,
-    SingleTorOpt,
-    SpeedOpt,
-    fabric_from_options,
-)
+from hpn.cli.fabric_opts import fabric_command
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
+from hpn.config import Model
+from hpn.topology import build
 from hpn.units import format_duration, parse_size
 
 _PROGRESS_MIN_FLOWS = 20_000
@@ -106,20 +93,9 @@ def run_traffic(
     }
 
 
+@fabric_command
 def traffic(
-    preset: PresetOpt = None,
-    config: ConfigOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversub: AggOversubOpt = None,
-    chip: ChipOpt = None,
-    k: KOpt = None,
-    speed: SpeedOpt = None,
-    frontend: FrontendOpt = False,
+    spec: Model,
     pattern: Annotated[
         str, typer.Option(help="permutation, all-to-all, incast or rail-ring.")
     ] = "permutation",
@@ -139,21 +115,7 @@ def traffic(
 
     check_out(out_dir)
 
-    fabric = fabric_from_options(
-        preset,
-        config,
-        sets,
-        pods=pods,
-        segments=segments,
-        single_plane=single_plane,
-        single_tor=single_tor,
-        no_rail=no_rail,
-        agg_oversubscription=agg_oversub,
-        chip=chip,
-        k=k,
-        speed=speed,
-        frontend=frontend,
-    )
+    fabric = build(spec)
     tables: dict = {}
     out = run_traffic(
         fabric, pattern, parse_size(size, "--size"), routing, seed, endpoints, tables=tables
