@@ -28,6 +28,23 @@ LLAMA_13B = {
     "parallel": {"tp": 8, "pp": 1, "dp": 56, "micro_batch": 1, "global_batch": 448},
     "gpu": {"preset": "H800", "efficiency": 0.5},
 }
+# LLaMa-7B on 256 GPUs (32 hosts), the paper's Fig 18 reliability set-up; pure data parallel.
+LLAMA_7B = {
+    "name": "llama-7b",
+    "model": {
+        "name": "LLaMa-7B",
+        "layers": 32,
+        "hidden": 4096,
+        "heads": 32,
+        "ffn": 11008,
+        "gated_ffn": True,
+        "seq_len": 4096,
+        "vocab": 32000,
+    },
+    "parallel": {"tp": 1, "pp": 1, "dp": 256, "micro_batch": 1, "global_batch": 1024},
+    "gpu": {"preset": "H800", "efficiency": 0.5},
+}
+FAULT = "link:host=12,nic=3,port=0,at=30s,repair=90s"
 SIZES = "1M,4M,16M,64M,256M,1G,4G"
 FABRICS = (("hpn", "hpn"), ("dcn-plus", "ecmp"))  # (preset, routing each cluster uses)
 
@@ -61,7 +78,7 @@ def _record(demo: Demo, command: str, config: dict[str, Any], label: str):
 
 def run_demo(out: Path, say: Callable[[str], None] = print) -> Demo:
     """Run every step; ``say`` reports progress."""
-    from hpn.plots.kinds import busbw, slo_load
+    from hpn.plots.kinds import busbw, fault_throughput, slo_load
     from hpn.report import write_html
     from hpn.store.run import open_run
 
@@ -143,6 +160,23 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> Demo:
         r, _ = _record(demo, "train", cfg, f"llama-13b 448 GPUs {preset}")
         demo.figures.append((f"{preset}: LLaMa-13B samples/s", f"{r['samples_per_s']:.1f}"))
 
+    say("failure: one NIC-ToR link down for 90 s under LLaMa-7B on 256 GPUs")
+    fail_runs = []
+    for design, fabric in (
+        ("dual-ToR", {"preset": "hpn"}),
+        ("single-ToR", {"preset": "hpn", "dual_tor": False}),
+    ):
+        cfg = {"fabric": fabric, "job": LLAMA_7B, "fail": {"faults": [FAULT], "routing": "hpn"}}
+        r, folder = _record(demo, "fail", cfg, f"link failure {design}")
+        fail_runs.append(folder)
+        crashed = ", crashed" if r["crashed"] else ""
+        demo.figures.append(
+            (
+                f"{design}: throughput lost during the fault",
+                f"{r['throughput_loss']:.1%} (halted {r['halted_s']:.0f} s{crashed})",
+            )
+        )
+
     say("serving: Aegaeon against request-level autoscaling, 16 H800")
     for policy, gpus in (
         ("aegaeon", {"prefill_gpus": 6, "decode_gpus": 10}),
@@ -187,14 +221,19 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> Demo:
     from hpn.topology.draw import draw_segment
 
     draw_segment(build("hpn"), out / "hpn-segment.png")
-    charts = [busbw([open_run(f) for f in coll]), slo_load([open_run(f) for f in pool_runs])]
+    charts = [
+        busbw([open_run(f) for f in coll]),
+        fault_throughput([open_run(f) for f in fail_runs]),
+        slo_load([open_run(f) for f in pool_runs]),
+    ]
     demo.report = write_html(
         demo.runs,
         out / "report.html",
         title="hpn demo: HPN against DCN+",
         charts=charts,
         intro="Built-in defaults: the paper's pod, a 448-GPU AllReduce sweep and a LLaMa-13B "
-        "iteration on HPN and DCN+, and a serving-pool comparison.",
+        "iteration on HPN and DCN+, a link failure under dual-ToR and single-ToR, and a "
+        "serving-pool comparison.",
     )
     demo.wall_s = time.perf_counter() - t0
     return demo

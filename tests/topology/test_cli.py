@@ -98,4 +98,4 @@ def test_demo_runs_end_to_end(tmp_path):
     listed = run_cli("runs", "list", "--json")
     assert listed.code == 0, listed.err
     commands = {row["command"] for row in listed.json()["runs"]}
-    assert {"topo summary", "collective", "train", "pool goodput"} <= commands
+    assert {"topo summary", "collective", "train", "fail", "pool goodput"} <= commands

@@ -122,7 +122,7 @@ def fault_throughput(runs: list[Run]) -> Chart:
     lines, markers = [], []
     for r in runs:
         t = r.table("throughput")
-        lines.append(Line(_label(r, runs) or "throughput", t["time_s"], t["throughput"]))
+        lines.append(Line(_label(r, runs) or "throughput", t["time_s"], t["throughput"], step=True))
         if "events" in r.tables:
             ev = r.table("events")
             markers += [(float(a), str(b)) for a, b in zip(ev["time_s"], ev["label"], strict=True)]
