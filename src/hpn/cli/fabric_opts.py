@@ -173,9 +173,10 @@ _FABRIC_PARAMS: tuple[tuple[str, Any, Any], ...] = (
 def fabric_command(fn):
     """Give a typer command the shared fabric options; it receives the validated ``spec``.
 
-    ``fn`` declares a keyword parameter ``spec`` (and none of the option names); the wrapper
-    adds ``--preset``, ``--config``, ``--set`` and the named flags to its signature, builds the
-    spec from them and calls ``fn(spec=spec, ...)``.
+    ``fn`` declares a keyword parameter ``spec``; the wrapper adds ``--preset``, ``--config``,
+    ``--set`` and the named flags to its signature, builds the spec from them and calls
+    ``fn(spec=spec, ...)``. A command whose own ``config`` argument is a job file (train, fail)
+    keeps it; the file's ``[fabric]`` table, if any, is then the fabric config.
     """
     import functools
     import inspect
@@ -192,9 +193,10 @@ def fabric_command(fn):
     @functools.wraps(fn)
     def wrapper(**kwargs: Any):
         fab = {p.name: kwargs.pop(p.name) for p in added}
-        spec = spec_from_options(
-            fab.pop("preset", None), fab.pop("config", None), fab.pop("sets", None), **fab
-        )
+        file = fab.pop("config", None)
+        if "config" in names and kwargs.get("config") is not None:
+            file = kwargs["config"] if "fabric" in load_toml(kwargs["config"]) else None
+        spec = spec_from_options(fab.pop("preset", None), file, fab.pop("sets", None), **fab)
         return fn(spec=spec, **kwargs)
 
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)

@@ -10,19 +10,9 @@ from typing import Annotated, Any
 
 import typer
 
-from hpn.cli.fabric_opts import (
-    AggOversubOpt,
-    ChipOpt,
-    NoRailOpt,
-    PodsOpt,
-    PresetOpt,
-    SegmentsOpt,
-    SetOpt,
-    SinglePlaneOpt,
-    SingleTorOpt,
-    spec_from_options,
-)
+from hpn.cli.fabric_opts import fabric_command
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
+from hpn.config import Model
 
 _F = "Failures"
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
@@ -76,7 +66,9 @@ def fail_outcome(spec, make_iteration: Callable, cfg) -> Any:
     return Outcome(result, tables, config, result["wall_s"])
 
 
+@fabric_command
 def fail(
+    spec: Model,
     config: Annotated[Path, typer.Argument(help="Job config: a training job or [iteration].")],
     fault: Annotated[
         list[str] | None,
@@ -84,15 +76,6 @@ def fail(
             "--fault", help="KIND:key=value,... (repeatable); see docs/guide/failures.md."
         ),
     ] = None,
-    preset: PresetOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversub: AggOversubOpt = None,
-    chip: ChipOpt = None,
     stacked: StackedOpt = False,
     routing: Annotated[
         str, typer.Option(help="Routing policy: ecmp, hpn, ideal, random.")
@@ -116,26 +99,13 @@ def fail(
     from hpn.cli.output import emit_json, kv_table, stdout
     from hpn.errors import InputError
     from hpn.failures.config import FailCfg
-    from hpn.failures.workload import iteration_from_config, read_config
+    from hpn.failures.workload import iteration_from_config
 
     check_out(out_dir)
     if not fault:
         raise InputError(
             "--fault", "give at least one fault, e.g. link:host=0,nic=0,at=10s,repair=30s"
         )
-    _, fab_table = read_config(config)
-    spec = spec_from_options(
-        preset,
-        config if fab_table is not None else None,
-        sets,
-        pods=pods,
-        segments=segments,
-        single_plane=single_plane,
-        single_tor=single_tor,
-        no_rail=no_rail,
-        agg_oversubscription=agg_oversub,
-        chip=chip,
-    )
     cfg = _cfg(
         FailCfg,
         "fail",
@@ -238,14 +208,9 @@ def reliability_outcome(spec, cfg, show_progress: bool = False):
     return Outcome(r, {}, config)
 
 
+@fabric_command
 def reliability(
-    preset: PresetOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
+    spec: Model,
     stacked: StackedOpt = False,
     gpus: Annotated[int, typer.Option(help="GPUs of the job.")] = 3072,
     months: Annotated[float, typer.Option(help="Months of operation per trial.")] = 12.0,
@@ -293,16 +258,6 @@ def reliability(
     from hpn.failures.config import ReliabilityCfg
 
     check_out(out_dir)
-    spec = spec_from_options(
-        preset,
-        None,
-        sets,
-        pods=pods,
-        segments=segments,
-        single_plane=single_plane,
-        single_tor=single_tor,
-        no_rail=no_rail,
-    )
     kw = dict(locals())
     fields = set(ReliabilityCfg.model_fields)
     cfg = _cfg(ReliabilityCfg, "reliability", **{k: v for k, v in kw.items() if k in fields})

@@ -7,22 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from hpn.cli.fabric_opts import (
-    AggOversubOpt,
-    ChipOpt,
-    FrontendOpt,
-    KOpt,
-    NoRailOpt,
-    PodsOpt,
-    PresetOpt,
-    SegmentsOpt,
-    SetOpt,
-    SinglePlaneOpt,
-    SingleTorOpt,
-    SpeedOpt,
-    spec_from_options,
-)
+from hpn.cli.fabric_opts import fabric_command
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
+from hpn.config import Model
 
 
 def run_config(config: dict):
@@ -57,20 +44,10 @@ def run_config(config: dict):
     )
 
 
+@fabric_command
 def train(
+    spec: Model,
     config: Annotated[Path, typer.Argument(help="Job TOML: one job, or [[job]] tables.")],
-    preset: PresetOpt = None,
-    sets: SetOpt = None,
-    pods: PodsOpt = None,
-    segments: SegmentsOpt = None,
-    single_plane: SinglePlaneOpt = False,
-    single_tor: SingleTorOpt = False,
-    no_rail: NoRailOpt = False,
-    agg_oversub: AggOversubOpt = None,
-    chip: ChipOpt = None,
-    k: KOpt = None,
-    speed: SpeedOpt = None,
-    frontend: FrontendOpt = False,
     routing: Annotated[str, typer.Option(help="Routing policy (ecmp, hpn, ideal, ...).")] = "ecmp",
     seed: Annotated[int, typer.Option(help="Seed for the routing.")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
@@ -86,22 +63,7 @@ def train(
     from hpn.workload.training import train as run_train
 
     check_out(out_dir)
-    jobs, fabric_table = load_jobs(config)
-    spec = spec_from_options(
-        preset or (fabric_table or {}).get("preset"),
-        config if fabric_table is not None else None,
-        sets,
-        pods=pods,
-        segments=segments,
-        single_plane=single_plane,
-        single_tor=single_tor,
-        no_rail=no_rail,
-        agg_oversubscription=agg_oversub,
-        chip=chip,
-        k=k,
-        speed=speed,
-        frontend=frontend,
-    )
+    jobs, _ = load_jobs(config)
     result, tables = run_train(build(spec), jobs, routing, seed)
     cfg: dict[str, Any] = {
         "fabric": spec.model_dump(mode="json"),
