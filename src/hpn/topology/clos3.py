@@ -141,11 +141,12 @@ def frontend_shape(chip: float, nic_bandwidth: float, latency: float, speed: flo
     )
 
 
-def add_frontend(
-    asm: Assembly, nics: np.ndarray, chip: float, nic_bw: float, latency: float, speed: float
-) -> dict[str, int]:
-    """Frontend Clos over one NIC per host; returns its size figures."""
-    s = frontend_shape(chip, nic_bw, latency, speed)
+def add_frontend(asm: Assembly, spec, host_pod: np.ndarray) -> dict[str, int]:
+    """A frontend NIC (NIC0) per host and the frontend Clos above them; its size figures."""
+    from hpn.topology.hosts import add_frontend_nics
+
+    nics = add_frontend_nics(asm, len(host_pod), host_pod)
+    s = frontend_shape(spec.chip, spec.frontend_nic_bandwidth, spec.link_latency, spec.uplink_speed)
     nseg = -(-len(nics) // s.tor_down)
     pods = -(-nseg // s.segments_per_pod)
     s = replace(s, segments_per_pod=min(nseg, s.segments_per_pod))

@@ -18,7 +18,7 @@ from hpn.topology.assembly import Assembly
 from hpn.topology.budget import agg_budget, ports, tor_budget
 from hpn.topology.clos3 import Clos3Shape, add_frontend, check_shape, wire_clos3
 from hpn.topology.fabric import Fabric, LinkTier, Network
-from hpn.topology.hosts import add_frontend_nics, add_hosts
+from hpn.topology.hosts import add_hosts
 from hpn.topology.spec import DcnPlusSpec
 
 
@@ -88,15 +88,5 @@ def build_dcn_plus(spec: DcnPlusSpec) -> Fabric:
         "max_pods": s.max_pods,
     }
     if spec.frontend:
-        nics = add_frontend_nics(asm, len(seg), seg // S)
-        meta.update(
-            add_frontend(
-                asm,
-                nics,
-                spec.chip,
-                spec.frontend_nic_bandwidth,
-                spec.link_latency,
-                spec.uplink_speed,
-            )
-        )
+        meta.update(add_frontend(asm, spec, seg // S))
     return asm.fabric(spec, meta)

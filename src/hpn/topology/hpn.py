@@ -25,7 +25,7 @@ from hpn.topology.assembly import Assembly
 from hpn.topology.budget import agg_budget, ports, require, tor_budget
 from hpn.topology.clos3 import add_frontend
 from hpn.topology.fabric import Fabric, LinkTier, NodeKind
-from hpn.topology.hosts import add_frontend_nics, add_hosts
+from hpn.topology.hosts import add_hosts
 from hpn.topology.spec import HpnSpec
 
 
@@ -187,15 +187,5 @@ def build_hpn(spec: HpnSpec) -> Fabric:
 
     meta = dict(s)
     if spec.frontend:
-        nics = add_frontend_nics(asm, P * S * H, host_pod)
-        meta.update(
-            add_frontend(
-                asm,
-                nics,
-                spec.chip,
-                spec.frontend_nic_bandwidth,
-                spec.link_latency,
-                spec.uplink_speed,
-            )
-        )
+        meta.update(add_frontend(asm, spec, host_pod))
     return asm.fabric(spec, meta)
