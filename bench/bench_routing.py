@@ -43,8 +43,10 @@ def main() -> None:
     t_ref = best(lambda: [zlib.crc32(r.tobytes()) for r in rows], 1) * n / m
     print(f"crc32 : {n / t32 / 1e6:6.1f} M tuples/s (target >= 10)")
     print(f"crc16 : {n / t16 / 1e6:6.1f} M tuples/s")
-    print(f"reference: zlib.crc32 per tuple in Python {n / t_ref / 1e6:.2f} M/s "
-          f"-> vectorized is {t_ref / t32:.0f}x faster")
+    print(
+        f"reference: zlib.crc32 per tuple in Python {n / t_ref / 1e6:.2f} M/s "
+        f"-> vectorized is {t_ref / t32:.0f}x faster"
+    )
 
     pod = build("hpn")
     gpus = pod.nodes_of(NodeKind.GPU)
@@ -55,10 +57,14 @@ def main() -> None:
     hpn, ecmp = make_router("hpn", seed=1), make_router("ecmp", seed=1)
     t_sel = best(lambda: hpn.select(pod, ring_src, ring_dst, keys), 2)
     t_ecmp = best(lambda: ecmp.route(pod, ring_src, ring_dst, keys), 2)
-    print(f"HPN selection, ring over {gpus.size:,} GPUs x 8 connections "
-          f"({len(ring_src):,} connections): {t_sel:.2f} s (target <= 2 s)")
-    print(f"reference: hash-ECMP routing of the same connections {t_ecmp:.2f} s "
-          f"-> selection costs {t_sel / t_ecmp:.1f}x routing")
+    print(
+        f"HPN selection, ring over {gpus.size:,} GPUs x 8 connections "
+        f"({len(ring_src):,} connections): {t_sel:.2f} s (target <= 2 s)"
+    )
+    print(
+        f"reference: hash-ECMP routing of the same connections {t_ecmp:.2f} s "
+        f"-> selection costs {t_sel / t_ecmp:.1f}x routing"
+    )
 
 
 if __name__ == "__main__":

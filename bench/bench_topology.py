@@ -48,13 +48,19 @@ def main() -> None:
     t_pod, pod = timed(lambda: build("hpn"))
     t_8, big = timed(lambda: build("hpn", pods=8), repeat=2)
     t_nx, _ = timed(lambda: networkx_pod(pod), repeat=1)
-    print(f"hpn pod      : {pod.num_nodes:>7,} nodes {pod.num_links:>9,} links  "
-          f"{t_pod * 1e3:7.1f} ms  peak {peak_mb(lambda: build('hpn')):6.1f} MB  (target 1 s)")
-    print(f"hpn 8 pods   : {big.num_nodes:>7,} nodes {big.num_links:>9,} links  "
-          f"{t_8 * 1e3:7.1f} ms  peak {peak_mb(lambda: build('hpn', pods=8)):6.1f} MB  "
-          "(target 5 s)")
-    print(f"reference: networkx MultiDiGraph of the same pod {t_nx * 1e3:.0f} ms "
-          f"-> arrays are {t_nx / t_pod:.0f}x faster")
+    print(
+        f"hpn pod      : {pod.num_nodes:>7,} nodes {pod.num_links:>9,} links  "
+        f"{t_pod * 1e3:7.1f} ms  peak {peak_mb(lambda: build('hpn')):6.1f} MB  (target 1 s)"
+    )
+    print(
+        f"hpn 8 pods   : {big.num_nodes:>7,} nodes {big.num_links:>9,} links  "
+        f"{t_8 * 1e3:7.1f} ms  peak {peak_mb(lambda: build('hpn', pods=8)):6.1f} MB  "
+        "(target 5 s)"
+    )
+    print(
+        f"reference: networkx MultiDiGraph of the same pod {t_nx * 1e3:.0f} ms "
+        f"-> arrays are {t_nx / t_pod:.0f}x faster"
+    )
     print(f"process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

@@ -142,8 +142,10 @@ register(
     "route polarization",
     "hpn.cli.route:run_polarization",
     "Hash polarization: ToR-port and Agg-downlink balance of cross-segment DP traffic.",
-    example={"fabric": {"preset": "hpn", "segments": 2, "dual_plane": False},
-             "polarization": {"routing": "ecmp", "seed": 1}},
+    example={
+        "fabric": {"preset": "hpn", "segments": 2, "dual_plane": False},
+        "polarization": {"routing": "ecmp", "seed": 1},
+    },
     limits={"fabric.pods": (1, 1), "fabric.segments": (2, 15)},
 )
 register(
