@@ -136,7 +136,7 @@ def test_dual_cut_off_needs_both_sides_at_once():
     s = np.array([0.0, 5, 0, 5, 50, 0, 2, 20])
     e = np.array([10.0, 20, 10, 20, 60, 10, 4, 30])
     t, a, b = _cut_offs_dual(trial, nic, side, s, e, 8)
-    got = sorted(zip(t.tolist(), a.tolist(), b.tolist()))
+    got = sorted(zip(t.tolist(), a.tolist(), b.tolist(), strict=True))
     # nic 5 of trial 0 overlaps 5-10; nic 6 has one side only; nic 7 lost both (stacked pair);
     # trial 1, nic 5: three rows, side 0 overlaps the first side-1 row only
     assert got == [(0, 5.0, 10.0), (0, 50.0, 60.0), (1, 2.0, 4.0)]
