@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hpn.cli.fabric_opts import fabric_command
+from hpn.cli.fabric_opts import RoutingOpt, fabric_command
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 from hpn.topology import build
@@ -103,7 +103,7 @@ def collective(
         str | None,
         typer.Option(help="ring, tree, hd, hier, nvls, direct or pxn (default per op)."),
     ] = None,
-    routing: Annotated[str, typer.Option(help="Routing policy (ecmp, hpn, ideal, ...).")] = "ecmp",
+    routing: RoutingOpt = "ecmp",
     seed: Annotated[int, typer.Option(help="Seed for the routing.")] = 1,
     channels: Annotated[
         int | None, typer.Option(help="Rings/trees per collective (default: GPUs per host).")

@@ -61,6 +61,16 @@ KOpt = Annotated[int | None, typer.Option("--k", help="Fat-tree radix.", rich_he
 SpeedOpt = Annotated[
     str | None, typer.Option(help="Fat-tree link speed, e.g. 100G.", rich_help_panel=_FABRIC)
 ]
+
+
+def _routing_help() -> str:
+    from hpn.routing import ROUTERS
+
+    return "Routing policy: " + "; ".join(f"{n} ({r.summary})" for n, r in ROUTERS.items())
+
+
+RoutingOpt = Annotated[str, typer.Option(help=_routing_help())]
+
 FrontendOpt = Annotated[
     bool,
     typer.Option("--frontend", help="Also build the frontend network.", rich_help_panel=_FABRIC),

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hpn.cli.fabric_opts import fabric_command
+from hpn.cli.fabric_opts import RoutingOpt, fabric_command
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 
@@ -77,9 +77,7 @@ def fail(
         ),
     ] = None,
     stacked: StackedOpt = False,
-    routing: Annotated[
-        str, typer.Option(help="Routing policy: ecmp, hpn, ideal, random.")
-    ] = "ecmp",
+    routing: RoutingOpt = "ecmp",
     seed: Annotated[int, typer.Option(help="Routing seed.")] = 0,
     timeout: TimeoutOpt = "60s",
     checkpoint_interval: CkptOpt = "3h",

@@ -7,7 +7,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from hpn.cli.fabric_opts import fabric_command
+from hpn.cli.fabric_opts import RoutingOpt, fabric_command
 from hpn.cli.output import emit_json, kv_table, stdout
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
@@ -145,7 +145,7 @@ def select(
 @fabric_command
 def polarization(
     spec: Model,
-    routing: Annotated[str, typer.Option(help="ecmp, hpn, ideal or random.")] = "ecmp",
+    routing: RoutingOpt = "ecmp",
     seed: Annotated[int, typer.Option(help="Hash seed.")] = 1,
     hosts: Annotated[int, typer.Option(help="Hosts of the job in each of 2 segments.")] = 16,
     senders: Annotated[int, typer.Option(help="Peers each GPU sends to.")] = 2,

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from hpn.cli.fabric_opts import fabric_command
+from hpn.cli.fabric_opts import RoutingOpt, fabric_command
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 from hpn.topology import build
@@ -100,7 +100,7 @@ def traffic(
         str, typer.Option(help="permutation, all-to-all, incast or rail-ring.")
     ] = "permutation",
     size: Annotated[str, typer.Option(help="Bytes per flow, e.g. 2MB.")] = "2MB",
-    routing: Annotated[str, typer.Option(help="Routing policy: ecmp.")] = "ecmp",
+    routing: RoutingOpt = "ecmp",
     seed: Annotated[int, typer.Option(help="Seed for the pattern and the routing.")] = 1,
     endpoints: Annotated[
         int | None, typer.Option(help="Use only the first N endpoints (GPUs or hosts).")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hpn.cli.fabric_opts import fabric_command
+from hpn.cli.fabric_opts import RoutingOpt, fabric_command
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 
@@ -48,7 +48,7 @@ def run_config(config: dict):
 def train(
     spec: Model,
     config: Annotated[Path, typer.Argument(help="Job TOML: one job, or [[job]] tables.")],
-    routing: Annotated[str, typer.Option(help="Routing policy (ecmp, hpn, ideal, ...).")] = "ecmp",
+    routing: RoutingOpt = "ecmp",
     seed: Annotated[int, typer.Option(help="Seed for the routing.")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     out_dir: OutOpt = None,
