@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check src tests bench
 	$(PY) -m ruff format --check src tests bench
+
+docs: $(STAMP)
+	$(PY) -m hpn.reference docs/reference
 
 bench: $(STAMP)
 	for f in bench/bench_*.py; do $(PY) $$f || exit 1; done

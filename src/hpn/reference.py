@@ -1,0 +1,162 @@
+"""Reference documentation generated from the code, so it cannot drift.
+
+``docs/reference/config.md`` lists every field of every config model (from pydantic) and
+``docs/reference/cli.md`` every command and option (from the typer app). ``make docs``
+rewrites them; a test fails when they are out of date.
+
+    python -m hpn.reference docs/reference
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def _models() -> list[tuple[str, type[BaseModel], str]]:
+    from hpn.failures.config import FailCfg, RecoveryCfg, ReliabilityCfg
+    from hpn.failures.workload import SimpleStep
+    from hpn.routing.ecmp import HashConfig
+    from hpn.sweep.spec import SweepSpec
+    from hpn.topology.bom import Prices
+    from hpn.topology.spec import DcnPlusSpec, FatTreeSpec, HpnSpec, RailOnlySpec
+    from hpn.workload.training.config import (
+        CommCfg,
+        GpuCfg,
+        JobConfig,
+        ModelCfg,
+        OverlapCfg,
+        ParallelCfg,
+        PlacementCfg,
+    )
+
+    return [
+        ("Fabric: `hpn`", HpnSpec, '[fabric] preset = "hpn"'),
+        ("Fabric: `rail-only`", RailOnlySpec, '[fabric] preset = "rail-only"'),
+        ("Fabric: `dcn-plus`", DcnPlusSpec, '[fabric] preset = "dcn-plus"'),
+        ("Fabric: `fat-tree`", FatTreeSpec, '[fabric] preset = "fat-tree"'),
+        ("Prices (`hpn topo bom --prices`)", Prices, "[prices]"),
+        ("Switch and host hashing", HashConfig, "routing hashing={...}"),
+        ("Training job", JobConfig, "a job file, or [[job]]"),
+        ("Training job: model", ModelCfg, "[model]"),
+        ("Training job: parallelism", ParallelCfg, "[parallel]"),
+        ("Training job: GPU", GpuCfg, "[gpu]"),
+        ("Training job: overlap", OverlapCfg, "[overlap]"),
+        ("Training job: communication", CommCfg, "[comm]"),
+        ("Training job: placement", PlacementCfg, "[placement]"),
+        ("Failure injection (`hpn fail`)", FailCfg, "[fail]"),
+        ("Recovery (timeouts, checkpoints)", RecoveryCfg, "part of [fail] / [reliability]"),
+        ("Reliability Monte Carlo (`hpn reliability`)", ReliabilityCfg, "[reliability]"),
+        ("Simple iteration (`hpn fail`)", SimpleStep, "[iteration]"),
+        ("Sweep file (`hpn sweep`)", SweepSpec, "a sweep TOML"),
+    ]
+
+
+_UNITS = {"parse_bandwidth": "bandwidth", "parse_size": "size", "parse_duration": "duration"}
+
+
+def _unit(metadata: Any) -> str | None:
+    for m in metadata or ():
+        unit = _UNITS.get(getattr(getattr(m, "func", None), "__name__", ""))
+        if unit:
+            return unit
+    return None
+
+
+def _type(field: Any) -> str:
+    unit = _unit(field.metadata)
+    if unit:
+        return unit
+    ann = field.annotation
+    args = getattr(ann, "__args__", ())
+    inner = [_unit(getattr(a, "__metadata__", ())) for a in args]
+    if any(inner):
+        return " or ".join(
+            u or getattr(a, "__name__", str(a)).replace("NoneType", "None")
+            for u, a in zip(inner, args, strict=True)
+        )
+    text = str(ann) if args else getattr(ann, "__name__", str(ann))
+    text = text.replace("typing.", "").replace("NoneType", "None").replace("hpn.", "")
+    return text.replace(" | ", " or ").replace("|", " or ")
+
+
+def _default(field: Any) -> str:
+    if field.is_required():
+        return "required"
+    d = field.get_default(call_default_factory=True)
+    return "-" if d is None else f"`{d!r}`"
+
+
+def config_markdown() -> str:
+    out = [
+        "# Config reference",
+        "",
+        "Generated from the pydantic models by `python -m "
+        "hpn.reference`; do not edit. Sizes, bandwidths and durations take human units "
+        "(`400G`, `4GiB`, `10us`).",
+        "",
+    ]
+    for title, model, where in _models():
+        out += [f"## {title}", "", f"Where: {where}. Model: `{model.__module__}.{model.__name__}`."]
+        if model.__doc__:
+            out += ["", " ".join(model.__doc__.split())]
+        out += ["", "| field | type | default | meaning |", "|---|---|---|---|"]
+        for name, field in model.model_fields.items():
+            desc = (field.description or "").replace("|", "\\|")
+            out.append(f"| `{name}` | {_type(field)} | {_default(field)} | {desc} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def cli_markdown() -> str:
+    import typer
+
+    from hpn.cli import app
+
+    root = typer.main.get_command(app)
+    out = [
+        "# CLI reference",
+        "",
+        "Generated from the typer app by `python -m hpn.reference`; do not edit.",
+        "",
+    ]
+
+    def walk(cmd: Any, path: str) -> None:
+        if hasattr(cmd, "commands"):
+            for name in sorted(cmd.commands):
+                walk(cmd.commands[name], f"{path} {name}")
+            return
+        out.extend([f"## `{path}`", "", " ".join((cmd.help or "").split()), ""])
+        rows = []
+        for p in cmd.params:
+            if p.name == "help":
+                continue
+            names = ", ".join(f"`{o}`" for o in p.opts) if p.opts else f"`{p.name}`"
+            kind = "option" if getattr(p, "param_type_name", "") == "option" else "argument"
+            helptext = " ".join((getattr(p, "help", None) or "").split()).replace("\\[", "[")
+            helptext = helptext.replace("|", "\\|")
+            default = "" if p.default in (None, False) or callable(p.default) else f"{p.default}"
+            rows.append(f"| {names} | {kind} | {default} | {helptext} |")
+        if rows:
+            out.extend(["| name | kind | default | meaning |", "|---|---|---|---|", *rows, ""])
+
+    walk(root, "hpn")
+    return "\n".join(out)
+
+
+def write(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in (("config.md", config_markdown()), ("cli.md", cli_markdown())):
+        p = folder / name
+        p.write_text(text + "\n")
+        paths.append(p)
+    return paths
+
+
+if __name__ == "__main__":
+    for p in write(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/reference")):
+        print(f"wrote {p}")
