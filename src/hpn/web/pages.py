@@ -50,7 +50,8 @@ def runs_page(rows: list[dict[str, Any]], root: str) -> str:
             [
                 tick,
                 _run_link(r["id"]),
-                escape(r["command"]),
+                escape(r["command"])
+                + (f"<br><small>{escape(r['label'])}</small>" if r.get("label") else ""),
                 escape(r["status"]),
                 created,
                 _fmt(r["wall_s"]),
