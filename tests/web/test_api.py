@@ -70,6 +70,53 @@ def test_fabric_and_switch_utilization(client, store):
     assert "fabric explorer" in client.get("/fabric").text
 
 
+def test_fabric_pod_view(client, store, monkeypatch):
+    v = client.get("/api/fabric/pod?preset=hpn").json()
+    assert v["counts"] == {
+        "cores": 0,
+        "aggs": 120,
+        "tors": 240,
+        "segments": 15,
+        "hosts": 2040,
+        "backup_hosts": 120,
+    }
+    assert v["segments"] == list(range(15)) and v["pods"] == 1 and not v["has_utilization"]
+    kinds = [n["kind"] for n in v["nodes"]]
+    assert kinds.count("agg") == 120 and kinds.count("tor") == 240 and "host" not in kinds
+    boxes = v["segment_boxes"]
+    assert [b["segment"] for b in boxes] == list(range(15))
+    assert all((b["hosts"], b["backup_hosts"], b["tors"]) == (128, 8, 16) for b in boxes)
+    # dual-ToR pairs side by side in each segment block: same row, planes 0 and 1
+    seg2 = [n for n in v["nodes"] if n["kind"] == "tor" and n["segment"] == 2]
+    assert [(n["rail"], n["plane"]) for n in seg2[:3]] == [(0, 0), (0, 1), (1, 0)]
+    assert seg2[0]["y"] == seg2[1]["y"] and seg2[0]["x"] < seg2[1]["x"]
+    # ToR-Agg links bundled per (segment, plane), 60 uplinks a ToR in all
+    assert {b["tier"] for b in v["bundles"]} == {"tor_agg"} and len(v["bundles"]) == 30
+    assert sum(b["links"] for b in v["bundles"]) == 240 * 60
+    # its ToRs' ports are the segment view's
+    s = client.get(f"/api/fabric/switch/{seg2[0]['id']}?preset=hpn").json()
+    assert s["name"] == "pod0/seg2/tor-r0-p0" and len(s["ports"]) == 2 * (136 + 60)
+    # cores on top when there is more than one pod; a pod past the last is an error
+    c = client.get("/api/fabric/pod?run=" + store["traffic"].id).json()
+    assert c["has_utilization"]
+    ft = client.get("/api/fabric/pod?preset=fat-tree&pod=3").json()
+    assert ft["pods"] == 8 and ft["counts"]["cores"] == 16 and ft["pod"] == 3
+    assert {b["tier"] for b in ft["bundles"]} == {"tor_agg", "agg_core"}
+    bad = client.get("/api/fabric/pod?preset=fat-tree&pod=8")
+    assert bad.status_code == 400 and bad.json()["field"] == "pod"
+    # rail-only: 120 segments wrap into rows of 16 blocks
+    ro = client.get("/api/fabric/pod?preset=rail-only").json()
+    assert ro["counts"]["segments"] == 120 and ro["counts"]["tors"] == 1920
+    assert len({b["y"] for b in ro["segment_boxes"]}) == 8
+    # bounded: a pod with more switches than the view draws asks for a segment instead
+    from hpn.web import fabric
+
+    monkeypatch.setattr(fabric, "MAX_POD_SWITCHES", 300)
+    big = client.get("/api/fabric/pod?preset=hpn")
+    assert big.status_code == 400 and "pick a segment" in big.json()["error"]
+    assert "view-pod" in client.get("/fabric?view=pod").text
+
+
 def test_files_only_from_run_folders(client, store, root, tmp_path):
     run = store["traffic"]
     from hpn.plots import render_run

@@ -81,6 +81,21 @@ def test_fabric_then_run_then_comparison(page, server, store):
     page.wait_for_function("document.querySelector('#counts').textContent.endsWith('segment 3')")
     page.locator("#fabric .sw.agg").first.click()
     page.wait_for_function("document.querySelector('#switch-name').textContent.includes('agg')")
+    # the pod view: every segment at once; a ToR's ports, then a segment box opens that segment
+    page.click("#view-pod")
+    page.wait_for_selector("#fabric[data-view='pod'] .segbox")
+    assert "240 ToRs in 15 segments, 2040 hosts (120 backup)" in page.inner_text("#counts")
+    assert page.locator("#fabric .segbox").count() == 15
+    page.locator("#fabric .sw.tor[data-label='pod0/seg4/tor-r1-p1']").click()
+    page.wait_for_function(
+        "document.querySelector('#switch-name').textContent === 'pod0/seg4/tor-r1-p1'"
+    )
+    assert page.locator("table.ports tbody tr").count() == 2 * (136 + 60)
+    assert "%" in page.locator("table.ports td.util").first.inner_text()
+    page.locator("#fabric .segbox[data-segment='5']").click()
+    page.wait_for_function("document.querySelector('#counts').textContent.endsWith('segment 5')")
+    assert page.locator("#fabric .host").count() == 136
+    assert page.input_value("#segment") == "5"
     # the runs list -> a run page with its plots drawn
     page.goto(server)
     page.click(f"a.run:text('{traffic}')")

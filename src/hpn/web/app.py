@@ -119,6 +119,16 @@ def create_app(root: Path | None = None) -> FastAPI:
         view["has_utilization"] = bool(run) and "links" in run_of(run).tables
         return view
 
+    @app.get("/api/fabric/pod")
+    def api_fabric_pod(
+        preset: str | None = None, run: str | None = None, pod: int = 0
+    ) -> dict[str, Any]:
+        from hpn.web.fabric import fabric_of, pod_view
+
+        view = pod_view(fabric_of(fabric_fields(preset, run)), pod)
+        view["has_utilization"] = bool(run) and "links" in run_of(run).tables
+        return view
+
     @app.get("/api/fabric/switch/{node}")
     def api_switch(node: int, preset: str | None = None, run: str | None = None):
         from hpn.web.fabric import fabric_of, switch_ports
@@ -194,12 +204,12 @@ def create_app(root: Path | None = None) -> FastAPI:
         return pages.compare_page(ra, rb, compare([ra, rb]), available(ra), available(rb))
 
     @app.get("/fabric", response_class=HTMLResponse)
-    def page_fabric(preset: str = "hpn", run: str | None = None) -> str:
+    def page_fabric(preset: str = "hpn", run: str | None = None, view: str = "segment") -> str:
         from hpn.topology.presets import PRESETS
 
         if run:
             run_of(run)
-        return pages.fabric_page(list(PRESETS), preset, run)
+        return pages.fabric_page(list(PRESETS), preset, run, "pod" if view == "pod" else "segment")
 
     @app.get("/new", response_class=HTMLResponse)
     def page_new() -> str:

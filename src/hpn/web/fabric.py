@@ -1,8 +1,10 @@
-"""The fabric explorer's data: a laid-out picture of one segment, and one switch's ports.
+"""The fabric explorer's data: a laid-out picture of one segment or one pod, and one switch's
+ports.
 
 Hosts stand for their GPUs (a host's NIC ports are its GPUs' links to the ToRs); ToRs are
 ordered by rail, then plane, so each dual-ToR pair sits side by side; the Aggs above are
-grouped by plane. Coordinates are in a 1000-wide box.
+grouped by plane. The pod view aggregates: a box of host counts per segment, links bundled
+per (segment, plane). Coordinates are in a 1000-wide box.
 """
 
 from __future__ import annotations
@@ -157,4 +159,161 @@ def switch_ports(f: Fabric, node: int, util: dict[str, np.ndarray] | None = None
         "kind": NodeKind(int(nd.kind[node])).name.lower(),
         "ports": ports,
         "has_utilization": util is not None,
+    }
+
+
+MAX_POD_SWITCHES = 5_000
+MAX_POD_SEGMENTS = 256
+
+
+def _bundles(
+    f: Fabric, tier: LinkTier, src: np.ndarray, dst: np.ndarray, key_a, key_b, where: dict
+) -> list[dict[str, Any]]:
+    """Links of ``tier`` from ``src`` to ``dst`` nodes, one bundle per (key_a, key_b) group."""
+    lk = f.links
+    sel = np.flatnonzero((lk.tier == tier) & np.isin(lk.src, src) & np.isin(lk.dst, dst))
+    if not len(sel):
+        return []
+    ka, kb = key_a(lk.src[sel]), key_b(lk.dst[sel])
+    pairs, inv, n = np.unique(
+        np.stack([ka, kb], 1), axis=0, return_inverse=True, return_counts=True
+    )
+    cap = np.bincount(inv.ravel(), weights=lk.capacity[sel], minlength=len(pairs))
+    out = []
+    for (a, b), k, c in zip(pairs.tolist(), n.tolist(), cap.tolist(), strict=True):
+        (x1, y1), (x2, y2) = where[("a", a)], where[("b", b)]
+        out.append(
+            {
+                "tier": tier.name.lower(),
+                "a": a,
+                "b": b,
+                "links": k,
+                "capacity_gbps": c / 1e9,
+                "x1": x1,
+                "y1": y1,
+                "x2": x2,
+                "y2": y2,
+            }
+        )
+    return out
+
+
+def pod_view(f: Fabric, pod: int = 0) -> dict[str, Any]:
+    """All segments of a pod at once: Aggs by plane on top (cores above them when any), each
+    segment a block of its ToRs (rail rows, dual-ToR pairs side by side) over one box that
+    counts its hosts; ToR-Agg and Agg-core links bundled per (segment, plane) and
+    (Agg plane, core plane)."""
+    nd = f.nodes
+    be = nd.network == Network.BACKEND
+    pods = int(nd.pod[be & (nd.kind == NodeKind.TOR)].max()) + 1
+    tors = np.flatnonzero(be & (nd.kind == NodeKind.TOR) & (nd.pod == pod))
+    if not len(tors):
+        raise InputError("pod", f"no pod {pod}; the fabric has {pods}")
+    aggs = np.flatnonzero(be & (nd.kind == NodeKind.AGG) & (nd.pod == pod))
+    aggs = aggs[np.lexsort((nd.index[aggs], nd.plane[aggs]))]
+    lk = f.links
+    up = (lk.tier == LinkTier.AGG_CORE) & np.isin(lk.src, aggs)
+    cores = np.unique(lk.dst[up])
+    cores = cores[np.lexsort((nd.index[cores], nd.plane[cores]))]
+    segments = sorted({int(s) for s in nd.segment[tors]})
+    if len(segments) > MAX_POD_SEGMENTS or len(tors) + len(aggs) + len(cores) > MAX_POD_SWITCHES:
+        raise InputError(
+            "pod",
+            f"pod {pod} has {len(segments)} segments and {len(tors) + len(aggs) + len(cores)} "
+            f"switches, more than the pod view shows; pick a segment",
+        )
+    nodes: list[dict[str, Any]] = []
+    where: dict[tuple, tuple[float, float]] = {}
+
+    def sw(i: int, kind: str, x: float, y: float, **extra) -> None:
+        nodes.append(
+            {"id": i, "kind": kind, "label": f.node_name(i), "x": x, "y": y}
+            | {"plane": int(nd.plane[i])}
+            | extra
+        )
+
+    y = 30.0
+    for tier_nodes, kind in ((cores, "core"), (aggs, "agg")):
+        if not len(tier_nodes):
+            continue
+        row = _row(tier_nodes, y)
+        for i, x, yy in row:
+            sw(i, kind, x, yy)
+        xs = np.array([x for _, x, _ in row])
+        planes = nd.plane[tier_nodes]
+        for p in np.unique(planes).tolist():
+            where[(kind, p)] = (float(xs[planes == p].mean()), y)
+        y += 90
+    # segment blocks: up to 16 a row, each a grid of ToRs (rails down, planes across)
+    ep = be & ((nd.kind == NodeKind.GPU) | (nd.kind == NodeKind.HOST)) & (nd.pod == pod)
+    hosts, first = np.unique(nd.host[ep], return_index=True)
+    h_seg, h_bak = nd.segment[ep][first], nd.backup[ep][first]
+    per_row = min(len(segments), 16)
+    bw = 960 / per_row
+    y0 = y + 60
+    blocks = []
+    for s in segments:
+        st = tors[nd.segment[tors] == s]
+        st = st[np.lexsort((nd.plane[st], nd.rail[st]))]
+        planes = len(np.unique(nd.plane[st]))
+        cols = planes if planes > 1 else int(np.ceil(np.sqrt(len(st))))
+        rows = int(np.ceil(len(st) / cols))
+        blocks.append((s, st, cols, rows))
+    rows_max = max(b[3] for b in blocks)
+    cell_h = min(14.0, 240 / rows_max)
+    block_h = 20 + rows_max * cell_h + 44
+    seg_out = []
+    for k, (s, st, cols, _rows) in enumerate(blocks):
+        bx = 20 + bw * (k % per_row)
+        by = y0 + block_h * (k // per_row)
+        cw = (bw - 6) / cols
+        for j, i in enumerate(st.tolist()):
+            x = bx + 3 + cw * (j % cols + 0.5)
+            yy = by + 20 + cell_h * (j // cols + 0.5)
+            sw(i, "tor", x, yy, rail=int(nd.rail[i]), segment=s)
+        mine = h_seg == s
+        seg_out.append(
+            {
+                "segment": s,
+                "x": bx + 2,
+                "y": by + 20 + rows_max * cell_h + 6,
+                "w": bw - 4,
+                "h": 30,
+                "tors": len(st),
+                "hosts": int(mine.sum() - h_bak[mine].sum()),
+                "backup_hosts": int(h_bak[mine].sum()),
+                "label_y": by + 12,
+            }
+        )
+        where[("seg", s)] = (bx + bw / 2, by + 14)
+    height = y0 + block_h * ((len(segments) - 1) // per_row + 1) + 10
+
+    def plane_key(ids: np.ndarray) -> np.ndarray:
+        return nd.plane[ids]
+
+    agg_where = {("a", s): v for (g, s), v in where.items() if g == "seg"}
+    agg_where |= {("b", p): v for (g, p), v in where.items() if g == "agg"}
+    bundles = _bundles(
+        f, LinkTier.TOR_AGG, tors, aggs, lambda ids: nd.segment[ids], plane_key, agg_where
+    )
+    core_where = {("a", p): v for (g, p), v in where.items() if g == "agg"}
+    core_where |= {("b", p): v for (g, p), v in where.items() if g == "core"}
+    bundles += _bundles(f, LinkTier.AGG_CORE, aggs, cores, plane_key, plane_key, core_where)
+    return {
+        "pod": pod,
+        "pods": pods,
+        "segments": segments,
+        "preset": getattr(f.spec, "preset", "?"),
+        "nodes": nodes,
+        "segment_boxes": seg_out,
+        "bundles": bundles,
+        "height": height,
+        "counts": {
+            "cores": len(cores),
+            "aggs": len(aggs),
+            "tors": len(tors),
+            "segments": len(segments),
+            "hosts": len(hosts),
+            "backup_hosts": int(h_bak.sum()),
+        },
     }

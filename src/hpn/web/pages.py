@@ -117,21 +117,28 @@ def compare_page(a: Run, b: Run, c: dict[str, Any], ka: list[str], kb: list[str]
     return page(f"{a.id} vs {b.id}", "".join(body), plotly=bool(ka or kb))
 
 
-def fabric_page(presets: list[str], preset: str, run: str | None) -> str:
+def fabric_page(presets: list[str], preset: str, run: str | None, view: str = "segment") -> str:
     opts = "".join(
         f"<option{' selected' if p == preset else ''}>{escape(p)}</option>" for p in presets
     )
     src = f"run {escape(run)}" if run else "preset"
-    data = json.dumps({"preset": preset, "run": run})
+    data = json.dumps({"preset": preset, "run": run, "view": view})
     body = (
         f"<p class=muted>Fabric of {src}. Click a switch for its ports"
-        f"{' and their utilization in the run' if run else ''}.</p>"
-        f"<div class=controls><label>preset <select id=preset {'disabled' if run else ''}>"
-        f"{opts}</select></label> <label>segment <select id=segment></select></label> "
+        f"{' and their utilization in the run' if run else ''}; in the pod view, click a "
+        "segment's host box to open that segment.</p>"
+        "<div class=controls><span id=view-toggle>view "
+        "<button type=button id=view-pod data-view=pod>pod</button>"
+        "<button type=button id=view-segment data-view=segment>segment</button></span> "
+        f"<label>preset <select id=preset {'disabled' if run else ''}>"
+        f"{opts}</select></label> <label>pod <select id=pod></select></label> "
+        "<label id=segment-label>segment <select id=segment></select></label> "
         "<span id=counts class=muted></span></div>"
         f"<div id=fabric data-src='{escape(data)}'></div>"
         "<div id=legend class=muted>tiers: Aggs (plane 1 blue, plane 2 orange) · ToRs by rail, "
-        "dual-ToR pairs side by side · hosts (backup hosts hollow)</div>"
+        "dual-ToR pairs side by side · hosts (backup hosts hollow) · pod view: a block of ToRs "
+        "per segment (rails down, planes across) over a box counting its active + backup "
+        "hosts; links bundled per segment and plane</div>"
         "<section id=switch></section>"
     )
     return page("fabric explorer", body)

@@ -39,15 +39,30 @@ function fabric() {
   const box = $("#fabric");
   if (!box) return;
   const src = JSON.parse(box.dataset.src);
+  const st = {view: src.view === "pod" ? "pod" : "segment", pod: 0, segment: 0};
   const q = (extra) => {
     const p = new URLSearchParams(src.run ? {run: src.run} : {preset: $("#preset").value});
     for (const [k, v] of Object.entries(extra || {})) p.set(k, v);
     return p.toString();
   };
-  async function draw(segment) {
-    const v = await getJSON(`/api/fabric?${q({segment})}`);
-    const sel = $("#segment");
-    sel.innerHTML = v.segments.map((s) => `<option${s === v.segment ? " selected" : ""}>${s}</option>`).join("");
+  const options = (sel, values, cur) => { sel.innerHTML = values.map((s) => `<option${s === cur ? " selected" : ""}>${s}</option>`).join(""); };
+  const swShape = (n, w, h, r) => {
+    const t = `<title>${esc(n.label)}</title>`;
+    const c = COLORS[n.plane] || "#2ca02c";
+    const attrs = `class="sw ${n.kind}" data-id="${n.id}" data-label="${esc(n.label)}" fill="${c}"`;
+    if (n.kind === "tor") return `<rect ${attrs} x="${n.x - w / 2}" y="${n.y - h / 2}" width="${w}" height="${h}">${t}</rect>`;
+    return `<circle ${attrs} cx="${n.x}" cy="${n.y}" r="${r}">${t}</circle>`;
+  };
+  function controls(v) {
+    options($("#pod"), [...Array(v.pods).keys()], v.pod);
+    options($("#segment"), v.segments, v.segment);
+    $("#segment-label").hidden = st.view === "pod";
+    for (const b of $$("#view-toggle button")) b.classList.toggle("on", b.dataset.view === st.view);
+    box.dataset.view = st.view;
+  }
+  async function drawSegment() {
+    const v = await getJSON(`/api/fabric?${q({pod: st.pod, segment: st.segment})}`);
+    controls(v);
     $("#counts").textContent = `${v.preset}: ${v.counts.aggs} Aggs, ${v.counts.tors} ToRs, ${v.counts.hosts} hosts (${v.counts.backup_hosts} backup) in segment ${v.segment}`;
     const pos = new Map(v.nodes.map((n) => [String(n.id), n]));
     const lines = v.links.map((l) => {
@@ -55,16 +70,30 @@ function fabric() {
       return `<line x1="${a.x}" y1="${a.y}" x2="${b.x}" y2="${b.y}" stroke="${l.tier === "tor_agg" ? "#9bb" : "#ccc"}" stroke-width="0.4"/>`;
     }).join("");
     const shapes = v.nodes.map((n) => {
-      const t = `<title>${esc(n.label)}</title>`;
-      if (n.kind === "host") return `<rect class="host" x="${n.x - 2.5}" y="${n.y}" width="5" height="12" fill="${n.backup ? "#fff" : "#555"}" stroke="#555" data-label="${esc(n.label)}">${t}</rect>`;
-      const c = COLORS[n.plane] || "#2ca02c";
-      const attrs = `class="sw ${n.kind}" data-id="${n.id}" data-label="${esc(n.label)}" fill="${c}"`;
-      if (n.kind === "tor") return `<g><rect ${attrs} x="${n.x - 12}" y="${n.y - 9}" width="24" height="18">${t}</rect><text x="${n.x}" y="${n.y + 24}" font-size="9" text-anchor="middle">r${n.rail}</text></g>`;
-      return `<circle ${attrs} cx="${n.x}" cy="${n.y}" r="5">${t}</circle>`;
+      if (n.kind === "host") return `<rect class="host" x="${n.x - 2.5}" y="${n.y}" width="5" height="12" fill="${n.backup ? "#fff" : "#555"}" stroke="#555" data-label="${esc(n.label)}"><title>${esc(n.label)}</title></rect>`;
+      if (n.kind === "tor") return `<g>${swShape(n, 24, 18)}<text x="${n.x}" y="${n.y + 24}" font-size="9" text-anchor="middle">r${n.rail}</text></g>`;
+      return swShape(n, 0, 0, 5);
     }).join("");
     box.innerHTML = `<svg viewBox="0 0 1000 640"><text x="4" y="20" font-size="12">Aggs</text><text x="4" y="300" font-size="12">ToRs</text><text x="4" y="590" font-size="12">hosts</text>${lines}${shapes}</svg>`;
     for (const el of $$(".sw", box)) el.addEventListener("click", () => showSwitch(el));
   }
+  async function drawPod() {
+    const v = await getJSON(`/api/fabric/pod?${q({pod: st.pod})}`);
+    controls(v);
+    const c = v.counts;
+    $("#counts").textContent = `${v.preset}: ${c.cores ? c.cores + " cores, " : ""}${c.aggs} Aggs, ${c.tors} ToRs in ${c.segments} segments, ${c.hosts} hosts (${c.backup_hosts} backup) in pod ${v.pod}`;
+    const most = Math.max(1, ...v.bundles.map((b) => b.links));
+    const lines = v.bundles.map((b) => `<line class="bundle" x1="${b.x1}" y1="${b.y1}" x2="${b.x2}" y2="${b.y2}" stroke="${b.tier === "tor_agg" ? "#9bb" : "#bb9"}" stroke-opacity="0.5" stroke-width="${(0.5 + 3 * b.links / most).toFixed(2)}"><title>${b.links} ${b.tier} links, ${fmt(b.capacity_gbps)} Gbps</title></line>`).join("");
+    const tw = Math.max(2, Math.min(24, ...v.segment_boxes.map((s) => s.w / 2 - 4)));
+    const shapes = v.nodes.map((n) => swShape(n, tw, 9, n.kind === "core" ? 4 : 3)).join("");
+    const segs = v.segment_boxes.map((s) => `<text x="${s.x + s.w / 2}" y="${s.label_y}" font-size="10" text-anchor="middle">seg ${s.segment}</text><g class="segbox" data-segment="${s.segment}"><rect x="${s.x}" y="${s.y}" width="${s.w}" height="${s.h}" fill="#eee" stroke="#555"/><text x="${s.x + s.w / 2}" y="${s.y + 12}" font-size="9" text-anchor="middle">${s.hosts} hosts</text><text x="${s.x + s.w / 2}" y="${s.y + 24}" font-size="9" text-anchor="middle">+${s.backup_hosts} backup</text><title>segment ${s.segment}: ${s.tors} ToRs, ${s.hosts} active + ${s.backup_hosts} backup hosts; click to open</title></g>`).join("");
+    const top = c.cores ? `<text x="4" y="14" font-size="12">cores</text><text x="4" y="104" font-size="12">Aggs</text>` : `<text x="4" y="14" font-size="12">Aggs</text>`;
+    box.innerHTML = `<svg viewBox="0 0 1000 ${v.height}">${top}${lines}${segs}${shapes}</svg>`;
+    for (const el of $$(".sw", box)) el.addEventListener("click", () => showSwitch(el));
+    for (const el of $$(".segbox", box)) el.addEventListener("click", () => { st.segment = Number(el.dataset.segment); setView("segment"); });
+  }
+  const draw = () => (st.view === "pod" ? drawPod() : drawSegment()).catch((e) => { box.textContent = "fabric failed: " + e.message; });
+  const setView = (view) => { st.view = view; draw(); };
   async function showSwitch(el) {
     for (const s of $$(".sel", box)) s.classList.remove("sel");
     el.classList.add("sel");
@@ -73,9 +102,11 @@ function fabric() {
     const note = s.has_utilization ? "" : `<p class="muted">no link utilization: ${src.run ? "this run has no links table" : "pick a run to see it"}</p>`;
     $("#switch").innerHTML = `<h2 id="switch-name">${esc(s.name)}</h2><p>${s.kind}, ${s.ports.length} directed links</p>${note}<table class="ports"><thead><tr><th>link</th><th>dir</th><th>peer</th><th>tier</th><th>Gbps</th><th>mean util</th><th>peak util</th></tr></thead><tbody>${rows}</tbody></table>`;
   }
-  $("#segment").addEventListener("change", (e) => draw(e.target.value));
-  $("#preset").addEventListener("change", () => draw(0));
-  draw(0).catch((e) => { box.textContent = "fabric failed: " + e.message; });
+  for (const b of $$("#view-toggle button")) b.addEventListener("click", () => setView(b.dataset.view));
+  $("#segment").addEventListener("change", (e) => { st.segment = Number(e.target.value); draw(); });
+  $("#pod").addEventListener("change", (e) => { st.pod = Number(e.target.value); st.segment = 0; draw(); });
+  $("#preset").addEventListener("change", () => { st.pod = 0; st.segment = 0; draw(); });
+  draw();
 }
 
 function newRun() {
