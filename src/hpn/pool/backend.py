@@ -67,8 +67,11 @@ class Backend(ABC):
     def call_at(self, t: float, fn: Callable, *args) -> None: ...
 
     @abstractmethod
-    def load(self, inst: Instance, model: str, on_done: Callable) -> None:
-        """Make `model` resident (scale the old one down); on_done(inst)."""
+    def load(
+        self, inst: Instance, model: str, on_done: Callable, seconds: float | None = None
+    ) -> None:
+        """Make `model` resident (scale the old one down); on_done(inst). `seconds` overrides
+        the cost model's switch time (a baseline with its own loader)."""
 
     @abstractmethod
     def prefetch(self, inst: Instance, model: str) -> bool:
@@ -83,12 +86,18 @@ class Backend(ABC):
         self, inst, batches, budget: float | None, on_done: Callable, stop_on_finish=False
     ) -> None:
         """Decode steps over `batches` (lists of same-model requests, interleaved step by
-        step) until `budget` seconds pass, every request finishes, or (with
-        `stop_on_finish`) one finishes; on_done(inst, finished)."""
+        step) until `budget` seconds pass after the end of the first step (Art: a quota is
+        wall-clock time counted from the end of the turn's first step), every request
+        finishes, or (with `stop_on_finish`) one finishes; on_done(inst, finished)."""
 
     @abstractmethod
     def interrupt(self, inst: Instance) -> None:
         """End the running decode operation at its next step boundary."""
+
+    @abstractmethod
+    def join(self, inst: Instance, reqs: list[Request], index: int = 0) -> bool:
+        """Add `reqs` (KV resident) to batch `index` of the running decode operation from its
+        next step boundary, keeping its budget; False if the operation ends there anyway."""
 
     @abstractmethod
     def move_kv(self, reqs, src: Instance | None, dst: Instance | None, on_done) -> None:
@@ -105,7 +114,19 @@ class Backend(ABC):
 
 
 class _DecodeOp:
-    __slots__ = ("inst", "batches", "start", "budget_end", "on_done", "stop", "segs", "end", "ver")
+    __slots__ = (
+        "inst",
+        "batches",
+        "start",
+        "budget_end",
+        "on_done",
+        "stop",
+        "segs",
+        "end",
+        "ver",
+        "joins",
+        "done",
+    )
 
 
 class SimulatedBackend(Backend):
@@ -146,7 +167,7 @@ class SimulatedBackend(Backend):
             fn(*args)
 
     # --- model weights -------------------------------------------------------------------
-    def load(self, inst: Instance, model: str, on_done: Callable) -> None:
+    def load(self, inst: Instance, model: str, on_done: Callable, seconds=None) -> None:
         if inst.resident == model:
             on_done(inst)
             return
@@ -155,7 +176,7 @@ class SimulatedBackend(Backend):
             t = max(self.t, inst.prefetch_ready) + c.device_copy_time(model)
         else:
             start = max(self.t, inst.h2d_free)
-            t = start + c.switch_time(model)
+            t = start + (c.switch_time(model) if seconds is None else seconds)
             inst.h2d_free = t
         inst.prefetched = None
         inst.resident = None
@@ -204,18 +225,72 @@ class SimulatedBackend(Backend):
             on_done,
             stop_on_finish,
         )
-        op.budget_end = None if budget is None else self.t + budget
-        op.ver = 0
+        op.budget_end = None if budget is None else self.t + self._step(batches) + budget
+        op.ver, op.joins, op.done = 0, [], []
         op.segs, op.end = self._plan(op)
         inst.busy = True
         inst.op = op
         self.call_at(op.end, self._decoded, op, 0)
+
+    def _step(self, batches) -> float:
+        """Duration of the next step over `batches`."""
+        d = 0.0
+        for b in batches:
+            if b:
+                a, bb, c = self.cost.dec[b[0].model]
+                d += a + bb * sum(r.input_len + r.generated for r in b) + c * len(b)
+        return d
 
     def interrupt(self, inst: Instance) -> None:
         op = inst.op
         if op is None or op.end <= self.t + EPS:
             return
         op.budget_end = self.t if op.budget_end is None else min(op.budget_end, self.t)
+        if op.joins:  # the operation is already cut at the next boundary (see join)
+            return
+        op.segs, op.end = self._plan(op)
+        op.ver += 1
+        self.call_at(op.end, self._decoded, op, op.ver)
+
+    def _boundary(self, op: _DecodeOp) -> tuple[float, int]:
+        """(time, steps done) of the first step boundary at or after now."""
+        for t0, d, n, off in op.segs:
+            if t0 + n * d >= self.t - EPS:
+                k = max(0, math.ceil((self.t - t0) / d - EPS))
+                return t0 + k * d, off + k
+        last = op.segs[-1]
+        return op.end, last[2] + last[3]
+
+    def join(self, inst: Instance, reqs, index: int = 0) -> bool:
+        op = inst.op
+        if op is None or op.end <= self.t + EPS:
+            return False
+        t, _ = self._boundary(op)
+        if t >= op.end - EPS:
+            return False
+        if not op.joins:
+            op.ver += 1
+            self.call_at(t, self._rejoin, op, op.ver)
+        op.joins.append((index, list(reqs)))
+        return True
+
+    def _rejoin(self, op: _DecodeOp, ver: int) -> None:
+        if ver != op.ver:
+            return
+        _, steps = self._boundary(op)
+        self._emit(op, steps)
+        inst = op.inst
+        inst.busy_s += (self.t - op.start) * inst.tp
+        op.done += [r for b in op.batches for r in b if r.done_t >= 0]
+        batches = [[r for r in b if r.done_t < 0] for b in op.batches]
+        for i, reqs in op.joins:
+            batches[i] += [r for r in reqs if r.done_t < 0 and r not in batches[i]]
+        op.joins = []
+        op.batches, op.start = batches, self.t
+        if not any(batches) or (op.budget_end is not None and self.t >= op.budget_end - EPS):
+            op.segs, op.end = [], self.t
+            self._decoded(op, op.ver)
+            return
         op.segs, op.end = self._plan(op)
         op.ver += 1
         self.call_at(op.end, self._decoded, op, op.ver)
@@ -262,12 +337,9 @@ class SimulatedBackend(Backend):
                 break
         return segs, t
 
-    def _decoded(self, op: _DecodeOp, ver: int) -> None:
-        if ver != op.ver:
-            return
+    def _emit(self, op: _DecodeOp, total: int) -> None:
+        """Emit the tokens of the first `total` steps of the operation."""
         gaps = self.gaps
-        total = op.segs[-1][2] + op.segs[-1][3] if op.segs else 0
-        finished = []
         for b in op.batches:
             for r in b:
                 left = min(r.output_len - r.generated, total)
@@ -275,8 +347,12 @@ class SimulatedBackend(Backend):
                     if off >= left:
                         break
                     r.emit(t0 + d, d, min(n, left - off), gaps)
-                if r.done_t >= 0:
-                    finished.append(r)
+
+    def _decoded(self, op: _DecodeOp, ver: int) -> None:
+        if ver != op.ver:
+            return
+        self._emit(op, op.segs[-1][2] + op.segs[-1][3] if op.segs else 0)
+        finished = op.done + [r for b in op.batches for r in b if r.done_t >= 0]
         inst = op.inst
         inst.busy = False
         inst.op = None

@@ -9,9 +9,12 @@ the next group's model. The KV then moves to host memory for the decode partitio
 Decode (A §4.3, Alg 2): a request joins a same-model batch on any decode instance if its KV
 fits (64-token look-ahead), else a new batch on the instance with the fewest batches. Each
 round orders batches by model, gives batch i the quota q_i of Eq. 2-3 and runs the batches
-in turns; at a turn the instance switches model if needed, swaps the batch's KV in, decodes
-for q_i, and swaps it out if other batches wait. The next turn's model is pre-loaded during
-the current turn when memory allows. A lone batch runs until new work arrives.
+in turns; at a turn the instance switches model if needed, swaps the batch's KV in (decoding
+starts once one request is resident; the others, and requests dispatched to the batch while
+it runs, join at the next step once their KV lands), decodes for q_i counted from the end of
+the first step (Art), and swaps it out if other batches wait. The next turn's model is
+pre-loaded behind the running one, after the turn's KV swap-in, when memory allows. A lone
+batch runs until work for another batch arrives.
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ class _Batch:
 
 
 class _Decoder:
-    __slots__ = ("batches", "round", "pos", "running", "open_ended", "dirty")
+    __slots__ = ("batches", "round", "pos", "running", "open_ended", "dirty", "current")
 
     def __init__(self):
+        self.current: _Batch | None = None  # the batch whose decode operation is running
         self.dirty = False
         self.batches: list[_Batch] = []
         self.round: list[tuple[_Batch, float | None]] = []
@@ -166,9 +170,11 @@ class Aegaeon(Policy):
             b.reqs.append(r)
             b.kv_tokens += need
             st = b.inst.state
-            if not st.running:
+            if st.current is b:  # Art: joins the running same-model batch at its next step
+                self._join(b.inst, b, [r])
+            elif not st.running:
                 self._start_round(b.inst)
-            elif st.open_ended:
+            elif st.open_ended and st.round[0][0] is not b:  # a lone batch yields to new work
                 st.dirty = True
                 self.backend.interrupt(b.inst)
 
@@ -215,25 +221,46 @@ class Aegaeon(Policy):
 
     def _swap_in(self, inst: Instance, b: _Batch, q: float | None) -> None:
         st: _Decoder = inst.state
+        # Art: decoding starts as soon as any request of the batch is resident; the others
+        # join the running turn as their KV arrives
+        here = [r for r in b.reqs if r.kv_at is inst]
+        need = [r for r in b.reqs if r.kv_at is not inst]
+        if here:
+            self._decode(inst, b, here, q)
+        else:
+            first, need = need[:1], need[1:]
+            self.backend.move_kv(first, None, inst, lambda _: self._decode(inst, b, first, q))
+        if need:  # queued on the host link ahead of any pre-load
+            self._join(inst, b, need)
+        # the next model is pre-loaded behind the running one, after this turn's KV swap-in
         if self.use_prefetch:
             nxt = next(
                 (x.model for x, _ in st.round[st.pos :] if x.model != b.model and x.reqs), None
             )
             if nxt is not None:
                 self.backend.prefetch(inst, nxt)
-        reqs = list(b.reqs)
-        need = [r for r in reqs if r.kv_at is not inst]
-        if need:
-            self.backend.move_kv(need, None, inst, lambda _: self._decode(inst, b, reqs, q))
-        else:
-            self._decode(inst, b, reqs, q)
 
-    def _decode(self, inst: Instance, b: _Batch, reqs: list[Request], q: float | None) -> None:
-        if q is None and inst.state.dirty:  # work arrived while this lone batch was loading
+    def _decode(self, inst: Instance, b: _Batch, reqs, q: float | None) -> None:
+        st: _Decoder = inst.state
+        if q is None and st.dirty:  # work arrived while this lone batch was loading
             q = 0.0
         self.backend.decode(inst, [reqs], q, lambda i, fin: self._turn_done(i, b, fin))
+        st.current = b
+        # dispatched to this batch during the swap-in (moves already under way join by
+        # themselves when they land)
+        late = [r for r in b.reqs if r.kv_at is not inst and r.done_t < 0]
+        if late:
+            self._join(inst, b, late)
+
+    def _join(self, inst: Instance, b: _Batch, reqs: list[Request]) -> None:
+        def joined(_reqs):
+            if inst.state.current is b:
+                self.backend.join(inst, reqs)
+
+        self.backend.move_kv(reqs, None, inst, joined)
 
     def _turn_done(self, inst: Instance, b: _Batch, finished: list[Request]) -> None:
+        inst.state.current = None
         if finished:
             b.reqs = [r for r in b.reqs if r.done_t < 0]
         b.kv_tokens = sum(self._need(r) for r in b.reqs)
