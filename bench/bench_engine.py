@@ -60,6 +60,7 @@ def run_case(name: str, routing: str) -> dict:
         "pattern_s": t1 - t0,
         "simulate_s": t2 - t1,
         "rate_computations": res.stats["rate_computations"],
+        "batches": res.stats["batches"],
         "fct_p50_us": float(np.median(res.fct)) * 1e6,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
@@ -129,13 +130,14 @@ def main() -> None:
         rows.append(json.loads(out.stdout))
     print(
         f"{'case':10} {'routing':8} {'flows':>8} {'links':>8} {'wall s':>7} {'sim s':>7}"
-        f" {'rates':>6} "
+        f" {'batches':>7} {'rates':>6} "
         f"{'p50 FCT us':>10} {'RSS MB':>7} {'us/flow':>8}"
     )
     for r in rows:
         print(
             f"{r['case']:10} {r['routing']:8} {r['flows']:8,} {r['links']:8,} {r['wall_s']:7.2f} "
-            f"{r['simulate_s']:7.2f} {r['rate_computations']:6} {r['fct_p50_us']:10.1f} "
+            f"{r['simulate_s']:7.2f} {r['batches']:7} {r['rate_computations']:6} "
+            f"{r['fct_p50_us']:10.1f} "
             f"{r['peak_rss_mb']:7.0f} {1e6 * r['wall_s'] / r['flows']:8.1f}"
         )
     ft = [r for r in rows if r["case"].startswith("ft-") and r["routing"] == "random"]

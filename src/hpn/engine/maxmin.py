@@ -8,6 +8,12 @@ All unfrozen users rise together at one level ``x``. Link ``l`` saturates when
 ``x_l = remaining_l / n_l``. Each round takes the smallest ``x_l``, freezes every user that
 crosses a link saturating at that level (within a relative ``eps``), and repeats: the number
 of rounds is the number of distinct bottleneck levels, each round two sparse mat-vecs.
+
+A round does not scan every link: the links whose share is at most a threshold ``top`` are
+kept in a small candidate set (shares change only on the links a round touches, which are
+checked), so the minimum and the bottlenecks are found among the candidates; the set is
+rebuilt, by a partition of all shares, when its minimum passes ``top``. It finds the same
+links as a full scan, so the rates are bit-identical to it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 EPS = 1e-9
+CANDIDATES = 2048  # links per candidate set
 
 
 def incidence(rows: np.ndarray, cols: np.ndarray, n_users: int, n_links: int) -> sp.csr_matrix:
@@ -50,9 +57,27 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
     on = n > 0.5
     share[on] = rem[on] / n[on]
     left = int(live.sum())
+    # invariant: every link with share <= top is in cand (inc: membership), all of cand too
+    top, cand, inc = -np.inf, np.zeros(0, np.int64), np.zeros(n_links, bool)
+
+    def gather(top):
+        inc[:] = share <= top
+        cand = np.flatnonzero(inc)
+        return cand, share[cand]
+
     while left:
-        level = share.min()
-        bottleneck = np.flatnonzero(share <= level * (1 + eps) if level > 0 else share <= 0)
+        if not len(cand):
+            k = min(CANDIDATES, n_links - 1)
+            top = np.partition(share, k)[k]
+            cand, low = gather(top)
+        else:
+            low = share[cand]
+        level = low.min()  # the global minimum: every share <= top is a candidate
+        limit = level * (1 + eps) if level > 0 else 0.0
+        if limit > top:  # bottlenecks may lie past the candidates
+            top = limit
+            cand, low = gather(top)
+        bottleneck = cand[low <= limit]
         users = at.indices[_rows(at.indptr, bottleneck)]
         hit = np.unique(users[live[users]])
         rate[hit] = level
@@ -66,4 +91,9 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
         n[touched] -= dn[touched]
         done = n[touched] < 0.5
         share[touched] = np.where(done, np.inf, rem[touched] / np.where(done, 1.0, n[touched]))
+        keep = share[cand] <= top
+        inc[cand[~keep]] = False
+        add = touched[(share[touched] <= top) & ~inc[touched]]
+        inc[add] = True
+        cand = np.concatenate([cand[keep], add])
     return rate

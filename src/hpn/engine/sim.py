@@ -8,6 +8,12 @@ transmission end is not a heap event: the next one is ``min(remaining / rate)``,
 vectorized, and every flow ending within a relative 1e-9 of it ends in the same batch. Rates
 are recomputed once per batch, and only when the set of transmitting flows or a capacity
 changed.
+
+Remaining bytes are booked lazily, like link loads (:mod:`hpn.engine.links`): a flow's
+``rem`` holds its bytes left at ``t_at``, when its rate last changed, and its projected end
+``fin`` stays valid until the rate changes again. A batch then costs two passes over
+contiguous per-flow arrays (``fin.min()`` and the flows ending) plus the work for the flows
+whose rate changed, instead of gathering, dividing and decrementing every transmitting flow.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpn.engine.dag import FLOW, FlowDAG
+from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import incidence, maxmin_rates
 from hpn.engine.result import Result, Series
 from hpn.errors import InputError
@@ -70,9 +77,45 @@ def simulate(
     return sim.result(_time.perf_counter() - wall)
 
 
+def _reference(
+    fabric: Fabric, dag: FlowDAG, router: Router | str = "ecmp", *, refill=True, **kw
+) -> Result:
+    """:func:`simulate` with the shortcuts off, the oracle of the tests: remaining bytes
+    decremented for every transmitting flow at every batch, ends found by dividing them by
+    the rates and, with ``refill``, rates fully re-filled at every recomputation."""
+    wall = _time.perf_counter()
+    if isinstance(router, str):
+        router = make_router(router, seed=kw.pop("seed", 0))
+    kw.pop("seed", None)
+    dag.validate(fabric.num_nodes)
+    sim = _Sim(
+        fabric,
+        dag,
+        router,
+        kw.get("capacity_events"),
+        kw.get("sample_interval"),
+        kw.get("sample_links"),
+        None,
+        reference=2 if refill else 1,
+    )
+    sim.run()
+    return sim.result(_time.perf_counter() - wall)
+
+
 class _Sim:
-    def __init__(self, fabric, dag, router, cap_events, sample_interval, sample_links, progress):
+    def __init__(
+        self,
+        fabric,
+        dag,
+        router,
+        cap_events,
+        sample_interval,
+        sample_links,
+        progress,
+        reference=False,
+    ):
         self.fabric, self.router, self.progress = fabric, router, progress
+        self.reference = reference
         t = self.t = dag.tasks
         nf, nt, nl = len(t.size), len(t.kind), fabric.num_links
         self.nf, self.nt = nf, nt
@@ -80,20 +123,19 @@ class _Sim:
         self.cap0 = fabric.links.capacity.copy()
         self.lat = fabric.links.latency
         self._init_paths(t)
-        self.rem = t.size.copy()
+        self.rem = t.size.copy()  # bytes left at t_at
+        self.t_at = np.zeros(nf)
         self.rate = np.zeros(nf)
+        self.fin = np.full(nf, np.inf)  # projected end of transmission (inf: not sending)
+        self.soon = np.full(nf, np.inf)  # when rem falls to size * 1e-12 (<= fin)
         self.start = np.full(nf, np.nan)
         self.tx_end = np.full(nf, np.nan)
         self.task_start = np.full(nt, np.nan)
         self.task_finish = np.full(nt, np.nan)
-        self.act = np.zeros(0, np.int64)  # transmitting flows, sorted
-        self.link_bytes = np.zeros(nl)
-        self.busy = np.zeros(nl)
-        self.peak = np.zeros(nl)
+        self.sending = np.zeros(nf, bool)  # transmitting flows
+        self.n_act = 0
+        self.ledger = LinkLedger(self.cap)
         self.now, self.done, self.dirty, self.full = 0.0, 0, False, True
-        self.load_g = np.zeros(nl)  # bytes/s carried per link
-        self.since = np.zeros(nl)  # when each link's load last changed
-        self.cap_at = self.cap.copy()  # capacity when it last changed (for utilization)
         self.departed: list[np.ndarray] = []  # flows that ended since the last rate update
         self.departed_rates: list[np.ndarray] = []
         self.heap: list = []
@@ -211,7 +253,10 @@ class _Sim:
                 self._tx_done(flows[empty])
             live = flows[~empty]
             if len(live):
-                self.act = np.union1d(self.act, live)
+                live = np.unique(live)
+                self.n_act += int((~self.sending[live]).sum())
+                self.sending[live] = True
+                self.t_at[live] = now
                 self.dirty = self.full = True
 
     def _tx_done(self, flows: np.ndarray) -> None:
@@ -220,6 +265,9 @@ class _Sim:
         self.tx_end[flows] = self.now
         self.rem[flows] = 0.0
         self.rate[flows] = 0.0
+        self.fin[flows] = self.soon[flows] = np.inf
+        self.n_act -= int(self.sending[flows].sum())
+        self.sending[flows] = False
         self._push_grouped(self.now + self.path_lat[flows], DONE, self.t.flow_task[flows])
 
     def _complete(self, tasks: np.ndarray) -> None:
@@ -261,20 +309,22 @@ class _Sim:
         return maxmin_rates(a, avail)[user]
 
     def _set_load(self, links: np.ndarray, new: np.ndarray) -> None:
-        """Change the load of ``links``, first booking the old load up to now (accounting is
-        lazy: a link costs work only when its load changes)."""
-        old = self.load_g[links]
-        dt = self.now - self.since[links]
-        carried = (old > 0) & (dt > 0)
-        self.link_bytes[links] += old * dt
-        self.busy[links[carried]] += dt[carried]
-        cap = self.cap_at[links[carried]]
-        util = np.divide(old[carried], cap, out=np.zeros(len(cap)), where=cap > 0)
-        self.peak[links[carried]] = np.maximum(self.peak[links[carried]], util)
-        new = np.where(new < 1e-12 * self.cap[links], 0.0, new)
-        self.load_g[links] = new
-        self.since[links] = self.now
-        self.cap_at[links] = self.cap[links]
+        self.ledger.set(links, new, self.now)
+
+    def _settle(self, flows: np.ndarray) -> None:
+        """Book the bytes ``flows`` sent since ``t_at`` (before their rate changes)."""
+        self.rem[flows] -= self.rate[flows] * (self.now - self.t_at[flows])
+        self.t_at[flows] = self.now
+
+    def _set_rates(self, flows: np.ndarray, rate: np.ndarray) -> None:
+        self._settle(flows)
+        self.rate[flows] = rate
+        rem, tiny = self.rem[flows], self.t.size[flows] * 1e-12
+        on = rate > 0
+        r = np.where(on, rate, 1.0)
+        self.fin[flows] = np.where(on, self.now + rem / r, np.inf)
+        idle = np.where(rem <= tiny, -np.inf, np.inf)
+        self.soon[flows] = np.where(on, self.now + (rem - tiny) / r, idle)
 
     def _rates(self) -> None:
         """Recompute rates. After departures only, users at rates below the lowest departed
@@ -282,35 +332,35 @@ class _Sim:
         raises the saturation level of the links it crossed, all at or above its own rate),
         so only the flows at or above it are filled again, on what the others leave."""
         self.n_rates += 1
-        act = self.act
-        live = act
-        if not self.full and len(self.departed):
+        full = self.full or self.reference == 2 or not len(self.departed)
+        self.full = False
+        if not full:
             gone = np.concatenate(self.departed)
             old = np.concatenate(self.departed_rates)
-            rate = self.rate[act]
-            live = act[rate >= old.min() * (1 - 1e-9)]
-            if 2 * len(live) > len(act):
-                live = act
-        self.full = False
-        if live is act:  # full recompute
-            self.departed, self.departed_rates = [], []
+            floor = old.min() * (1 - 1e-9)
+            # flows not sending have rate 0: with a positive floor they are never picked
+            live = np.flatnonzero(self.rate >= floor) if floor > 0 else None
+            full = live is None or 2 * len(live) > self.n_act
+        self.departed, self.departed_rates = [], []
+        if full:
+            act = np.flatnonzero(self.sending)
+            load = self.ledger.load
             new = np.zeros(len(self.cap))
             if len(act):
                 rep, links = self._entries(act)
                 used, local = np.unique(links, return_inverse=True)
                 rate = self._fill(act, rep, local, self.cap[used])
-                self.rate[act] = rate
+                self._set_rates(act, rate)
                 new[used] = np.bincount(local, weights=rate[rep], minlength=len(used))
-            touched = np.flatnonzero((self.load_g > 0) | (new > 0))
+            touched = np.flatnonzero((load > 0) | (new > 0))
             self._set_load(touched, new[touched])
             return
-        self.departed, self.departed_rates = [], []
         g_rep, g_links = self._entries(gone)
         l_rep, l_links = self._entries(live)
         touched, inv = np.unique(np.concatenate([g_links, l_links]), return_inverse=True)
         g_loc, l_loc = inv[: len(g_links)], inv[len(g_links) :]
         n = len(touched)
-        fixed = self.load_g[touched] - np.bincount(g_loc, weights=old[g_rep], minlength=n)
+        fixed = self.ledger.load[touched] - np.bincount(g_loc, weights=old[g_rep], minlength=n)
         fixed -= np.bincount(l_loc, weights=self.rate[live][l_rep], minlength=n)
         np.maximum(fixed, 0.0, out=fixed)
         new = fixed
@@ -318,27 +368,26 @@ class _Sim:
             used, local = np.unique(l_loc, return_inverse=True)
             avail = np.maximum(self.cap[touched[used]] - fixed[used], 0.0)
             rate = self._fill(live, l_rep, local, avail)
-            self.rate[live] = rate
+            self._set_rates(live, rate)
             new = fixed + np.bincount(l_loc, weights=rate[l_rep], minlength=n)
         self._set_load(touched, new)
 
     def _advance(self, t_next: float) -> None:
-        dt = t_next - self.now
-        if dt > 0 and len(self.act):
-            self.rem[self.act] -= self.rate[self.act] * dt
         self.now = t_next
+        if self.reference and self.n_act:  # eager bookkeeping, as the oracle
+            self._settle(np.flatnonzero(self.sending))
 
     def _sample(self) -> None:
         lk = self.fabric.links
         ntier = int(lk.tier.max()) + 1 if len(lk.tier) else 0
         tier_cap = np.bincount(lk.tier, weights=self.cap, minlength=ntier)
-        tier_load = np.bincount(lk.tier, weights=self.load_g, minlength=ntier)
+        tier_load = np.bincount(lk.tier, weights=self.ledger.load, minlength=ntier)
         self.samples_t.append(self.now)
         self.samples_tier.append(
             np.divide(tier_load, tier_cap, where=tier_cap > 0, out=np.zeros(ntier))
         )
         cap = self.cap[self.sample_links]
-        load = self.load_g[self.sample_links]
+        load = self.ledger.load[self.sample_links]
         self.samples_link.append(np.divide(load, cap, where=cap > 0, out=np.zeros(len(cap))))
 
     # --- the loop ------------------------------------------------------------------------
@@ -346,9 +395,10 @@ class _Sim:
     def run(self) -> None:
         while True:
             t_heap = self.heap[0][0] if self.heap else np.inf
-            act = self.act
-            t_fin, proj = np.inf, None
-            if len(act):
+            act, proj = None, None
+            t_fin = self.fin.min() if self.n_act else np.inf
+            if self.reference and self.n_act:
+                act = np.flatnonzero(self.sending)
                 r = self.rate[act]
                 with np.errstate(divide="ignore"):
                     proj = np.where(r > 0, self.rem[act] / r, np.inf)
@@ -371,8 +421,16 @@ class _Sim:
                 ended |= self.rem[act] <= self.t.size[act] * 1e-12
                 if ended.any():
                     self._tx_done(act[ended])
-                    self.act = act[~ended]
                     self.dirty = True
+            elif self.n_act:
+                # the reference's test, on projected times: proj = fin - (now - dt)
+                limit = t_next + dt * _TOL + 1e-15
+                cand = np.flatnonzero(self.soon <= limit)  # soon <= fin: a superset
+                if len(cand):
+                    ended = cand[(self.fin[cand] <= limit) | (self.soon[cand] <= self.now)]
+                    if len(ended):
+                        self._tx_done(ended)
+                        self.dirty = True
             while self.heap and self.heap[0][0] <= self.now * (1 + 1e-15):
                 _, kind, _, ids = heapq.heappop(self.heap)
                 self.n_events += len(ids)
@@ -389,19 +447,20 @@ class _Sim:
                 self.progress(self.done, self.nt)
         if self.interval and self.done:
             self._sample()
-        loaded = np.flatnonzero(self.load_g > 0)
+        loaded = np.flatnonzero(self.ledger.load > 0)
         self._set_load(loaded, np.zeros(len(loaded)))
 
     def _stuck(self) -> None:
         left = self.nt - self.done
-        if len(self.act):
-            f = int(self.act[0])
-            rep, links = self._entries(self.act[:1])
+        act = np.flatnonzero(self.sending)
+        if len(act):
+            f = int(act[0])
+            rep, links = self._entries(act[:1])
             dead = links[self.cap[links] <= 0]
             why = f"its path crosses link {int(dead[0])} at capacity 0" if len(dead) else "rate 0"
             raise InputError(
                 "dag",
-                f"{left} tasks can never finish: flow {f} (and {len(self.act) - 1} more) "
+                f"{left} tasks can never finish: flow {f} (and {len(act) - 1} more) "
                 f"has {why} and no repair is scheduled",
             )
         raise InputError("dag", f"{left} tasks can never start (their dependencies never finish)")
@@ -428,9 +487,9 @@ class _Sim:
             finish=finish,
             path_latency=self.path_lat,
             paths=self.paths(),
-            link_bytes=self.link_bytes,
-            link_busy=self.busy,
-            link_peak_util=self.peak,
+            link_bytes=self.ledger.bytes,
+            link_busy=self.ledger.busy,
+            link_peak_util=self.ledger.peak,
             link_capacity=self.cap0,
             makespan=makespan,
             series=series,

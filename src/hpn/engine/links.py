@@ -1,0 +1,36 @@
+"""Per-link accounting: bytes carried, busy time and peak utilization, booked lazily.
+
+A link costs work only when its load changes: :meth:`LinkLedger.set` first books the old
+load over the time since the last change, then records the new one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class LinkLedger:
+    def __init__(self, cap: np.ndarray) -> None:
+        nl = len(cap)
+        self.cap = cap  # bytes/s now, shared with the simulator (capacity events change it)
+        self.load = np.zeros(nl)  # bytes/s carried per link
+        self.bytes = np.zeros(nl)
+        self.busy = np.zeros(nl)
+        self.peak = np.zeros(nl)
+        self.since = np.zeros(nl)  # when each link's load last changed
+        self.cap_at = cap.copy()  # capacity when it last changed (for utilization)
+
+    def set(self, links: np.ndarray, new: np.ndarray, now: float) -> None:
+        """At ``now``, change the load of ``links`` to ``new`` (bytes/s)."""
+        old = self.load[links]
+        dt = now - self.since[links]
+        carried = (old > 0) & (dt > 0)
+        self.bytes[links] += old * dt
+        self.busy[links[carried]] += dt[carried]
+        cap = self.cap_at[links[carried]]
+        util = np.divide(old[carried], cap, out=np.zeros(len(cap)), where=cap > 0)
+        self.peak[links[carried]] = np.maximum(self.peak[links[carried]], util)
+        new = np.where(new < 1e-12 * self.cap[links], 0.0, new)
+        self.load[links] = new
+        self.since[links] = now
+        self.cap_at[links] = self.cap[links]
