@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from hpn.cli.fabric_opts import RoutingOpt, fabric_command
+from hpn.cli.output import JsonOpt
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 from hpn.topology import build
@@ -75,10 +76,9 @@ def run_collective(fabric, params: dict[str, Any]):
 
 def run_config(config: dict):
     """Runnable ``collective``: ``{"fabric": {preset, ...}, "collective": {op, gpus, ...}}``."""
-    from hpn.topology import build, make_spec
+    from hpn.topology import build, spec_from_table
 
-    fab = dict(config.get("fabric") or {})
-    spec = make_spec(fab.pop("preset", "hpn"), fab)
+    spec = spec_from_table(config.get("fabric"))
     return run_collective(build(spec), dict(config.get("collective") or {}))
 
 
@@ -114,7 +114,7 @@ def collective(
     stepwise: Annotated[
         bool, typer.Option("--stepwise", help="One flow per step (validation; small jobs).")
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    json_out: JsonOpt = False,
     out_dir: OutOpt = None,
     plot: PlotOpt = False,
 ) -> None:

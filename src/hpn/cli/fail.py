@@ -11,11 +11,11 @@ from typing import Annotated, Any
 import typer
 
 from hpn.cli.fabric_opts import RoutingOpt, fabric_command
+from hpn.cli.output import JsonOpt
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 
 _F = "Failures"
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 StackedOpt = Annotated[
     bool,
     typer.Option(
@@ -148,10 +148,9 @@ def fail(
 def run_fail_config(config: dict):
     """Runnable ``fail``: ``{"fabric": {...}, "iteration"|"job": {...}, "fail": {...}}``."""
     from hpn.failures.config import FailCfg
-    from hpn.topology import make_spec
+    from hpn.topology import spec_from_table
 
-    fab = dict(config.get("fabric") or {})
-    spec = make_spec(fab.pop("preset", "hpn"), fab)
+    spec = spec_from_table(config.get("fabric"))
     cfg = _cfg(FailCfg, "fail", **(config.get("fail") or {}))
     from hpn.failures.workload import iteration_from_dict
 
@@ -290,9 +289,8 @@ def reliability(
 def run_reliability_config(config: dict):
     """Runnable ``reliability``: ``{"fabric": {...}, "reliability": {...}}``."""
     from hpn.failures.config import ReliabilityCfg
-    from hpn.topology import make_spec
+    from hpn.topology import spec_from_table
 
-    fab = dict(config.get("fabric") or {})
-    spec = make_spec(fab.pop("preset", "hpn"), fab)
+    spec = spec_from_table(config.get("fabric"))
     cfg = _cfg(ReliabilityCfg, "reliability", **(config.get("reliability") or {}))
     return reliability_outcome(spec, cfg)

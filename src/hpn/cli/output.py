@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+import typer
 from rich.console import Console
 from rich.table import Table
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+"""The ``--json`` flag of every command that computes."""
 
 stdout = Console()
 stderr = Console(stderr=True)

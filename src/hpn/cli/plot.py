@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from hpn.cli.output import emit_json, stdout
+from hpn.cli.output import JsonOpt, emit_json, stdout
 
 
 def plot(
@@ -24,7 +24,7 @@ def plot(
     out: Annotated[
         Path | None, typer.Option("--out", help="Folder (default: RUN/plots, or ROOT/plots).")
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Link utilization per tier, FCT CDF, busbw vs size, timeline, fault, SLO vs load, xy."""
     from hpn.errors import InputError

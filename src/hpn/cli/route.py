@@ -8,7 +8,7 @@ import numpy as np
 import typer
 
 from hpn.cli.fabric_opts import RoutingOpt, fabric_command
-from hpn.cli.output import emit_json, kv_table, stdout
+from hpn.cli.output import JsonOpt, emit_json, kv_table, stdout
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 from hpn.errors import InputError
@@ -19,7 +19,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 HashOpt = Annotated[
     str, typer.Option("--hash", help="Switch hash: crc32, crc32c, crc16, crc16-arc, xor16, mix64.")
 ]
@@ -208,11 +207,10 @@ def run_polarization(config: dict):
 
     from hpn.routing.polarization import polarization as run
     from hpn.store.runnable import Outcome
-    from hpn.topology import build, make_spec
+    from hpn.topology import build, spec_from_table
 
     t0 = time.perf_counter()
-    fab = dict(config.get("fabric") or {})
-    spec = make_spec(fab.pop("preset", "hpn"), fab)
+    spec = spec_from_table(config.get("fabric"))
     opts = {**POLARIZATION_DEFAULTS, **(config.get("polarization") or {})}
     unknown = set(opts) - set(POLARIZATION_DEFAULTS)
     if unknown:

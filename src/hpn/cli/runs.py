@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
-from hpn.cli.output import emit_json, kv_table, stdout
+from hpn.cli.output import JsonOpt, emit_json, kv_table, stdout
 
 app = typer.Typer(help="The run store: list, show, compare and query runs.", no_args_is_help=True)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 RunArg = Annotated[str, typer.Argument(help="Run id, id prefix, folder, or 'latest'.")]
 
 

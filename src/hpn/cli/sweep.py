@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hpn.cli.output import emit_json, kv_table, stderr, stdout
+from hpn.cli.output import JsonOpt, emit_json, kv_table, stderr, stdout
 
 
 def sweep(
@@ -17,7 +17,7 @@ def sweep(
         str | None,
         typer.Option(help="Run on dask: 'local' (a LocalCluster on 127.0.0.1) or tcp://HOST:PORT."),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Run every point of a sweep; completed points are reused when run again (kill-safe)."""
     from rich.progress import (

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from hpn.cli.fabric_opts import fabric_command
-from hpn.cli.output import emit_json, kv_table, stdout
+from hpn.cli.output import JsonOpt, emit_json, kv_table, stdout
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model, load_toml
 from hpn.errors import InputError
@@ -21,8 +21,6 @@ app = typer.Typer(
     help="Build fabrics: summary, export, import, bill of materials, pictures.",
     no_args_is_help=True,
 )
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 
 
 def summary_rows(s: dict) -> list[tuple[str, object]]:
@@ -54,11 +52,10 @@ def summary_rows(s: dict) -> list[tuple[str, object]]:
 def run_summary(config: dict):
     """Runnable ``topo summary``: ``{"fabric": {preset, spec fields}}`` -> the summary."""
     from hpn.store.runnable import Outcome
-    from hpn.topology import make_spec
+    from hpn.topology import spec_from_table
     from hpn.topology.summary import summarize
 
-    fields = dict(config.get("fabric") or {})
-    spec = make_spec(fields.pop("preset", "hpn"), fields)
+    spec = spec_from_table(config.get("fabric"))
     s = summarize(build(spec))
     rows = [("switches", k, v) for k, v in s["switches"].items()]
     rows += [("links", k, v) for k, v in s["links"].items()]

@@ -11,6 +11,7 @@ import numpy as np
 import typer
 
 from hpn.cli.fabric_opts import RoutingOpt, fabric_command
+from hpn.cli.output import JsonOpt
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 from hpn.topology import build
@@ -105,7 +106,7 @@ def traffic(
     endpoints: Annotated[
         int | None, typer.Option(help="Use only the first N endpoints (GPUs or hosts).")
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    json_out: JsonOpt = False,
     out_dir: OutOpt = None,
     plot: PlotOpt = False,
 ) -> None:
@@ -163,10 +164,9 @@ def run_config(config: dict):
     """Runnable ``traffic``: ``{"fabric": {preset, ...}, "traffic": {pattern, size, ...}}``."""
     from hpn.errors import InputError
     from hpn.store.runnable import Outcome
-    from hpn.topology import build, make_spec
+    from hpn.topology import build, spec_from_table
 
-    fab = dict(config.get("fabric") or {})
-    spec = make_spec(fab.pop("preset", "hpn"), fab)
+    spec = spec_from_table(config.get("fabric"))
     params = {**TRAFFIC_DEFAULTS, **(config.get("traffic") or {})}
     unknown = set(params) - set(TRAFFIC_DEFAULTS)
     if unknown:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from hpn.cli.fabric_opts import RoutingOpt, fabric_command
+from hpn.cli.output import JsonOpt
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import Model
 
@@ -19,11 +20,10 @@ def run_config(config: dict):
     from hpn.config import one_line
     from hpn.errors import InputError
     from hpn.store.runnable import Outcome
-    from hpn.topology import build, make_spec
+    from hpn.topology import build, spec_from_table
     from hpn.workload.training import JobConfig, train
 
-    fab = dict(config.get("fabric") or {})
-    spec = make_spec(fab.pop("preset", "hpn"), fab)
+    spec = spec_from_table(config.get("fabric"))
     opts = {"routing": "ecmp", "seed": 1, **(config.get("train") or {})}
     raw = config.get("job") or []
     if not isinstance(raw, list) or not raw:
@@ -50,7 +50,7 @@ def train(
     config: Annotated[Path, typer.Argument(help="Job TOML: one job, or [[job]] tables.")],
     routing: RoutingOpt = "ecmp",
     seed: Annotated[int, typer.Option(help="Seed for the routing.")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    json_out: JsonOpt = False,
     out_dir: OutOpt = None,
     plot: PlotOpt = False,
 ) -> None:

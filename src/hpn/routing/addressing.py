@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.routing.cache import per_fabric
 from hpn.routing.hashing import TupleBytes
 from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
@@ -38,6 +39,7 @@ class AddressPlan:
         return str(ipaddress.IPv4Address(int(self.ip[node])))
 
 
+@per_fabric
 def address_plan(fabric: Fabric) -> AddressPlan:
     """Assign one IP per backend endpoint (GPU NIC or host), one subnet per ToR pair."""
     lk, nd = fabric.links, fabric.nodes

@@ -18,8 +18,9 @@ import numpy as np
 from pydantic import Field
 
 from hpn.config import Model
-from hpn.routing.addressing import SPORT_MAX, SPORT_MIN, AddressPlan, address_plan, roce_tuples
+from hpn.routing.addressing import SPORT_MAX, SPORT_MIN, address_plan, roce_tuples
 from hpn.routing.base import register_router
+from hpn.routing.cache import per_fabric
 from hpn.routing.hashing import HASHES, fold16, get_hash, linux_bond_l34
 from hpn.routing.shortest import Choice, EcmpRouter, splitmix64
 from hpn.topology.fabric import NodeKind
@@ -60,13 +61,6 @@ class HashEcmpRouter(EcmpRouter):
             get_hash(name)
         if self.hashing.bond_hash not in ("l34", "rr"):
             get_hash(self.hashing.bond_hash)
-        self._plans: dict[int, AddressPlan] = {}
-
-    def plan(self, fabric: Fabric) -> AddressPlan:
-        key = id(fabric)
-        if key not in self._plans:
-            self._plans = {key: address_plan(fabric)}
-        return self._plans[key]
 
     def sports(self, keys: np.ndarray) -> np.ndarray:
         """The UDP source port each connection draws: seeded by (router seed, key)."""
@@ -101,7 +95,7 @@ class HashEcmpRouter(EcmpRouter):
     def chooser(self, fabric, src, dst, keys):
         conn = np.arange(len(src)) if keys is None else np.asarray(keys, np.int64)
         sports = self._given if self._given is not None else self.sports(conn)
-        tuples = roce_tuples(self.plan(fabric), src, dst, sports)
+        tuples = roce_tuples(address_plan(fabric), src, dst, sports)
         cfg, kind = self.hashing, fabric.nodes.kind
         in_rank = _in_rank(fabric) if cfg.core_port_map else None
         ports = _core_ports(fabric) if cfg.core_port_map else None
@@ -137,6 +131,7 @@ class HashEcmpRouter(EcmpRouter):
         return np.arange(len(src), dtype=np.int64), pick
 
 
+@per_fabric
 def _in_rank(fabric: Fabric) -> np.ndarray:
     """For every directed link, its rank among the links into the same node (by id)."""
     dst = fabric.links.dst
@@ -147,6 +142,7 @@ def _in_rank(fabric: Fabric) -> np.ndarray:
     return rank
 
 
+@per_fabric
 def _core_ports(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, int]:
     """CSR of every core's links into the Aggs of each pod, in port order: key core*P + pod."""
     lk, nd = fabric.links, fabric.nodes

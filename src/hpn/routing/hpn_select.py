@@ -76,7 +76,7 @@ class HpnRouter(HashEcmpRouter):
         conn = (np.arange(conns.shape[1]) - first[conns[0]])[conn_of]
         need = np.bincount(conns[0], minlength=len(pairs))
         p_src, p_dst = pairs // fabric.num_nodes, pairs % fabric.num_nodes
-        found = _Found(len(pairs), int(need.max()) if n else 0)
+        found = _Found(len(pairs))
         active = np.arange(len(pairs))
         tried, size = 0, self.first_round
         while len(active) and tried < self.max_candidates:
@@ -104,30 +104,34 @@ class HpnRouter(HashEcmpRouter):
         return (SPORT_MIN + (start + index.astype(np.uint64)) % np.uint64(_SPAN)).astype(np.uint32)
 
 
-class _Found:
-    """Distinct paths found per pair: their source ports, identities and planes."""
+_KEY = np.dtype([("pair", "<u8"), ("pid", "<u8")])
 
-    def __init__(self, n_pairs: int, k: int):
+
+def _keys(pair: np.ndarray, pid: np.ndarray) -> np.ndarray:
+    """(pair, path id) as one comparable 16-byte key per candidate."""
+    rec = np.empty(len(pair), _KEY)
+    rec["pair"], rec["pid"] = pair, pid
+    return rec.view("V16")
+
+
+class _Found:
+    """Distinct paths found per pair: their source ports and planes."""
+
+    def __init__(self, n_pairs: int):
         self.count = np.zeros(n_pairs, np.int64)
-        self.items: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.seen: set[tuple[int, int]] = set()
-        self.k = k
+        self.items: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.seen = np.zeros(0, "V16")
 
     def add(self, pair, sport, pid, plane) -> np.ndarray:
         """Record candidates; returns 1 for each candidate that is a new distinct path."""
-        key = np.stack([pair.astype(np.uint64), pid]).T
-        _, first = np.unique(key, axis=0, return_index=True)
-        is_first = np.zeros(len(pair), bool)
-        is_first[first] = True
+        key = _keys(pair, pid)
+        first = np.sort(np.unique(key, return_index=True)[1])
+        fresh = first[~np.isin(key[first], self.seen)]
+        self.seen = np.concatenate([self.seen, key[fresh]])
         new = np.zeros(len(pair), np.int64)
-        for i in np.flatnonzero(is_first):
-            t = (int(pair[i]), int(pid[i]))
-            if t not in self.seen:
-                self.seen.add(t)
-                new[i] = 1
-        keep = np.flatnonzero(new)
-        self.items.append((pair[keep], sport[keep], plane[keep].astype(np.int64), keep))
-        self.count += np.bincount(pair[keep], minlength=len(self.count))
+        new[fresh] = 1
+        self.items.append((pair[fresh], sport[fresh], plane[fresh].astype(np.int64)))
+        self.count += np.bincount(pair[fresh], minlength=len(self.count))
         return new
 
     def assign(self, pair_of: np.ndarray, conn: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 
 from hpn.topology.fabric import Fabric, Links, LinkTier, Network, NodeKind, Nodes
 
-_NODE_FIELDS = {
+NODE_DTYPES = {
     "kind": np.uint8,
     "network": np.uint8,
     "pod": np.int32,
@@ -18,6 +18,14 @@ _NODE_FIELDS = {
     "host": np.int32,
     "index": np.int32,
     "backup": np.bool_,
+}
+LINK_DTYPES = {
+    "src": np.int32,
+    "dst": np.int32,
+    "capacity": np.float64,
+    "latency": np.float64,
+    "tier": np.uint8,
+    "port": np.int8,
 }
 
 
@@ -41,7 +49,7 @@ class Assembly:
         Returns the new node ids.
         """
         block: dict[str, np.ndarray] = {}
-        for name, dtype in _NODE_FIELDS.items():
+        for name, dtype in NODE_DTYPES.items():
             if name == "kind":
                 value: Any = int(kind)
             elif name == "network":
@@ -103,15 +111,14 @@ class Assembly:
                 name: np.concatenate([blk[name] for blk in self._nodes])
                 if self._nodes
                 else np.empty(0, dtype)
-                for name, dtype in _NODE_FIELDS.items()
+                for name, dtype in NODE_DTYPES.items()
             }
         )
-        cols = list(zip(*self._links, strict=True)) if self._links else [[]] * 6
-        dtypes = (np.int32, np.int32, np.float64, np.float64, np.uint8, np.int8)
+        cols = list(zip(*self._links, strict=True)) if self._links else [[]] * len(LINK_DTYPES)
         links = Links(
-            *(
-                np.concatenate(c).astype(d, copy=False) if len(c) else np.empty(0, d)
-                for c, d in zip(cols, dtypes, strict=True)
-            )
+            **{
+                name: np.concatenate(c).astype(d, copy=False) if len(c) else np.empty(0, d)
+                for c, (name, d) in zip(cols, LINK_DTYPES.items(), strict=True)
+            }
         )
         return Fabric(spec=spec, nodes=nodes, links=links, meta=dict(meta or {}))

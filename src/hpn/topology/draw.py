@@ -12,6 +12,10 @@ from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
 PLANE_COLORS = {-1: "#555555", 0: "#1f77b4", 1: "#d62728"}
 
 
+def _colors(planes: np.ndarray) -> list[str]:
+    return [PLANE_COLORS.get(int(p), "#555555") for p in planes]
+
+
 def _spread(n: int) -> np.ndarray:
     return (np.arange(n) + 0.5) / max(n, 1)
 
@@ -43,28 +47,26 @@ def draw_segment(f: Fabric, path: str | Path, pod: int = 0, segment: int = 0) ->
     aggs = aggs[np.lexsort((nd.index[aggs], nd.rail[aggs], nd.plane[aggs]))]
 
     y = {"host": 0.0, "tor": 1.0, "agg": 2.0}
-    hx = dict(zip(hosts.tolist(), _spread(len(hosts)), strict=True))
-    tx = dict(zip(tors.tolist(), _spread(len(tors)), strict=True))
-    ax_ = dict(zip(aggs.tolist(), _spread(len(aggs)), strict=True))
+    x = np.full(f.num_nodes, np.nan)  # x of every drawn switch
+    x[tors], x[aggs] = _spread(len(tors)), _spread(len(aggs))
+    hx = _spread(len(hosts))[np.searchsorted(hosts, nd.host[ends])]  # per endpoint
+    x[ends] = hx
 
     fig, ax = plt.subplots(figsize=(14, 6), dpi=110)
-    src, dst = lk.src[up], lk.dst[up]
-    seg = [
-        ((hx[int(nd.host[s])], y["host"]), (tx[int(d)], y["tor"]))
-        for s, d in zip(src, dst, strict=True)
-    ]
-    colors = [PLANE_COLORS.get(int(p), "#555555") for p in lk.port[up]]
-    ax.add_collection(LineCollection(seg, colors=colors, linewidths=0.15, alpha=0.5))
-    s2, d2 = lk.src[agg_links], lk.dst[agg_links]
-    seg2 = [((tx[int(s)], y["tor"]), (ax_[int(d)], y["agg"])) for s, d in zip(s2, d2, strict=True)]
-    col2 = [PLANE_COLORS.get(int(nd.plane[s]), "#555555") for s in s2]
-    ax.add_collection(LineCollection(seg2, colors=col2, linewidths=0.2, alpha=0.35))
+    for links, (lo, hi), width, alpha, plane in (
+        (up, ("host", "tor"), 0.15, 0.5, lk.port[up]),
+        (agg_links, ("tor", "agg"), 0.2, 0.35, nd.plane[lk.src[agg_links]]),
+    ):
+        a, b = x[lk.src[links]], x[lk.dst[links]]
+        seg = np.stack([np.c_[a, np.full(len(a), y[lo])], np.c_[b, np.full(len(b), y[hi])]], 1)
+        ax.add_collection(LineCollection(seg, colors=_colors(plane), linewidths=width, alpha=alpha))
 
-    backup = np.array([bool(nd.backup[ends[nd.host[ends] == h][0]]) for h in hosts])
-    hxs = np.array([hx[int(h)] for h in hosts])
-    ax.scatter(hxs[~backup], np.zeros((~backup).sum()), s=8, c="#2ca02c", label="host", zorder=3)
+    host_x = _spread(len(hosts))
+    backup = np.zeros(len(hosts), bool)
+    backup[np.searchsorted(hosts, nd.host[ends[nd.backup[ends]]])] = True
+    ax.scatter(host_x[~backup], np.zeros((~backup).sum()), s=8, c="#2ca02c", label="host", zorder=3)
     ax.scatter(
-        hxs[backup],
+        host_x[backup],
         np.zeros(backup.sum()),
         s=14,
         c="#ff7f0e",
@@ -72,24 +74,14 @@ def draw_segment(f: Fabric, path: str | Path, pod: int = 0, segment: int = 0) ->
         label="backup host",
         zorder=3,
     )
-    for t in tors:
-        ax.scatter(
-            tx[int(t)],
-            y["tor"],
-            s=60,
-            marker="s",
-            zorder=3,
-            c=PLANE_COLORS.get(int(nd.plane[t]), "#555555"),
-        )
-        label = f"r{nd.rail[t]}" if nd.rail[t] >= 0 else f"{nd.index[t]}"
-        ax.annotate(label, (tx[int(t)], y["tor"] - 0.09), ha="center", fontsize=6)
     ax.scatter(
-        [ax_[int(a)] for a in aggs],
-        np.full(len(aggs), y["agg"]),
-        s=10,
-        marker="^",
-        zorder=3,
-        c=[PLANE_COLORS.get(int(nd.plane[a]), "#555555") for a in aggs],
+        x[tors], np.full(len(tors), y["tor"]), s=60, marker="s", zorder=3, c=_colors(nd.plane[tors])
+    )
+    for t in tors:
+        label = f"r{nd.rail[t]}" if nd.rail[t] >= 0 else f"{nd.index[t]}"
+        ax.annotate(label, (x[t], y["tor"] - 0.09), ha="center", fontsize=6)
+    ax.scatter(
+        x[aggs], np.full(len(aggs), y["agg"]), s=10, marker="^", zorder=3, c=_colors(nd.plane[aggs])
     )
     for name, yy in y.items():
         ax.annotate(

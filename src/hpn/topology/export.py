@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.topology.assembly import LINK_DTYPES, NODE_DTYPES
 from hpn.topology.fabric import Fabric, Links, LinkTier, Network, NodeKind, Nodes
 
 FORMATS = ("json", "graphml", "simai")
-_NODE_COLS = ("kind", "network", "pod", "segment", "rail", "plane", "host", "index", "backup")
-_LINK_COLS = ("src", "dst", "capacity", "latency", "tier", "port")
+_NODE_COLS = tuple(NODE_DTYPES)
+_LINK_COLS = tuple(LINK_DTYPES)
 
 
 def to_json(f: Fabric) -> dict[str, Any]:
@@ -34,14 +35,9 @@ def to_json(f: Fabric) -> dict[str, Any]:
 def from_json(doc: dict[str, Any], source: str = "json") -> Fabric:
     if not isinstance(doc, dict) or doc.get("format") != "hpn-fabric":
         raise InputError(source, "not an hpn fabric JSON file (format must be 'hpn-fabric')")
-    ref = Fabric(None, *_empty())
     try:
-        nodes = Nodes(
-            **{c: np.asarray(doc["nodes"][c], getattr(ref.nodes, c).dtype) for c in _NODE_COLS}
-        )
-        links = Links(
-            **{c: np.asarray(doc["links"][c], getattr(ref.links, c).dtype) for c in _LINK_COLS}
-        )
+        nodes = Nodes(**{c: np.asarray(doc["nodes"][c], d) for c, d in NODE_DTYPES.items()})
+        links = Links(**{c: np.asarray(doc["links"][c], d) for c, d in LINK_DTYPES.items()})
     except (KeyError, TypeError, ValueError) as e:
         raise InputError(source, f"malformed fabric JSON: {e}") from None
     _check(nodes, links, source)
@@ -51,13 +47,6 @@ def from_json(doc: dict[str, Any], source: str = "json") -> Fabric:
 
         spec = make_spec(doc["spec"]["preset"], doc["spec"])
     return Fabric(spec, nodes, links, dict(doc.get("meta") or {}))
-
-
-def _empty() -> tuple[Nodes, Links]:
-    from hpn.topology.assembly import Assembly
-
-    f = Assembly().fabric(None)
-    return f.nodes, f.links
 
 
 def _check(nodes: Nodes, links: Links, source: str) -> None:

@@ -50,6 +50,12 @@ def make_spec(preset: str, fields: dict[str, Any] | None = None) -> Model:
         raise one_line(e, "fabric") from None
 
 
+def spec_from_table(table: dict[str, Any] | None) -> Model:
+    """A spec from a config's ``[fabric]`` table (its ``preset`` key, else ``hpn``)."""
+    fields = dict(table or {})
+    return make_spec(fields.pop("preset", "hpn"), fields)
+
+
 def build(spec: Model | str, **fields: Any) -> Fabric:
     """Build a fabric from a spec, or from a preset name and field overrides."""
     if isinstance(spec, str):

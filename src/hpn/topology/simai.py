@@ -61,6 +61,12 @@ def _bad(path: str, what: str) -> InputError:
     return InputError(path, f"not a SimAI topology file: {what}")
 
 
+def _parse_column(texts: np.ndarray, parse, field: str) -> np.ndarray:
+    """Parse each distinct string once (a file has a handful of rates and latencies)."""
+    distinct, inverse = np.unique(texts.astype(str), return_inverse=True)
+    return np.array([parse(t, field) for t in distinct], np.float64)[inverse.ravel()]
+
+
 def read_simai(path: str | Path) -> Fabric:
     """A fabric from a SimAI (or HPCC) topology file; node ids as in the file."""
     p = Path(path)
@@ -93,8 +99,8 @@ def read_simai(path: str | Path) -> Fabric:
         raise _bad(str(path), "node ids must be integers") from None
     if (switch_ids < 0).any() or (switch_ids >= n).any() or (src >= n).any() or (dst >= n).any():
         raise _bad(str(path), f"a node id is outside 0..{n - 1}")
-    cap = np.array([parse_bandwidth(r, f"{path}: link rate") for r in body[:, 2]])
-    lat = np.array([parse_duration(x, f"{path}: link latency") for x in body[:, 3]])
+    cap = _parse_column(body[:, 2], parse_bandwidth, f"{path}: link rate")
+    lat = _parse_column(body[:, 3], parse_duration, f"{path}: link latency")
 
     kind = np.full(n, NodeKind.GPU, np.int64)
     kind[switch_ids[:n_nvs]] = NodeKind.NVSWITCH

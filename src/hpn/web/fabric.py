@@ -16,7 +16,7 @@ import numpy as np
 
 from hpn.config import dump_toml
 from hpn.errors import InputError
-from hpn.topology import Fabric, LinkTier, NodeKind, build, make_spec
+from hpn.topology import Fabric, LinkTier, NodeKind, build, spec_from_table
 from hpn.topology.fabric import Network
 
 MAX_NODES = 2_000_000
@@ -27,7 +27,7 @@ def _build(spec_toml: str) -> Fabric:
     import tomllib
 
     fields = tomllib.loads(spec_toml)
-    return build(make_spec(fields.pop("preset", "hpn"), fields))
+    return build(spec_from_table(fields))
 
 
 def fabric_of(fields: dict[str, Any]) -> Fabric:
