@@ -65,7 +65,7 @@ def _adopt(root: Path, folder: Path, meta: dict[str, Any]) -> str:
     known = index.rows("path = ?", (str(folder),))
     if known:
         return known[0]["id"]
-    return index.upsert(index_row(folder, meta))
+    return index.upsert(index_row(folder, meta), computed=True)  # computed, never counted
 
 
 def check_out(out: Path | None, root: Path | None = None, *, overwrite: bool = False) -> None:
@@ -141,7 +141,7 @@ def record_run(
     root = Path(root) if root else runs_root()
     folder = Path(out).absolute() if out else new_run_dir(command, root)
     check_out(folder, root, overwrite=overwrite)
-    clear_stale(folder.parent, folder.name)
+    clear_stale(folder.parent)
     stage = folder.parent / f".{folder.name}{PART}{os.getpid()}"
     now = time.time()
     meta: dict[str, Any] = {
