@@ -28,12 +28,20 @@ class Seq:
     kv: object = None  # tensor [layers, 2, H, tokens, D]
     kv_on: int | None = None  # instance id holding `kv`, None = host
     finished: bool = False
+    on_token: object = None  # callback(req, seq, token, t) on the scheduler thread
+    moving: object = None  # threading.Event of the last KV move started (set when it lands)
     _gen: object = None
 
     @property
     def kv_tokens(self) -> int:
         """Tokens in the KV cache (the last generated token is not in it yet)."""
         return len(self.prompt) + max(0, len(self.out) - 1)
+
+    def wait_kv(self) -> None:
+        """Block until every KV move started for this request has landed."""
+        m = self.moving
+        if m is not None:
+            m.wait()
 
     def take(self, token: int) -> None:
         self.out.append(token)
@@ -101,7 +109,10 @@ def prefill(module, seqs: list[Seq], device) -> list[int]:
         layers = out.past_key_values.layers
         for i, s in enumerate(seqs):
             s.kv = torch.stack(
-                [torch.stack((ly.keys[i, :, P - lens[i] :], ly.values[i, :, P - lens[i] :])) for ly in layers]
+                [
+                    torch.stack((ly.keys[i, :, P - lens[i] :], ly.values[i, :, P - lens[i] :]))
+                    for ly in layers
+                ]
             )
         return sample(out.logits[:, -1, :], seqs)
 
