@@ -149,9 +149,9 @@ class EngineBackend(Backend):
             while heap and heap[0][0] <= now:
                 _, _, fn, args = heapq.heappop(heap)
                 fn(*args)
-            if now >= until or (idle_exit and not heap and not self._pending):
-                if self._events.empty():
-                    return
+            done = now >= until or (idle_exit and not heap and not self._pending)
+            if done and self._events.empty():
+                return
             nxt = min(heap[0][0] if heap else math.inf, until)
             try:
                 fn, args = self._events.get(timeout=min(max(0.0, nxt - self.now()), 0.05))

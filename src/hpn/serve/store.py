@@ -91,8 +91,8 @@ def make_models(
 ) -> list[ModelInfo]:
     """Write `count` random checkpoints cycling over `sizes` and the Llama/Qwen2 configs.
 
-    Model ``i`` is ``m{i:02d}-{arch}-{params}`` (its actual parameter count), initialised with seed ``seed + i`` (BF16 on
-    disk). Existing model folders of the same name are replaced.
+    Model ``i`` is ``m{i:02d}-{arch}-{params}`` (its actual parameter count), initialised
+    with seed ``seed + i`` (BF16 on disk). Existing model folders of the same name are replaced.
     """
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
