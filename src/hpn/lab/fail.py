@@ -203,5 +203,9 @@ def _summary(tr, idx: np.ndarray, t_fail: float, t_repair: float, interval: floa
         "flows_with_gap": len(affected),
         "max_gap_s": round(max(gaps), 4) if gaps else None,
         "flows_cut_off": cut,
-        "recovery_after_repair_s": round(max(recover), 4) if recover else None,
+        # None where no cut-off flow, or one did not recover before the run ended
+        "recovery_after_repair_s": round(max(recover), 4)
+        if recover and np.isfinite(max(recover))
+        else None,
+        "recovered_by_end": bool(np.isfinite(max(recover))) if recover else True,
     }
