@@ -65,7 +65,9 @@ class HashConfig(Model):
     @classmethod
     def _bond(cls, name: str) -> str:
         if name not in ("l34", "rr") and name not in HASHES:
-            raise ValueError(f"unknown bond hash {name!r}; choose from l34, rr, {', '.join(HASHES)}")
+            raise ValueError(
+                f"unknown bond hash {name!r}; choose from l34, rr, {', '.join(HASHES)}"
+            )
         return name
 
     @classmethod

@@ -7,8 +7,9 @@ hashes between the destination's two ToRs, and with the same (linear) hash as th
 ToR its choice follows the uplink the source ToR took: polarization. With dual-plane the Agg
 has no choice. The scenario hashes as the paper's plain Clos did (one CRC, one seed, no
 offset: :meth:`HashConfig.polarized`); ``hashing`` overrides any field, e.g. the production
-default ``{"seeds": "switch", "agg_offset": 10}``. We measure the load the two ToR downlinks toward each receiving NIC carry,
-and how evenly the Agg downlinks toward the job's ToRs are loaded.
+default ``{"seeds": "switch", "agg_offset": 10}``. We measure the load the two ToR downlinks
+toward each receiving NIC carry, and how evenly the Agg downlinks toward the job's ToRs are
+loaded.
 """
 
 from __future__ import annotations
