@@ -161,6 +161,7 @@ def capacity(
                     sub.output_len,
                     (name,),
                     (kinds[k],),
+                    (rates[k],),
                 )
                 g = _group_capacity(sub, policy, tp, limit, metric, sim)
                 total += g["gpus"]

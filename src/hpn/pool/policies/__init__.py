@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from hpn.errors import InputError
+from hpn.pool.backend import Cluster
 from hpn.pool.policies.aegaeon import Aegaeon
-from hpn.pool.policies.base import Cluster, Policy
+from hpn.pool.policies.base import Policy, Slo
 from hpn.pool.policies.dedicated import Dedicated
 from hpn.pool.policies.muxserve import MuxServe
 from hpn.pool.policies.serverless import Serverless
@@ -19,4 +20,4 @@ def get_policy(name: str) -> type[Policy]:
     return POLICIES[key]
 
 
-__all__ = ["POLICIES", "Cluster", "Policy", "get_policy"]
+__all__ = ["POLICIES", "Cluster", "Policy", "Slo", "get_policy"]

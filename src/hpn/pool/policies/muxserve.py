@@ -9,6 +9,8 @@ GPU: prefill jobs run one at a time and decode steps of the resident models inte
 
 from __future__ import annotations
 
+from hpn.pool.costs import BLOCK_TOKENS, KV_FLOOR_BLOCKS
+from hpn.pool.policies.base import Slo
 from hpn.pool.policies.colocated import Colocated
 from hpn.pool.requests import Request
 
@@ -17,20 +19,18 @@ class MuxServe(Colocated):
     name = "muxserve"
     summary = "static multiplexing: models placed by popularity while memory lasts"
 
-    def __init__(self, backend, cost, cluster, rates, **kw):
-        super().__init__(backend, cost, cluster, rates, **kw)
-        free = {i.iid: cost.memory_budget(i.tp) for i in self.workers}
+    def __init__(self, backend, predictor, cluster, rates, slo=Slo(), **kw):
+        super().__init__(backend, predictor, cluster, rates, slo, **kw)
+        p = predictor
+        free = {i.iid: p.memory_budget(i.tp) for i in self.workers}
         self.home = {}
         for m in sorted(rates, key=lambda m: (-rates[m], m)):
-            need = cost.weights(m) + cost.kv_floor(m)
+            need = p.weights[m] + KV_FLOOR_BLOCKS * BLOCK_TOKENS * p.kv_bytes_per_token[m]
             inst = max(self.workers, key=lambda i: (free[i.iid], -i.iid), default=None)
             if inst is None or free[inst.iid] < need:
                 continue
             free[inst.iid] -= need
-            inst.state.models.add(m)
-            if inst.resident is None:
-                backend.place(inst, m)
-            inst.seen.add(m)
+            backend.place(inst, m)
             self.home[m] = inst
 
     def on_arrival(self, req: Request) -> None:

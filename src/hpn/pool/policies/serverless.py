@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import deque
 
 from hpn.pool.backend import Instance
+from hpn.pool.costs import Loader
+from hpn.pool.policies.base import Slo
 from hpn.pool.policies.colocated import Colocated
 from hpn.pool.requests import Request
 
@@ -32,22 +34,20 @@ class Serverless(Colocated):
     def __init__(
         self,
         backend,
-        cost,
+        predictor,
         cluster,
         rates,
+        slo=Slo(),
         slots=SLOTS,
         start_timeout=START_TIMEOUT,
         keep_alive=KEEP_ALIVE,
         **kw,
     ):
-        super().__init__(backend, cost, cluster, rates, **kw)
+        super().__init__(backend, predictor, cluster, rates, slo, **kw)
         self.slots, self.start_timeout, self.keep_alive = slots, start_timeout, keep_alive
         self.queue: deque[Request] = deque()
         self.by_model: dict[str, deque[Request]] = {}
         self.taken: set[int] = set()
-
-    def ready(self, inst: Instance, req: Request) -> bool:
-        return inst.resident == req.model
 
     def _alive(self, inst: Instance, model: str) -> bool:
         w = inst.state
@@ -78,14 +78,14 @@ class Serverless(Colocated):
         if w.model == model and inst.resident == model and self._alive(inst, model):
             return
         w.model = model
-        w.models = {model}
-        self.backend.load(inst, model, self.kick, self.load_time(model))
+        self.backend.load(inst, model, lambda d: self.kick(d.inst))
 
-    def load_time(self, model: str) -> float | None:
-        """The baseline's own loader; None (the cost model's) for unoptimized switching."""
-        if self.cost.switch_mode != "optimized":
+    @classmethod
+    def loader(cls, gpu, switch, options) -> Loader | None:
+        """The artifact simulator's swap (16 GB/s); the pool's for unoptimized switching."""
+        if switch != "optimized":
             return None
-        return self.cost.weights(model) / self.cost.models[model].tp / LOAD_BPS
+        return Loader("artifact-sim", LOAD_BPS, 0.0, "Art aegaeon/sim/worker.py")
 
     def _take(self, q: deque[Request]) -> Request | None:
         now = self.backend.now()

@@ -24,6 +24,7 @@ class Trace:
     output_len: np.ndarray  # int64 tokens (>= 1)
     names: tuple[str, ...]
     kinds: tuple[str, ...]
+    rates: tuple[float, ...] | None = None  # declared req/s per model (a forecast), if known
 
     def __post_init__(self) -> None:
         n = len(self.arrival)
@@ -31,6 +32,8 @@ class Trace:
             raise ValueError("trace columns differ in length")
         if len(self.names) != len(self.kinds):
             raise ValueError("names and kinds differ in length")
+        if self.rates is not None and len(self.rates) != len(self.names):
+            raise ValueError("names and rates differ in length")
 
     def __len__(self) -> int:
         return len(self.arrival)
@@ -40,7 +43,7 @@ class Trace:
         return float(self.arrival[-1]) if len(self) else 0.0
 
     @staticmethod
-    def build(arrival, model, input_len, output_len, names, kinds) -> Trace:
+    def build(arrival, model, input_len, output_len, names, kinds, rates=None) -> Trace:
         """Sort by arrival (stable) and normalize dtypes."""
         arrival = np.asarray(arrival, dtype=np.float64)
         order = np.argsort(arrival, kind="stable")
@@ -51,6 +54,7 @@ class Trace:
             np.asarray(output_len, dtype=np.int64)[order],
             tuple(names),
             tuple(kinds),
+            None if rates is None else tuple(float(r) for r in rates),
         )
 
     def select(self, mask: np.ndarray) -> Trace:
@@ -61,6 +65,7 @@ class Trace:
             self.output_len[mask],
             self.names,
             self.kinds,
+            self.rates,
         )
 
 
