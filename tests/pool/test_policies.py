@@ -148,6 +148,17 @@ def test_muxserve_places_models_by_its_memory_accounting():
     assert loose.unserved_models == 2
 
 
+def test_muxserve_greedy_places_the_most_compute_first():
+    # MuxServe's greedy placer: 13B first (rate x 2), then Yi-9B (48 layers) before the
+    # 7Bs; each to the least-loaded GPU where its weights fit. GPU0: 13B (43.2 -> 9.6);
+    # GPU1: 9B (43.2 -> 17.94), then 7B m2 (17.94 >= 15.24 -> -4.9); m3 fits nowhere.
+    kinds = ["llama-2-13b", "yi-1.5-9b", SEVEN, SEVEN]
+    rows = [(0.01 * k, k, 100, 10) for k in range(4)]
+    res = simulate(trace(rows, kinds), "muxserve", gpus=2)
+    assert res.unserved_models == 1
+    assert res.per_model["m3"] == 0.0 and min(res.per_model[m] for m in ("m0", "m1", "m2")) > 0
+
+
 def test_seed_reproduces_and_overload_degrades():
     t = market(12, 0.3, 120, seed=7)
     a = simulate(t, "aegaeon", prefill_gpus=1, decode_gpus=2).to_dict()
