@@ -17,7 +17,9 @@ def lab_pids(prefix: str) -> set[int]:
 def leftovers(prefix: str, pids: set[int] = frozenset()) -> dict[str, list]:
     host_links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
     names = [ln.split(":")[1].strip().split("@")[0] for ln in host_links.stdout.splitlines()]
-    files = [str(p) for p in Path("/var/tmp/frr").glob("*")] if Path("/var/tmp/frr").is_dir() else []
+    files = (
+        [str(p) for p in Path("/var/tmp/frr").glob("*")] if Path("/var/tmp/frr").is_dir() else []
+    )
     files = [f for f in files if any(f.endswith(f".{p}") for p in pids)]
     return {
         "namespaces": netns.lab_namespaces(prefix),

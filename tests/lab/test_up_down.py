@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from hpn.lab import netns, service
+from hpn.lab import bgp, netns, service
 from hpn.lab.plan import LabSpec
 
 from .leftovers import NOTHING, lab_pids, leftovers
@@ -68,8 +68,8 @@ def _kill_during_up(name: str, control: str) -> set[int]:
 
 @pytest.mark.parametrize("control", ["static", "bgp"])
 def test_kill9_during_up_then_down_leaves_nothing(lab_name, control):
-    if control == "bgp":
-        pytest.importorskip("hpn.lab.bgp").require_or_skip()
+    if control == "bgp" and bgp.missing():
+        pytest.skip(bgp.missing())
     prefix = "hl" + lab_name
     pids = _kill_during_up(lab_name, control)
     assert netns.lab_namespaces(prefix)  # it was killed mid-build

@@ -145,7 +145,7 @@ def test_start_a_run_and_poll(client):
     )
     assert r.status_code == 202, r.text
     job = r.json()
-    for _ in range(100):
+    for _ in range(1200):  # a job starts its own process
         job = client.get(f"/api/jobs/{job['id']}").json()
         if job["status"] in ("done", "failed"):
             break

@@ -24,6 +24,7 @@ from hpn.errors import InputError
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = Path("/run/netns")
 STATE_ROOT = Path("/run/hpn-lab")
+SPAWNED = "spawned.pids"  # pids of the daemons the lab started, as they were started
 
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
 
@@ -130,6 +131,8 @@ def remove_lab(prefix: str) -> dict[str, int]:
     pid), delete the namespaces (their veths go with them) and its state directory."""
     names = lab_namespaces(prefix)
     pids = sorted({p for ns in names for p in ns_pids(ns)} - {os.getpid()})
+    spawned = state_dir(prefix) / SPAWNED
+    started = [int(x) for x in spawned.read_text().split()] if spawned.exists() else []
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
@@ -141,6 +144,9 @@ def remove_lab(prefix: str) -> dict[str, int]:
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    for pid in pids + started:  # FRR keeps per-process crash-log directories there
+        for d in Path("/var/tmp/frr").glob(f"*.{pid}"):
+            shutil.rmtree(d, ignore_errors=True)
     if names:
         ip_batch([f"netns del {n}" for n in names], force=True)
     for n in lab_namespaces(prefix):  # a name left without its mount

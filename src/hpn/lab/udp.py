@@ -57,6 +57,7 @@ class Transfer:
     gap_start: np.ndarray  # when that interval began, s
     duration: float
     events: list[dict] = field(default_factory=list)
+    arrivals: list[np.ndarray] = field(default_factory=list)  # per flow, s from start
 
     @property
     def lost(self) -> np.ndarray:
@@ -120,6 +121,7 @@ def run_flows(
         last = np.full(n, np.nan)
         gap = np.zeros(n)
         gap_at = np.full(n, np.nan)
+        arrivals: list[list[float]] = [[] for _ in range(n)]
         # stagger the flows' phases so packets do not leave in bursts
         due = np.arange(n) * (interval / max(n, 1))
         pending = sorted(events or [], key=lambda e: e[0])
@@ -146,6 +148,7 @@ def run_flows(
                         first[fid] = now
                     last[fid] = now
                     recv[fid] += 1
+                    arrivals[fid].append(now)
 
         while True:
             now = time.monotonic() - t0
@@ -178,4 +181,5 @@ def run_flows(
         for so in socks + rx:
             so.close()
         sel.close()
-    return Transfer(payload, sent, errs, recv, first, last, gap, gap_at, duration, log)
+    arr = [np.asarray(a) for a in arrivals]
+    return Transfer(payload, sent, errs, recv, first, last, gap, gap_at, duration, log, arr)

@@ -1,0 +1,207 @@
+"""Failures with real packets: break a NIC port's link, a whole ToR, or flap a link while
+paced flows run to and from the NICs concerned, then measure per flow the longest gap
+between arrivals, the packets lost, and whether the NIC was cut off until repair.
+
+A link goes down as a cable pull does on a veth pair: the ToR's end is set down, so the host
+sees carrier loss (its multipath default skips the port: ``ignore_routes_with_linkdown``)
+and the ToR loses the interface (FRR withdraws the NIC's /32). A ToR failure downs every
+interface of the ToR. Repair sets them up again (static mode re-applies the routes the
+kernel flushed with the interface).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import numpy as np
+
+from hpn.errors import InputError
+from hpn.lab import netns
+from hpn.lab.build import load
+from hpn.lab.plan import ENDPOINT_KINDS, LabPlan
+from hpn.lab.routes import static_commands, switch_next_hops
+from hpn.lab.service import sports_for
+from hpn.lab.udp import FlowSet, run_flows
+from hpn.topology.fabric import NodeKind
+
+_TARGET = re.compile(r"^(link|tor|flap):(.*)$")
+
+
+def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, float]]:
+    """``link:host=H,nic=N,port=P`` / ``tor:segment=S,rail=R,plane=P`` /
+    ``flap:host=H,nic=N,port=P[,period=0.4,count=3]`` -> (kind, ToR-side links, extras)."""
+    m = _TARGET.match(text.strip())
+    if not m:
+        raise InputError("target", f"expected link:..., tor:... or flap:..., got {text!r}")
+    kind, body = m.groups()
+    kv: dict[str, float] = {}
+    for part in filter(None, body.split(",")):
+        k, _, v = part.partition("=")
+        try:
+            kv[k.strip()] = float(v)
+        except ValueError:
+            raise InputError("target", f"{k}: expected a number, got {v!r}") from None
+    f = plan.fabric
+    nd, lk = f.nodes, f.links
+    if kind in ("link", "flap"):
+        host, nic, port = (int(kv.get(k, 0)) for k in ("host", "nic", "port"))
+        gpu = [
+            int(n)
+            for n in plan.endpoints
+            if max(nd.host[n], 0) == host
+            and max(nd.index[n], 0) == nic
+            and nd.kind[n] in ENDPOINT_KINDS
+        ]
+        if not gpu:
+            raise InputError("target", f"no NIC host={host},nic={nic} in the lab")
+        ports = [ln for ln in plan.nic_ports(gpu[0]) if max(int(lk.port[ln]), 0) == port]
+        if not ports:
+            raise InputError("target", f"NIC host={host},nic={nic} has no port {port}")
+        return kind, [ports[0] ^ 1], kv
+    seg, rail, plane = (int(kv.get(k, 0)) for k in ("segment", "rail", "plane"))
+    tors = np.flatnonzero(
+        (nd.kind == NodeKind.TOR)
+        & (nd.segment == seg)
+        & (np.maximum(nd.rail, 0) == rail)
+        & (np.maximum(nd.plane, 0) == plane)
+    )
+    if not len(tors):
+        raise InputError("target", f"no ToR segment={seg},rail={rail},plane={plane}")
+    tor = int(tors[0])
+    return "tor", [int(ln) for ln in f.out_links(tor) if int(ln) in plan.ifname], kv
+
+
+def _set(plan: LabPlan, links: list[int], state: str) -> None:
+    by_ns: dict[str, list[str]] = {}
+    for ln in links:
+        by_ns.setdefault(plan.ns(int(plan.fabric.links.src[ln])), []).append(
+            f"link set {plan.ifname[ln]} {state}"
+        )
+    for ns, cmds in by_ns.items():
+        netns.ip_batch(cmds, ns)
+    if state == "up" and plan.spec.control == "static":
+        hops = switch_next_hops(plan)
+        for ns in by_ns:
+            i = plan.namespaces.index(ns)
+            if plan.ns_role[i] != "host":
+                netns.ip_batch(static_commands(plan, i, hops), ns)
+
+
+def affected_nics(plan: LabPlan, links: list[int]) -> list[int]:
+    lk = plan.fabric.links
+    return sorted({int(lk.dst[ln]) for ln in links if int(lk.dst[ln]) in set(plan.endpoints)})
+
+
+def fail(
+    name: str = "0",
+    target: str = "link:host=0,nic=0,port=0",
+    repair: float = 2.0,
+    before: float = 1.0,
+    after: float = 1.0,
+    connections: int = 4,
+    routing: str = "ecmp",
+    rate: float = 1e6,
+    payload: int = 500,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Run flows to and from the NICs the failure touches; fail at ``before`` s, repair
+    ``repair`` s later; report gaps, losses and recovery per direction."""
+    if not 0.2 <= repair <= 60:
+        raise InputError("repair", f"must be 0.2..60 s, got {repair}")
+    plan, _ = load(name)
+    kind, links, kv = parse_target(plan, target)
+    nics = affected_nics(plan, links)
+    f = plan.fabric
+    others = [int(n) for n in plan.endpoints if f.nodes.segment[n] != f.nodes.segment[nics[0]]]
+    others = others or [int(n) for n in plan.endpoints if n not in nics]
+    if not others:
+        raise InputError("target", "the lab has no NIC outside the failure to talk to")
+    src, dst, direction = [], [], []
+    for k, nic in enumerate(nics):
+        peer = others[k % len(others)]
+        for _ in range(connections):
+            src += [peer, nic]
+            dst += [nic, peer]
+            direction += ["to_nic", "from_nic"]
+    src, dst = np.array(src, np.int64), np.array(dst, np.int64)
+    sport, _ = sports_for(plan, src, dst, routing, seed)
+    t_fail, t_repair = before, before + repair
+    total = t_repair + after
+    size = np.full(len(src), rate / 8 * total)
+    events = []
+    if kind == "flap":
+        period, count = float(kv.get("period", 0.4)), int(kv.get("count", 3))
+        t = t_fail
+        for _ in range(count):
+            events += [
+                (t, _action(plan, links, "down")),
+                (t + period / 2, _action(plan, links, "up")),
+            ]
+            t += period
+        t_repair = t - period / 2
+    else:
+        events = [(t_fail, _action(plan, links, "down")), (t_repair, _action(plan, links, "up"))]
+    tr = run_flows(plan, FlowSet(src, dst, sport, size), rate, payload, events)
+    interval = 8 * payload / rate
+    direction = np.array(direction)
+    out: dict[str, Any] = {
+        "lab": name,
+        "target": target,
+        "kind": kind,
+        "dual_tor": bool(getattr(f.spec, "dual_tor", False)),
+        "dual_plane": bool(getattr(f.spec, "dual_plane", False)),
+        "control": plan.spec.control,
+        "routing": routing,
+        "links_down": [plan.ifname[ln] for ln in links],
+        "nics": [f.node_name(n) for n in nics],
+        "failed_at_s": t_fail,
+        "repaired_at_s": t_repair,
+        "packet_interval_s": interval,
+        "events": tr.events,
+    }
+    for d in ("to_nic", "from_nic"):
+        idx = np.flatnonzero(direction == d)
+        out[d] = _summary(tr, idx, t_fail, t_repair, interval)
+    out["flows_keep_going"] = all(out[d]["flows_cut_off"] == 0 for d in ("to_nic", "from_nic"))
+    out["nic_cut_off"] = all(
+        out[d]["flows_cut_off"] == out[d]["flows"] for d in ("to_nic", "from_nic")
+    )
+    return out
+
+
+def _action(plan: LabPlan, links: list[int], state: str):
+    def run() -> dict:
+        t = time.monotonic()
+        _set(plan, links, state)
+        return {"action": state, "took_s": round(time.monotonic() - t, 4)}
+
+    return run
+
+
+def _summary(tr, idx: np.ndarray, t_fail: float, t_repair: float, interval: float) -> dict:
+    gaps, cut, recover = [], 0, []
+    for i in idx:
+        a = tr.arrivals[i]
+        during = a[(a > t_fail) & (a < t_repair)]
+        around = a[a > t_fail - 0.2]
+        g = float(np.diff(around).max()) if len(around) > 1 else float("inf")
+        if not len(during):
+            cut += 1
+            later = a[a >= t_repair]
+            recover.append(float(later[0] - t_repair) if len(later) else float("inf"))
+            continue
+        gaps.append(g)
+    lost = int(tr.lost[idx].sum())
+    affected = [g for g in gaps if g > 5 * interval]
+    return {
+        "flows": int(len(idx)),
+        "packets_sent": int(tr.sent[idx].sum()),
+        "packets_lost": lost,
+        "send_errors": int(tr.send_errors[idx].sum()),
+        "flows_with_gap": len(affected),
+        "max_gap_s": round(max(gaps), 4) if gaps else None,
+        "flows_cut_off": cut,
+        "recovery_after_repair_s": round(max(recover), 4) if recover else None,
+    }
