@@ -15,6 +15,7 @@ import errno
 import selectors
 import socket
 import struct
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -126,6 +127,7 @@ def run_flows(
         due = np.arange(n) * (interval / max(n, 1))
         pending = sorted(events or [], key=lambda e: e[0])
         log: list[dict] = []
+        threads: list[threading.Thread] = []
         t0 = time.monotonic()
         end_send = float((pkts - 1).max() * interval) if n else 0.0
 
@@ -152,12 +154,13 @@ def run_flows(
 
         while True:
             now = time.monotonic() - t0
-            while pending and pending[0][0] <= now:
+            while pending and pending[0][0] <= now:  # in a thread: sending goes on
                 at, fn = pending.pop(0)
-                info = dict(fn() or {})
-                info.setdefault("at_s", round(at, 4))
-                info["ran_s"] = round(time.monotonic() - t0, 4)
+                info = {"at_s": round(at, 4), "ran_s": round(now, 4)}
                 log.append(info)
+                th = threading.Thread(target=lambda fn=fn, info=info: info.update(fn() or {}))
+                th.start()
+                threads.append(th)
             ready = np.flatnonzero((due <= now) & (sent + errs < pkts))
             for i in ready:
                 i = int(i)
@@ -171,13 +174,16 @@ def run_flows(
                     errs[i] += 1
                 due[i] += interval
             drain(time.monotonic() - t0)
-            if (sent + errs >= pkts).all() and now > end_send + drain_s and not pending:
+            done = (sent + errs >= pkts).all() and now > end_send + drain_s and not pending
+            if done and not any(th.is_alive() for th in threads):
                 break
             left = due[sent + errs < pkts]
             nxt = min(left.min() if len(left) else now + 0.002, pending[0][0] if pending else 1e9)
             sel.select(timeout=max(0.0, min(nxt - (time.monotonic() - t0), 0.002)))
         duration = time.monotonic() - t0
     finally:
+        for th in locals().get("threads", []):
+            th.join()
         for so in socks + rx:
             so.close()
         sel.close()
