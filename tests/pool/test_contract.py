@@ -43,11 +43,30 @@ def test_aegaeon_prefill_then_decode_instance():
     assert be.done_count == {"load": 2, "prefill": 1, "move_kv": 2, "decode": 1}
 
 
-def test_serverless_second_model_waits_for_the_instance():
+def test_serverless_autoscaler_ticks_fcfs_gpu_and_balancer_polls():
     a, b = req(0, "a", 0.0, 3), req(1, "b", 0.1, 2)
     be = drive("serverless", Cluster(1), ["a", "b"], [a, b])
-    # a: load 1.0, prefill -> 1.5, two steps -> 1.9; b queued until the worker is free,
-    # then load b (1.0) -> 2.9, prefill -> 3.4, one step -> 3.6
+    # tick 1.0: an engine for a gets the GPU (start 1.0 -> 2.0); b's engine waits for a GPU.
+    # a's balancer slept 1 s (0 -> 1.0), found no ready engine, polls again at 2.0: prefill
+    # -> 2.5, two steps -> 2.9. Tick 3.0: a idle, keep-alive 0: its engine stops and b's
+    # gets the GPU (3.0 -> 4.0). b's balancer polls 1.1, 2.1, 3.1, 4.1: prefill -> 4.6, one
+    # step -> 4.8.
+    assert ops(be) == [
+        (1.0, "load", 0),
+        (2.0, "prefill", 0),
+        (2.5, "decode", 0),
+        (3.0, "load", 0),
+        (4.1, "prefill", 0),
+        (4.6, "decode", 0),
+    ]
+    assert (a.first_t, a.done_t, b.first_t, b.done_t) == pytest.approx((2.5, 2.9, 4.6, 4.8))
+
+
+def test_serverless_artifact_binds_early_and_swaps_after_the_run():
+    a, b = req(0, "a", 0.0, 3), req(1, "b", 0.1, 2)
+    be = drive("serverless-artifact", Cluster(1), ["a", "b"], [a, b])
+    # a -> the empty worker; b bound at once behind a (its stamp 0 is the oldest): a loads
+    # (1.0), prefill -> 1.5, two steps -> 1.9; then swap to b -> 2.9, prefill -> 3.4, step
     assert ops(be) == [
         (0.0, "load", 0),
         (1.0, "prefill", 0),

@@ -121,5 +121,6 @@ def simulate(
         wall=time.perf_counter() - wall,
     )
     res.models = len(names)
+    res.unserved_models = len(pol.unserved)
     res.models_per_gpu = len(names) / total
     return res
