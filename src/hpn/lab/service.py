@@ -141,10 +141,22 @@ def traffic(
         "duration_s": round(tr.duration, 3),
         "flows_routed": int(ok.sum()),
         "selection": sel,
+        "fct_s": _fct(tr.last_rx),
+        "makespan_s": round(float(np.nanmax(tr.last_rx)), 4) if len(src) else 0.0,
+        "links_used": int(np.count_nonzero(measured[plan.links] > 20_000)),
         "measured": port_balance(plan, measured.astype(float), receivers),
         "model": port_balance(plan, model, receivers),
         "model_vs_measured": compare_links(plan, measured, model),
     }
+
+
+def _fct(finish: np.ndarray) -> dict[str, float | None]:
+    """Flow completion (last packet received, s after the start), as ``hpn traffic``."""
+    f = finish[np.isfinite(finish)]
+    if not len(f):
+        return {"min": None, "p50": None, "p99": None, "max": None}
+    p50, p99 = np.percentile(f, [50, 99])
+    return {"min": float(f.min()), "p50": float(p50), "p99": float(p99), "max": float(f.max())}
 
 
 def run_tables(plan, tr, src, dst, sport, nbytes, paths, measured, model) -> dict:
