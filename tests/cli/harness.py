@@ -66,12 +66,14 @@ def invoke(args: list[str], cwd: Path, env: dict[str, str], limit_s: int = 20) -
 
 
 def snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
-    """Every path under ``roots`` with its size and mtime: what "nothing written" compares."""
+    """Every path under ``roots`` with its size and mtime (folders: that they exist), what
+    "nothing written" compares. A folder's own mtime is left out: opening the SQLite index
+    to read it creates and removes its journal files."""
     seen: dict[str, tuple[int, int]] = {}
     for root in roots:
         if not root.exists():
             continue
         for p in [root, *root.rglob("*")]:
             st = p.lstat()
-            seen[str(p)] = (st.st_size if p.is_file() else 0, st.st_mtime_ns)
+            seen[str(p)] = (0, 0) if p.is_dir() else (st.st_size, st.st_mtime_ns)
     return seen

@@ -100,14 +100,19 @@ def test_a_file_in_the_way_is_refused_before_work(tmp_path: Path, monkeypatch, w
 
 
 def test_read_only_folder_is_refused(tmp_path: Path, monkeypatch):
-    import tempfile
+    import hpn.store.record as rec
 
-    def refuse(*a, **k):
-        raise OSError(30, "Read-only file system")
-
-    monkeypatch.setattr(tempfile, "mkstemp", refuse)
-    with pytest.raises(InputError, match=r"^\$HPN_RUNS_DIR: .* not writable \(Read-only"):
+    monkeypatch.setattr(rec.os, "access", lambda p, mode: False)
+    monkeypatch.setattr(rec, "_read_only_fs", lambda p: True)
+    with pytest.raises(InputError, match=r"^\$HPN_RUNS_DIR: .* not writable \(read-only"):
         check_out(tmp_path / "r")
+
+
+def test_checks_leave_an_existing_folder_untouched(tmp_path: Path):
+    out = tmp_path / "new"
+    before = tmp_path.stat().st_mtime_ns
+    check_out(out)
+    assert tmp_path.stat().st_mtime_ns == before and not out.exists()
 
 
 def test_reindex_skips_staging_folders(tmp_path: Path):

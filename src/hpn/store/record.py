@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -47,12 +46,16 @@ def check_folder(path: Path, field: str) -> None:
         anc = anc.parent
     if not anc.is_dir():
         raise InputError(field, f"{anc} is a file, so {path} cannot be created")
+    if not os.access(anc, os.W_OK | os.X_OK):  # also false on a read-only file system
+        why = "read-only file system" if _read_only_fs(anc) else "permission denied"
+        raise InputError(field, f"{anc} is not writable ({why})")
+
+
+def _read_only_fs(path: Path) -> bool:
     try:
-        fd, probe = tempfile.mkstemp(prefix=".hpn-probe-", dir=anc)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise InputError(field, f"{anc} is not writable ({e.strerror or e})") from None
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _adopt(root: Path, folder: Path, meta: dict[str, Any]) -> str:
