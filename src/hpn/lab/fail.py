@@ -11,6 +11,7 @@ kernel flushed with the interface).
 
 from __future__ import annotations
 
+import queue
 import re
 import time
 from typing import Any
@@ -136,9 +137,12 @@ def fail(
     rate: float = 1e6,
     payload: int = 500,
     seed: int = 0,
+    probe: float = 0.1,
 ) -> dict[str, Any]:
     """Run flows to and from the NICs the failure touches; fail at ``before`` s, repair
-    ``repair`` s later; report gaps, losses and recovery per direction."""
+    ``repair`` s later; report gaps, losses and recovery per direction. With ``routing="hpn"``
+    the hosts re-learn their connections' paths every ``probe`` s and move a connection whose
+    path no longer reaches its peer to a live one (HPN's selection, re-run)."""
     if not 0.2 <= repair <= 60:
         raise InputError("repair", f"must be 0.2..60 s, got {repair}")
     plan, _ = load(name)
@@ -174,7 +178,14 @@ def fail(
         t_repair = t - period / 2
     else:
         events = [(t_fail, _action(plan, links, "down")), (t_repair, _action(plan, links, "up"))]
-    tr = run_flows(plan, FlowSet(src, dst, sport, size), rate, payload, events)
+    flows = FlowSet(src, dst, sport.copy(), size)
+    rebinds: queue.SimpleQueue = queue.SimpleQueue()
+    if routing == "hpn":  # the hosts re-run path selection every `probe` seconds
+        t = t_fail + probe
+        while t < total:
+            events.append((t, _reselect(plan, flows, rebinds, seed)))
+            t += probe
+    tr = run_flows(plan, flows, rate, payload, events, rebinds=rebinds)
     interval = 8 * payload / rate
     direction = np.array(direction)
     out: dict[str, Any] = {
@@ -191,6 +202,7 @@ def fail(
         "repaired_at_s": t_repair,
         "packet_interval_s": interval,
         "events": tr.events,
+        "loop_stall_max_s": round(tr.loop_stall_max_s, 4),
     }
     for d in ("to_nic", "from_nic"):
         idx = np.flatnonzero(direction == d)
@@ -200,6 +212,28 @@ def fail(
         out[d]["flows_cut_off"] == out[d]["flows"] for d in ("to_nic", "from_nic")
     )
     return out
+
+
+def _reselect(plan: LabPlan, flows: FlowSet, rebinds: queue.SimpleQueue, seed: int):
+    from hpn.lab.learn import learn_paths
+    from hpn.lab.select import select
+
+    def run() -> dict:
+        t = time.monotonic()
+        _, ok = learn_paths(plan, flows.src, flows.dst, flows.sport)
+        bad = np.flatnonzero(~ok)
+        if not len(bad):
+            return {"action": "probe", "moved": 0}
+        sport, _ = select(plan, flows.src[bad], flows.dst[bad], seed=seed + 1)
+        for i, port in zip(bad, sport, strict=True):
+            rebinds.put((int(i), int(port)))
+        return {
+            "action": "reselect",
+            "moved": int(len(bad)),
+            "took_s": round(time.monotonic() - t, 4),
+        }
+
+    return run
 
 
 def _action(plan: LabPlan, links: list[int], state: str):
