@@ -53,6 +53,7 @@ class CollectiveResult(Result):
     op: str
     algo: str
     routing: str
+    routing_detail: str
     seed: int
     gpus: int
     per_host: int

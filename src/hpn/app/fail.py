@@ -38,6 +38,7 @@ class FailResult(Result):
     preset: str | None
     design: str
     routing: str
+    routing_detail: str
     seed: int
     job: str
     gpus: int
@@ -89,7 +90,7 @@ def fail(cfg: FailConfig) -> Outcome[FailResult]:
     """Run a job's iterations across injected faults: throughput, halts, crashes."""
     from hpn.failures import run_fail
     from hpn.failures.workload import simple_iteration, training_iteration
-    from hpn.routing import make_router
+    from hpn.routing import router_for
     from hpn.topology import build
 
     c = cfg.fail
@@ -98,7 +99,7 @@ def fail(cfg: FailConfig) -> Outcome[FailResult]:
             "--fault", "give at least one fault, e.g. link:host=0,nic=0,at=10s,repair=30s"
         )
     fabric = build(cfg.fabric)
-    router = make_router(c.routing, seed=c.seed)
+    router = router_for(fabric, c.routing, seed=c.seed)
     if cfg.iteration is not None:
         it = simple_iteration(fabric, cfg.iteration)
     else:

@@ -64,6 +64,7 @@ class PolarizationConfig(Model):
 @dataclass
 class PolarizationResult(Result):
     routing: str
+    hashing: dict[str, Any] | str | None
     flows: int
     receiving_nics: int
     tor_port_load_ratio: float | None
@@ -76,19 +77,19 @@ class PolarizationResult(Result):
     preset: str
     dual_plane: bool
     seed: int
-    hashing: dict[str, str]
 
     title = "hash polarization (P Fig 13)"
 
     def rows(self) -> list[tuple[str, Any]]:
-        h = self.hashing
+        h = self.hashing if isinstance(self.hashing, dict) else {}
         ratio = self.tor_port_load_ratio
         planes = "dual-plane" if self.dual_plane else "single-plane"
         return [
             ("fabric", f"{self.preset} ({planes})"),
             (
                 "routing",
-                f"{self.routing}, hash {h['tor_hash']}, seeds {h['seeds']}, bond {h['bond_hash']}",
+                f"{self.routing}, hash {h.get('tor_hash')}, seeds {h.get('seeds')}, "
+                f"bond {h.get('bond_hash')}",
             ),
             ("flows", self.flows),
             ("ToR port load ratio (worst NIC)", "inf (a port idle)" if ratio is None else ratio),

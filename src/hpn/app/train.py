@@ -34,6 +34,7 @@ class TrainConfig(Model):
 class TrainResult(Result):
     preset: str | None
     routing: str
+    routing_detail: str
     seed: int
     iteration_s: float
     samples_per_s: float

@@ -32,7 +32,9 @@ class FailCfg(RecoveryCfg):
         json_schema_extra={"flag": "--fault"},
     )
     stacked: bool = Field(False, description="stacked dual-ToR: a ToR fault kills the pair")
-    routing: str = Field("ecmp", description="routing policy")
+    routing: str | None = Field(
+        None, description="routing policy (default: the fabric's, hpn on HPN presets, else ecmp)"
+    )
     seed: int = 0
     duration: Duration | None = Field(None, description="simulated time (default: to repair)")
     since_checkpoint: Duration | None = Field(
