@@ -79,6 +79,7 @@ class SimulateResult(Result):
     models_per_gpu: float
     span_s: float
     wall_s: float
+    unserved_models: int
 
     def heading(self) -> str:
         return f"pool simulate: {self.policy}"
@@ -144,13 +145,15 @@ class GoodputResult(Result):
     models_per_gpu: float
     models_per_decode_gpu: float | None
     evaluated: dict[str, float]
+    unserved: dict[str, int]
 
     def heading(self) -> str:
         return f"pool goodput: {self.policy}"
 
     def rows(self) -> list[tuple[str, Any]]:
-        rows = [(k, v) for k, v in _round(self.to_json()).items() if k != "evaluated"]
-        return [*rows, ("evaluated", self.evaluated)]
+        skip = ("evaluated", "unserved")
+        rows = [(k, v) for k, v in _round(self.to_json()).items() if k not in skip]
+        return [*rows, ("evaluated", self.evaluated), ("unserved", self.unserved)]
 
 
 def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult]:
