@@ -108,6 +108,7 @@ class PoolResult:
     models_per_gpu: float
     span_s: float
     wall_s: float = 0.0
+    unserved_models: int = 0  # models the policy could not place (all their requests fail)
     per_model: dict = field(default_factory=dict, repr=False)
     per_model_artifact: dict = field(default_factory=dict, repr=False)
 

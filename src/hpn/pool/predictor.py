@@ -29,8 +29,8 @@ class Predictor:
         Estimated scale-up time per model (weights not pre-loaded).
     kv_s_per_token
         KV transfer time per token per model (host <-> device).
-    weights, kv_bytes_per_token
-        Weight bytes (all shards) and KV bytes per token per model.
+    weights, kv_bytes_per_token, layers
+        Weight bytes (all shards), KV bytes per token and layer count per model.
     memory_per_gpu
         Bytes per GPU for weights plus KV (activations excluded).
     """
@@ -41,6 +41,7 @@ class Predictor:
     kv_s_per_token: dict[str, float] = field(default_factory=dict)
     weights: dict[str, float] = field(default_factory=dict)
     kv_bytes_per_token: dict[str, float] = field(default_factory=dict)
+    layers: dict[str, int] = field(default_factory=dict)
     memory_per_gpu: float = 0.0
     gpu_memory: float = 0.0
 
@@ -54,6 +55,7 @@ class Predictor:
             kv_s_per_token={m: cost.kv_transfer_time(m, 1.0) for m in cost.models},
             weights={m: cost.weights(m) for m in cost.models},
             kv_bytes_per_token={m: x.kv_bytes_per_token for m, x in cost.models.items()},
+            layers={m: x.layers for m, x in cost.models.items()},
             memory_per_gpu=cost.memory_budget(1),
             gpu_memory=cost.gpu.memory_bytes,
         )

@@ -60,6 +60,7 @@ class Policy:
         self.cluster = cluster
         self.rates = rates
         self.slo = slo
+        self.unserved: list[str] = []  # models the policy could not place (requests fail)
 
     @classmethod
     def loader(cls, gpu: GPU, switch: str, options: dict) -> Loader | None:

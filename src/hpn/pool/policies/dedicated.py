@@ -35,6 +35,7 @@ class Dedicated(Colocated):
                 inst = next(it)
                 backend.place(inst, m)
                 self.home.setdefault(m, []).append(inst)
+        self.unserved = [m for m in rates if m not in self.home]
 
     def on_arrival(self, req: Request) -> None:
         insts = self.home.get(req.model)
