@@ -126,6 +126,8 @@ class EcmpRouter:
     """Shortest-path ECMP; the choice among equal-cost next hops is seeded per flow key."""
 
     name = "random"
+    per_connection = True  # a flow's path depends only on its (src, dst, key) among the
+    # distinct connections of a call: flows of one connection may be routed once
 
     def __init__(self, seed: int = 0):
         self.seed = int(seed)
