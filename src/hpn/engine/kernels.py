@@ -1,11 +1,11 @@
 """Compiled inner kernels (numba, the ``fast`` extra), with the numpy code as the fallback.
 
 :func:`fill_rates` is progressive filling (:mod:`hpn.engine.maxmin`) on (user, link) hop
-entries: counting sorts build both incidences, then every round scans the links for the
-lowest share and the bottlenecks. It performs the same floating-point operations as
-:func:`hpn.engine.maxmin.maxmin_rates` in the same order (weights are integer counts, so their
-sums are exact), so the rates are bit-identical to it; a test checks that. Without numba the
-numpy version runs.
+entries: counting sorts build both incidences, and a heap of link shares (stale entries
+skipped) gives each round its level and bottlenecks. Each round freezes the same users at
+the same level and updates each link with the same floating-point operations as
+:func:`hpn.engine.maxmin.maxmin_rates` (weights are integer counts, so their sums are exact):
+the rates are bit-identical to it, which a test checks. Without numba the numpy code runs.
 """
 
 from __future__ import annotations
@@ -72,9 +72,16 @@ def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - 
             n[u_link[j]] += u_w[j]
     rem = cap.copy()
     share = np.full(n_links, np.inf)
+    # a binary min-heap of (share, link) with stale entries skipped: a link's entry is valid
+    # while its key equals its share; shares change only on the links a round touches
+    cap_h = n_links + k + 1
+    hkey = np.empty(cap_h, np.float64)
+    hval = np.empty(cap_h, np.int64)
+    size = 0
     for lk in range(n_links):
         if n[lk] > 0.5:
             share[lk] = rem[lk] / n[lk]
+            size = _push(hkey, hval, size, share[lk], lk)
     rate = np.full(n_users, np.inf)
     live = np.zeros(n_users, np.bool_)
     left = 0
@@ -86,22 +93,29 @@ def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - 
     dn = np.zeros(n_links, np.float64)
     touched = np.empty(n_links, np.int64)
     seen = np.zeros(n_links, np.bool_)
-    while left > 0:
-        level = np.inf
-        for lk in range(n_links):
-            if share[lk] < level:
-                level = share[lk]
+    while left > 0 and size > 0:
+        # the lowest share: the first valid entry
+        while size > 0 and hkey[0] != share[hval[0]]:
+            size = _pop(hkey, hval, size)
+        if size == 0:
+            break
+        level = hkey[0]
         limit = level * (1 + eps) if level > 0 else 0.0
         nh = 0
-        for lk in range(n_links):
-            if share[lk] <= limit:
-                for j in range(l_ptr[lk], l_ptr[lk + 1]):
-                    u = l_user[j]
-                    if live[u]:
-                        live[u] = False
-                        rate[u] = level
-                        hit[nh] = u
-                        nh += 1
+        while size > 0 and hkey[0] <= limit:
+            lk = hval[0]
+            valid = hkey[0] == share[lk]
+            size = _pop(hkey, hval, size)
+            if not valid:
+                continue
+            share[lk] = -1.0  # taken: a duplicate entry with the same key is not valid
+            for j in range(l_ptr[lk], l_ptr[lk + 1]):
+                u = l_user[j]
+                if live[u]:
+                    live[u] = False
+                    rate[u] = level
+                    hit[nh] = u
+                    nh += 1
         nt = 0
         for i in range(nh):
             u = hit[i]
@@ -118,14 +132,58 @@ def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - 
             rem[lk] = r if r > 0.0 else 0.0
             n[lk] -= dn[lk]
             share[lk] = np.inf if n[lk] < 0.5 else rem[lk] / n[lk]
+            if share[lk] < np.inf:
+                if size == len(hkey):
+                    hkey, hval = _grow(hkey, hval)
+                size = _push(hkey, hval, size, share[lk], lk)
             dn[lk] = 0.0
             seen[lk] = False
         left -= nh
     return rate
 
 
+def _push(key, val, size, k, v):  # pragma: no cover - compiled
+    i = size
+    key[i], val[i] = k, v
+    while i > 0:
+        p = (i - 1) >> 1
+        if key[p] <= key[i]:
+            break
+        key[p], key[i] = key[i], key[p]
+        val[p], val[i] = val[i], val[p]
+        i = p
+    return size + 1
+
+
+def _pop(key, val, size):  # pragma: no cover - compiled
+    size -= 1
+    key[0], val[0] = key[size], val[size]
+    i = 0
+    while True:
+        a, b, m = 2 * i + 1, 2 * i + 2, i
+        if a < size and key[a] < key[m]:
+            m = a
+        if b < size and key[b] < key[m]:
+            m = b
+        if m == i:
+            return size
+        key[m], key[i] = key[i], key[m]
+        val[m], val[i] = val[i], val[m]
+        i = m
+
+
+def _grow(key, val):  # pragma: no cover - compiled
+    k2 = np.empty(2 * len(key), np.float64)
+    v2 = np.empty(2 * len(val), np.int64)
+    k2[: len(key)] = key
+    v2[: len(val)] = val
+    return k2, v2
+
+
 if HAVE_NUMBA:
-    _fill_compiled = numba.njit(cache=True, nogil=True)(_fill_kernel)
+    _jit = numba.njit(cache=True, nogil=True)
+    _push, _pop, _grow = _jit(_push), _jit(_pop), _jit(_grow)
+    _fill_compiled = _jit(_fill_kernel)
 
 
 def fill_rates(

@@ -28,17 +28,17 @@ class ReferenceSim(Sim):
     def _advance(self, t_next: float) -> None:
         self.now = t_next
         if self.flow.n_act:
-            self.flow.settle(self.flow.act, self.now)
+            self.flow.settle(self.flow.active(), self.now)
 
     def _next_end(self) -> float:
         fl = self.flow
         self._proj = None
         if not fl.n_act:
             return np.inf
-        r = fl.rate[fl.act]
+        act = self._proj_act = fl.active()
+        r = fl.rate[act]
         with np.errstate(divide="ignore"):
-            self._proj = np.where(r > 0, fl.rem[fl.act] / r, np.inf)
-        self._proj_act = fl.act
+            self._proj = np.where(r > 0, fl.rem[act] / r, np.inf)
         return self.now + self._proj.min()
 
     def _end_transmissions(self, t_next: float, dt: float) -> None:

@@ -284,11 +284,12 @@ class Sim:
             old = np.concatenate(self.departed_rates)
             floor = old.min() * (1 - 1e-9)
             # flows not sending have rate 0: with a positive floor they are never picked
-            live = fl.act[fl.rate[fl.act] >= floor] if floor > 0 else None
+            act = fl.active()
+            live = act[fl.rate[act] >= floor] if floor > 0 else None
             full = live is None or 2 * len(live) > fl.n_act
         self.departed, self.departed_rates = [], []
         if full:
-            act = fl.act
+            act = fl.active()
             loaded = self.ledger.loaded()
             if not len(act):
                 self.ledger.set(loaded, np.zeros(len(loaded)), self.now)
@@ -330,8 +331,7 @@ class Sim:
 
     def _next_end(self) -> float:
         """When the next transmission ends (inf if none is sending)."""
-        fl = self.flow
-        return fl.fin[fl.act].min() if fl.n_act else np.inf
+        return self.flow.next_end()
 
     def _end_transmissions(self, t_next: float, dt: float) -> None:
         """End the flows whose transmission ends at ``t_next`` (within the tolerance)."""
@@ -340,8 +340,7 @@ class Sim:
             return
         # the reference's test, on projected times: proj = fin - (now - dt)
         limit = t_next + dt * _TOL + 1e-15
-        act = fl.act
-        cand = act[fl.soon[act] <= limit]  # soon <= fin: a superset
+        cand = fl.ending(limit)  # soon <= fin: a superset
         if len(cand):
             ended = cand[(fl.fin[cand] <= limit) | (fl.soon[cand] <= self.now)]
             if len(ended):
@@ -387,7 +386,7 @@ class Sim:
 
     def _stuck(self) -> None:
         left = self.nt - self.task.done
-        act = self.flow.act
+        act = self.flow.active()
         if len(act):
             f = int(act[0])
             _, links = self.path.entries(act[:1])

@@ -2,8 +2,8 @@
 
 Every structure holds arrays indexed by flow, task or link id; the event loop in
 :mod:`hpn.engine.sim` reads and updates them. Transmitting flows are also kept as a sorted
-index array (:attr:`FlowState.act`), so a batch costs work in the number of flows sending,
-not in the number of flows of the DAG.
+index array (:attr:`FlowState.act`), and the next transmission ends are looked for among a
+few candidates, so a batch costs work in the flows that change, not in the flows of the DAG.
 """
 
 from __future__ import annotations
@@ -25,9 +25,18 @@ def gather_rows(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.n
     return rep, base + np.arange(len(rep))
 
 
+ENDING = 2048  # flows kept as candidates for the next transmission ends
+
+
 @dataclass(eq=False)
 class FlowState:
-    """Per flow: bytes left at ``t_at`` (booked lazily), rate, projected ends, times."""
+    """Per flow: bytes left at ``t_at`` (booked lazily), rate, projected ends, times.
+
+    ``act`` holds the transmitting flows (sorted, possibly with some that ended since; see
+    :meth:`active`). The next ends are looked for among a few candidates: every transmitting
+    flow with ``soon <= top`` is in ``cand`` (and ``soon <= fin``), so while the earliest end
+    among the candidates is at most ``top`` it is the earliest of all.
+    """
 
     size: np.ndarray
     rem: np.ndarray  # bytes left at t_at
@@ -38,7 +47,11 @@ class FlowState:
     start: np.ndarray
     tx_end: np.ndarray
     sending: np.ndarray  # bool: transmitting
-    act: np.ndarray  # the transmitting flows, sorted
+    act: np.ndarray  # the transmitting flows (and some that ended), sorted
+    n_act: int = 0  # transmitting flows
+    cand: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    inc: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # in cand
+    top: float = -np.inf
 
     @classmethod
     def of(cls, size: np.ndarray) -> FlowState:
@@ -54,11 +67,14 @@ class FlowState:
             tx_end=np.full(n, np.nan),
             sending=np.zeros(n, bool),
             act=np.zeros(0, np.int64),
+            inc=np.zeros(n, bool),
         )
 
-    @property
-    def n_act(self) -> int:
-        return len(self.act)
+    def active(self) -> np.ndarray:
+        """The transmitting flows, sorted."""
+        if len(self.act) != self.n_act:
+            self.act = self.act[self.sending[self.act]]
+        return self.act
 
     def begin(self, flows: np.ndarray, now: float) -> bool:
         """Mark unique ``flows`` as transmitting from ``now``; True if any was not."""
@@ -66,7 +82,8 @@ class FlowState:
         self.sending[flows] = True
         self.t_at[flows] = now
         if len(new):
-            self.act = np.union1d(self.act, new)
+            self.act = np.union1d(self.active(), new)
+            self.n_act += len(new)
         return len(new) > 0
 
     def end(self, flows: np.ndarray, now: float) -> None:
@@ -75,9 +92,8 @@ class FlowState:
         self.rem[flows] = 0.0
         self.rate[flows] = 0.0
         self.fin[flows] = self.soon[flows] = np.inf
-        if self.sending[flows].any():
-            self.sending[flows] = False
-            self.act = self.act[self.sending[self.act]]
+        self.n_act -= int(self.sending[flows].sum())
+        self.sending[flows] = False
 
     def settle(self, flows: np.ndarray, now: float) -> None:
         """Book the bytes ``flows`` sent since ``t_at`` (before their rate changes)."""
@@ -92,7 +108,52 @@ class FlowState:
         r = np.where(on, rate, 1.0)
         self.fin[flows] = np.where(on, now + rem / r, np.inf)
         idle = np.where(rem <= tiny, -np.inf, np.inf)
-        self.soon[flows] = np.where(on, now + (rem - tiny) / r, idle)
+        soon = np.where(on, now + (rem - tiny) / r, idle)
+        self.soon[flows] = soon
+        add = flows[(soon <= self.top) & ~self.inc[flows]]
+        if len(add):
+            self.inc[add] = True
+            self.cand = np.concatenate([self.cand, add])
+
+    def _candidates(self) -> np.ndarray:
+        c = self.cand
+        gone = ~self.sending[c]
+        if gone.any():
+            self.inc[c[gone]] = False
+            c = self.cand = c[~gone]
+        return c
+
+    def _rebuild(self, top: float | None = None) -> None:
+        """New candidates: the ENDING earliest (by ``soon``), or all with soon <= top."""
+        a = self.active()
+        self.inc[self.cand] = False
+        s = self.soon[a]
+        if top is None:
+            k = min(ENDING, len(a) - 1)
+            top = float(np.partition(s, k)[k]) if len(a) else -np.inf
+        self.top = top
+        self.cand = a[s <= top]
+        self.inc[self.cand] = True
+
+    def next_end(self) -> float:
+        """The earliest projected end of transmission (inf if none)."""
+        if not self.n_act:
+            return np.inf
+        c = self._candidates()
+        m = self.fin[c].min() if len(c) else np.inf
+        if m <= self.top:
+            return float(m)
+        self._rebuild()
+        c = self.cand
+        m = self.fin[c].min() if len(c) else np.inf
+        return float(m) if m <= self.top else float(self.fin[self.active()].min())
+
+    def ending(self, limit: float) -> np.ndarray:
+        """The transmitting flows with ``soon <= limit``, sorted."""
+        if limit > self.top:
+            self._rebuild(limit)
+        c = self._candidates()
+        return np.sort(c[self.soon[c] <= limit])
 
 
 @dataclass(eq=False)
