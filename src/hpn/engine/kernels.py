@@ -14,13 +14,10 @@ import numpy as np
 
 from hpn.engine.maxmin import EPS, incidence, maxmin_rates
 
-try:  # pragma: no cover - depends on the environment
-    import numba
+import importlib.util
 
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover
-    numba = None
-    HAVE_NUMBA = False
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+_compiled: dict = {}  # name -> compiled function, built on first use (numba loads slowly)
 
 
 def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - compiled
@@ -180,10 +177,17 @@ def _grow(key, val):  # pragma: no cover - compiled
     return k2, v2
 
 
-if HAVE_NUMBA:
-    _jit = numba.njit(cache=True, nogil=True)
-    _push, _pop, _grow = _jit(_push), _jit(_pop), _jit(_grow)
-    _fill_compiled = _jit(_fill_kernel)
+def _kernel(name: str):
+    """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
+    if not _compiled:
+        import numba
+
+        jit = numba.njit(cache=True, nogil=True)
+        g = globals()
+        for helper in ("_push", "_pop", "_grow"):
+            g[helper] = jit(g[helper])
+        _compiled["fill"] = jit(_fill_kernel)
+    return _compiled[name]
 
 
 def fill_rates(
@@ -200,7 +204,7 @@ def fill_rates(
     use = HAVE_NUMBA if compiled is None else compiled
     cap = np.asarray(capacity, np.float64)
     if use:
-        return _fill_compiled(
+        return _kernel("fill")(
             np.asarray(rows, np.int64), np.asarray(cols, np.int64), n_users, n_links, cap, eps
         )
     return maxmin_rates(incidence(rows, cols, n_users, n_links), cap, eps)
