@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,plot]'
+	$(PY) -m pip install -q -e '.[dev,plot,engine]'
 	touch $(STAMP)
 
 demo: $(STAMP)

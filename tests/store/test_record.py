@@ -56,7 +56,10 @@ def test_record_and_read_back():
 def test_overwrite_counts_computations_and_keeps_one_row(tmp_path: Path):
     out = tmp_path / "r"
     record_run("x", {"a": 1}, {"y": 1}, out=out)
-    record_run("x", {"a": 1}, {"y": 2}, out=out)
+    with pytest.raises(InputError, match="already holds run r"):
+        record_run("x", {"a": 1}, {"y": 2}, out=out)
+    assert Run(out).result == {"y": 1}
+    record_run("x", {"a": 1}, {"y": 2}, out=out, overwrite=True)
     rows = Index(runs_root()).rows()
     assert len(rows) == 1 and rows[0]["computed"] == 2
     assert Run(out).result == {"y": 2}

@@ -10,11 +10,11 @@ the rates are bit-identical to it, which a test checks. Without numba the numpy 
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
 from hpn.engine.maxmin import EPS, incidence, maxmin_rates
-
-import importlib.util
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}  # name -> compiled function, built on first use (numba loads slowly)

@@ -59,7 +59,7 @@ class _PartialRefill(ReferenceSim):
 def simulate_reference(
     fabric: Fabric,
     dag: FlowDAG,
-    router: Router | str = "ecmp",
+    router: Router | str | None = None,
     *,
     refill: bool = True,
     seed: int = 0,

@@ -45,7 +45,7 @@ from hpn.engine.state import (
     TaskState,
 )
 from hpn.errors import InputError
-from hpn.routing.base import Router, make_router
+from hpn.routing.base import Router, router_for
 from hpn.topology.fabric import Fabric
 
 _TOL = 1e-9
@@ -76,7 +76,7 @@ class CapacityEvents:
 def simulate(
     fabric: Fabric,
     dag: FlowDAG,
-    router: Router | str = "ecmp",
+    router: Router | str | None = None,
     *,
     seed: int = 0,
     capacity_events: CapacityEvents | None = None,
@@ -84,7 +84,8 @@ def simulate(
     sample_links: np.ndarray | None = None,
     progress: Progress | None = None,
 ) -> Result:
-    """Run ``dag`` on ``fabric``; flows without explicit paths are routed by ``router``.
+    """Run ``dag`` on ``fabric``; flows without explicit paths are routed by ``router`` (a
+    policy name; None: the fabric's default, :func:`hpn.routing.default_policy`).
 
     ``progress(tasks_done, tasks_total)`` is called after every batch of events.
     """
@@ -96,8 +97,8 @@ def simulate(
 def run_sim(cls, fabric, dag, router, seed, cap_events, interval, sample_links, progress):
     """Build and run a simulator of class ``cls``; its Result."""
     wall = _time.perf_counter()
-    if isinstance(router, str):
-        router = make_router(router, seed=seed)
+    if router is None or isinstance(router, str):
+        router = router_for(fabric, router, seed=seed)
     dag.validate(fabric.num_nodes)
     sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
     sim.run()

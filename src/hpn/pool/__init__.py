@@ -3,17 +3,26 @@
 trace -> policy (scheduler) -> backend (simulated clock | real engine) -> metrics
 """
 
-from hpn.pool.backend import Backend, Instance, SimulatedBackend
-from hpn.pool.metrics import PoolResult
+from hpn.pool.backend import Backend, Cluster, Done, Instance, MetricsSink
+from hpn.pool.metrics import PoolResult, Recorder
 from hpn.pool.policies import POLICIES, get_policy
-from hpn.pool.simulate import Slo, simulate
+from hpn.pool.policies.base import Policy, Slo
+from hpn.pool.predictor import Predictor
+from hpn.pool.simulate import simulate
+from hpn.pool.simulated import SimulatedBackend
 from hpn.pool.traces import Trace, load_trace, market
 
 __all__ = [
     "POLICIES",
     "Backend",
+    "Cluster",
+    "Done",
     "Instance",
+    "MetricsSink",
+    "Policy",
     "PoolResult",
+    "Predictor",
+    "Recorder",
     "SimulatedBackend",
     "Slo",
     "Trace",

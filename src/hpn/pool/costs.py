@@ -12,7 +12,12 @@ Switch (A App A.2, §5.1): optimized = weights per GPU / (host link x eta), eta 
 (the paper; the artifact code uses 0.15); unoptimized adds an engine re-init of
 `REINIT_S` and loads at 2.83 GB/s per GPU, which gives the paper's 26.9 s for LLaMA-13B
 at TP=2 (22.3 s + 13 GB / 2.83 GB/s). A pre-loaded (prefetched) model only needs an
-on-device copy at half the HBM bandwidth.
+on-device copy at half the HBM bandwidth. A baseline with its own loader (a `Loader`:
+engine start-up plus weights at its store's bandwidth) replaces the switch formula.
+
+This module is the one home of the serving cost formulas: `prefill_latency` and
+`decode_latency` are used by the ground truth (`CostModel`, which the simulated backend
+charges) and by the estimates policies make (`predictor.Predictor`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,32 @@ MEMORY_FRACTION = 0.9  # ~10 % of VRAM kept for activations (A §5.2)
 BLOCK_TOKENS = 16
 KV_FLOOR_BLOCKS = 1024  # pre-loading disabled below this much KV space (Art stage_engine.py)
 SWITCH_MODES = ("optimized", "unoptimized")
+
+
+def prefill_latency(coef: tuple[float, float, float], lens: list[int]) -> float:
+    """Prefill time of one batch: a + b * sum(L) + c * sum(L^2)."""
+    a, b, c = coef
+    return a + b * sum(lens) + c * sum(x * x for x in lens)
+
+
+def decode_latency(coef: tuple[float, float, float], batch: int, ctx_sum: float) -> float:
+    """One decode step over `batch` sequences holding `ctx_sum` KV tokens: a + b*ctx + c*B."""
+    a, b, c = coef
+    return a + b * ctx_sum + c * batch
+
+
+@dataclass(frozen=True)
+class Loader:
+    """How a serving system scales a model up: engine start-up, then the weights (per GPU)
+    at `bandwidth` bytes/s. `source` names where each number comes from."""
+
+    name: str
+    bandwidth: float
+    startup_s: float = 0.0
+    source: str = ""
+
+    def time(self, shard_bytes: float) -> float:
+        return self.startup_s + shard_bytes / self.bandwidth
 
 
 @dataclass(frozen=True)
@@ -80,12 +111,19 @@ class CostModel:
     still different weights, so switching between them costs a full switch.
     """
 
-    def __init__(self, gpu: GPU, switch: str = "optimized", eta: float = ETA_PAPER):
+    def __init__(
+        self,
+        gpu: GPU,
+        switch: str = "optimized",
+        eta: float = ETA_PAPER,
+        loader: Loader | None = None,
+    ):
         if switch not in SWITCH_MODES:
             raise InputError("switch", f"unknown switch mode {switch!r}; use {SWITCH_MODES}")
         self.gpu = gpu
         self.switch_mode = switch
         self.eta = eta
+        self.loader = loader
         self.pre: dict[str, tuple[float, float, float]] = {}
         self.dec: dict[str, tuple[float, float, float]] = {}
         self.models: dict[str, LLM] = {}
@@ -105,12 +143,10 @@ class CostModel:
 
     # --- compute -------------------------------------------------------------------------
     def prefill_time(self, model: str, lens: list[int]) -> float:
-        a, b, c = self.pre[model]
-        return a + b * sum(lens) + c * sum(x * x for x in lens)
+        return prefill_latency(self.pre[model], lens)
 
     def decode_step(self, model: str, batch: int, ctx_sum: float) -> float:
-        a, b, c = self.dec[model]
-        return a + b * ctx_sum + c * batch
+        return decode_latency(self.dec[model], batch, ctx_sum)
 
     # --- memory and transfers ------------------------------------------------------------
     def memory_budget(self, tp: int) -> float:
@@ -134,6 +170,8 @@ class CostModel:
         """Scale-up time of `model` on an instance (weights not pre-loaded)."""
         m = self.models[model]
         shard = m.weight_bytes / m.tp
+        if self.loader is not None:
+            return self.loader.time(shard)
         if self.switch_mode == "unoptimized":
             return REINIT_S + shard / UNOPT_LOAD_BPS
         return shard / (self.gpu.host_link * self.eta)

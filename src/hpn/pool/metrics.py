@@ -19,6 +19,37 @@ import numpy as np
 GOODPUT_ATTAINMENT = 0.9
 
 
+class Recorder:
+    """The metrics sink of a run (`backend.MetricsSink`): token gaps as a run-length
+    histogram, scale-ups, GPU-busy seconds and failures."""
+
+    def __init__(self) -> None:
+        self.gaps: list[tuple[float, int]] = []
+        self.switches = 0
+        self.busy_by_instance: dict[int, float] = {}
+        self.failures = 0
+
+    def tokens(self, req, t_first: float, step: float, n: int, gap: float | None) -> None:
+        if gap is not None:
+            self.gaps.append((gap, 1))
+        if n > 1:
+            self.gaps.append((step, n - 1))
+
+    def switched(self, inst, model: str, t: float) -> None:
+        self.switches += 1
+
+    def busy(self, inst, seconds: float) -> None:
+        b = self.busy_by_instance
+        b[inst.iid] = b.get(inst.iid, 0.0) + seconds * inst.tp
+
+    @property
+    def busy_gpu_s(self) -> float:
+        return sum(v for _, v in sorted(self.busy_by_instance.items()))
+
+    def failed(self, req) -> None:
+        self.failures += 1
+
+
 def slo_attainment(arrival: float, token_times, ttft_slo: float, tbt_slo: float) -> float:
     """Reference (token by token) attainment of one finished request."""
     prev, credit = arrival, 0.0
@@ -77,6 +108,7 @@ class PoolResult:
     models_per_gpu: float
     span_s: float
     wall_s: float = 0.0
+    unserved_models: int = 0  # models the policy could not place (all their requests fail)
     per_model: dict = field(default_factory=dict, repr=False)
     per_model_artifact: dict = field(default_factory=dict, repr=False)
 

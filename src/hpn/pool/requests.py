@@ -49,7 +49,7 @@ class Request:
         self.tbt = tbt_slo
         self.done_t = -1.0
         self.failed = False
-        self.kv_at = None  # instance holding the KV cache, None = host memory
+        self.kv_at = None  # set by the backend: instance holding the KV, None = host
         self.a_start = arrival  # artifact-style accounting (see emit_artifact)
         self.a_target = ttft_slo
         self.a_credit = 0.0
@@ -64,8 +64,9 @@ class Request:
     def remaining(self) -> int:
         return self.output_len - self.generated
 
-    def emit(self, t1: float, d: float, n: int, gaps: list | None = None) -> None:
-        """Record n tokens at t1, t1+d, ..., t1+(n-1)d."""
+    def emit(self, t1: float, d: float, n: int) -> None:
+        """Record n tokens at t1, t1+d, ..., t1+(n-1)d (backends call it through
+        `Backend.emit_tokens`, which also reports them to the metrics sink)."""
         g = self.generated
         tbt = self.tbt
         first_gap = t1 - self.last_t
@@ -84,10 +85,6 @@ class Request:
         self._emit_artifact(t1, d, n)
         if g == 0:
             self.first_t = t1
-        elif gaps is not None:
-            gaps.append((first_gap, 1))
-        if gaps is not None and n > 1:
-            gaps.append((d, n - 1))
         self.generated = g + n
         self.last_t = t1 + (n - 1) * d
         if self.generated >= self.output_len:

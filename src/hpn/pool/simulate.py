@@ -3,28 +3,36 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from hpn.errors import InputError
-from hpn.pool.backend import SimulatedBackend
+from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
 from hpn.pool.gpus import get_gpu
-from hpn.pool.metrics import PoolResult, summarize
+from hpn.pool.knobs import validate_options
+from hpn.pool.metrics import PoolResult, Recorder, summarize
 from hpn.pool.models import get_model
-from hpn.pool.policies import Cluster, get_policy
+from hpn.pool.policies import get_policy
+from hpn.pool.policies.base import Slo
+from hpn.pool.predictor import Predictor
 from hpn.pool.requests import Request
+from hpn.pool.simulated import SimulatedBackend
 from hpn.pool.traces.base import Trace
 
 DRAIN_S = 300.0
 DEFAULT_PREFILL_SHARE = 3 / 8  # the artifact runs 3 prefill + 5 decode engines per node
 
 
-@dataclass(frozen=True)
-class Slo:
-    ttft: float = 10.0
-    tbt: float = 0.1
+def expected_rates(trace: Trace) -> dict[str, float]:
+    """The load forecast given to placement: the trace's declared per-model rates; for a
+    trace that declares none, its mean observed rate per model (the forecast an operator
+    would take from history; see docs/guide/pool.md)."""
+    if trace.rates is not None:
+        return dict(zip(trace.names, trace.rates, strict=True))
+    span = max(trace.duration, 1e-9)
+    counts = np.bincount(trace.model, minlength=len(trace.names))
+    return {n: counts[i] / span for i, n in enumerate(trace.names)}
 
 
 def split_gpus(gpus: int, tp: int = 1) -> tuple[int, int]:
@@ -50,7 +58,8 @@ def simulate(
     wall = time.perf_counter()
     cls = get_policy(policy)
     g = get_gpu(gpu)
-    cost = CostModel(g, switch=switch)
+    opts = validate_options(cls.name, options)
+    cost = CostModel(g, switch=switch, loader=cls.loader(g, switch, opts))
     kinds = {name: get_model(kind) for name, kind in zip(trace.names, trace.kinds, strict=True)}
     tps = {m.tp for m in kinds.values()}
     if len(tps) > 1:
@@ -60,7 +69,23 @@ def simulate(
     tp = tps.pop() if tps else 1
     for name, m in kinds.items():
         cost.add(name, m)
+    given = [n for n in (prefill_gpus, decode_gpus) if n is not None]
+    if len(given) == 1:
+        which = "prefill_gpus" if prefill_gpus is not None else "decode_gpus"
+        raise InputError(which, "give both prefill_gpus and decode_gpus, or gpus alone")
+    if gpus is not None and given and gpus != sum(given):
+        raise InputError(
+            "gpus",
+            f"{gpus} is not prefill_gpus + decode_gpus = {prefill_gpus} + {decode_gpus}; "
+            "give gpus alone, or the two that add up to it",
+        )
     if cls.split:
+        if gpus is not None and not given and gpus < 2 * tp:
+            raise InputError(
+                "gpus",
+                f"{policy} splits GPUs into prefill and decode instances: needs at least "
+                f"{2 * tp} (two instances of TP={tp}), got {gpus}",
+            )
         if prefill_gpus is None or decode_gpus is None:
             if gpus is None:
                 raise InputError(
@@ -81,18 +106,10 @@ def simulate(
                 f"need a positive multiple of TP={tp} GPUs, got {n}",
             )
     total = sum(counts.values())
-    backend = SimulatedBackend(cost)
-    for role, n in counts.items():
-        backend.add_instances(n // tp, tp, role)
-
-    span = max(trace.duration, 1e-9)
-    counts_per_model = np.bincount(trace.model, minlength=len(trace.names))
-    rates = {n: counts_per_model[i] / span for i, n in enumerate(trace.names)}
     cluster = Cluster(total, counts.get("prefill", 0), counts.get("decode", 0), tp)
-    opts = dict(options or {})
-    if cls.name == "aegaeon":
-        opts.setdefault("tbt_slo", slo.tbt)
-    pol = cls(backend, cost, cluster, rates, **opts)
+    sink = Recorder()
+    backend = SimulatedBackend(cost, cluster, sink)
+    pol = cls(backend, Predictor.from_cost(cost), cluster, expected_rates(trace), slo, **opts)
 
     names = trace.names
     reqs = [
@@ -107,21 +124,20 @@ def simulate(
             )
         )
     ]
-    backend.schedule_all([(r.arrival, pol.on_arrival, (r,)) for r in reqs])
     end = trace.duration + drain
-    backend.run(until=end)
-    busy = sum(i.busy_s for i in backend.instances)
+    backend.run(reqs, pol.on_arrival, until=end)
     res = summarize(
         reqs,
-        backend.gaps,
+        sink.gaps,
         policy=cls.name,
         gpu=g.name,
         gpus=total,
-        switches=backend.switches,
-        busy_gpu_s=busy,
-        span=min(backend.now(), end) or span,
+        switches=sink.switches,
+        busy_gpu_s=sink.busy_gpu_s,
+        span=min(backend.now(), end) or max(trace.duration, 1e-9),
         wall=time.perf_counter() - wall,
     )
     res.models = len(names)
+    res.unserved_models = len(pol.unserved)
     res.models_per_gpu = len(names) / total
     return res

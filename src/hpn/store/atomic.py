@@ -1,6 +1,7 @@
 """Atomic file writes: write a temporary file in the same folder, fsync, then rename.
 
 A reader (or a run killed half-way) sees either the old file or the new one, never a part.
+Files get the mode a plain ``open()`` would give them (``0o666`` less the umask).
 """
 
 from __future__ import annotations
@@ -13,6 +14,23 @@ from pathlib import Path
 from typing import Any
 
 
+def umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def file_mode() -> int:
+    return 0o666 & ~umask()
+
+
 def write_with(path: str | Path, writer: Callable[[Path], None]) -> Path:
     """Call ``writer(tmp)`` on a temporary path next to ``path``, then rename it into place."""
     path = Path(path)
@@ -21,6 +39,7 @@ def write_with(path: str | Path, writer: Callable[[Path], None]) -> Path:
     os.close(fd)
     tmp_path = Path(tmp)
     try:
+        os.chmod(tmp_path, file_mode())  # mkstemp makes 0600; respect the umask instead
         writer(tmp_path)
         with open(tmp_path, "rb+") as f:
             os.fsync(f.fileno())
@@ -43,3 +62,8 @@ def write_json(path: str | Path, obj: Any) -> Path:
     from hpn.cli.output import _default
 
     return write_text(path, json.dumps(obj, default=_default, indent=2) + "\n")
+
+
+def is_temp(name: str) -> bool:
+    """A name :func:`write_with` or a run's staging folder uses while writing."""
+    return name.startswith(".") and (name.endswith(".tmp") or ".part-" in name)

@@ -132,6 +132,14 @@ class Index:
             r["figures"] = json.loads(r["figures"] or "{}")
         return out
 
+    def count(self, where: str = "1", params: tuple[Any, ...] = ()) -> int:
+        """How many runs match a SQL condition (parameters bound)."""
+        if not self.path.exists():
+            return 0
+        with self._db() as con:
+            (n,) = con.execute(f"SELECT count(*) FROM runs WHERE {where}", params).fetchone()
+        return int(n)
+
     def get(self, run_id: str) -> dict[str, Any] | None:
         found = self.rows("id = ?", (run_id,))
         return found[0] if found else None
@@ -147,6 +155,9 @@ class Index:
 
         n = 0
         for meta_path in sorted(self.root.rglob("run.json")):
+            rel = meta_path.parent.relative_to(self.root)
+            if any(part.startswith(".") for part in rel.parts):
+                continue  # a staging folder: not a run until renamed into place
             meta = read_meta(meta_path.parent)
             if meta is not None and meta.get("status") == "done":
                 known = self.rows("path = ?", (str(meta_path.parent),))
@@ -156,8 +167,17 @@ class Index:
         return n
 
 
+_INT64 = 2**63
+
+
+def _sql_int(v: Any) -> int | None:
+    """An integer SQLite can hold, else None (the run folder keeps the exact value)."""
+    if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64:
+        return v
+    return None
+
+
 def index_row(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """The index row of a run folder from its ``run.json``."""
-    return {"path": str(path), **{k: meta.get(k) for k in COLUMNS if k not in ("path",)}} | {
-        "id": meta.get("id") or path.name
-    }
+    row = {"path": str(path), **{k: meta.get(k) for k in COLUMNS if k not in ("path",)}}
+    return row | {"id": meta.get("id") or path.name, "seed": _sql_int(meta.get("seed"))}

@@ -18,6 +18,9 @@ from hpn.store.index import Index
 from hpn.store.paths import runs_root
 from hpn.store.run import Run
 
+MAX_ROWS = 10_000  # rows a query returns at most
+TIMEOUT_S = 60.0
+MEMORY = "2GB"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -56,20 +59,66 @@ def connect(runs: list[Run] | None = None, root: Path | None = None):
             f"CREATE VIEW {name} AS SELECT CASE filename {ids} END AS run_id, "
             f"* EXCLUDE (filename) FROM read_parquet([{lst}], filename=true, union_by_name=true)"
         )
+    allowed = [str(f) for files in by_name.values() for _, f in files]
+    con.execute(f"SET allowed_paths = [{', '.join(_lit(f) for f in allowed)}]")
+    con.execute(f"SET memory_limit = {_lit(MEMORY)}")
+    con.execute("SET enable_external_access = false")  # no other file, no extension, no ATTACH
+    con.execute("SET lock_configuration = true")
     return con
 
 
-def query(sql: str, runs: list[Run] | None = None, root: Path | None = None) -> dict[str, Any]:
-    """Run one SQL statement; ``{"columns": [...], "rows": [[...], ...]}``."""
+def check_read_only(sql: str) -> None:
+    """Refuse anything but one SELECT (so no COPY, ATTACH, INSTALL, SET, CREATE ...)."""
     import duckdb
 
-    con = connect(runs, root)
     try:
-        cur = con.execute(sql)
+        statements = duckdb.extract_statements(sql)
     except duckdb.Error as e:
         raise InputError("SQL", str(e).splitlines()[0]) from None
-    cols = [d[0] for d in cur.description or []]
-    return {"columns": cols, "rows": [list(r) for r in cur.fetchall()]}
+    if len(statements) != 1:
+        raise InputError("SQL", f"give exactly one SELECT statement, got {len(statements)}")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        raise InputError("SQL", f"only SELECT is allowed (read-only), got {kind.name}")
+
+
+def query(
+    sql: str,
+    runs: list[Run] | None = None,
+    root: Path | None = None,
+    *,
+    max_rows: int = MAX_ROWS,
+    timeout_s: float = TIMEOUT_S,
+) -> dict[str, Any]:
+    """Run one read-only SELECT; ``{"columns", "rows", "truncated"}``.
+
+    At most ``max_rows`` rows come back (``truncated`` says whether more matched); a query
+    running past ``timeout_s`` is interrupted; DuckDB's memory is capped at ``MEMORY``.
+    """
+    import threading
+
+    import duckdb
+
+    check_read_only(sql)
+    con = connect(runs, root)
+    timer = threading.Timer(timeout_s, con.interrupt)
+    timer.start()
+    try:
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description or []]
+        rows = cur.fetchmany(max_rows + 1)
+    except duckdb.InterruptException:
+        raise InputError("SQL", f"ran past {timeout_s:g} s; narrow the query") from None
+    except duckdb.Error as e:
+        raise InputError("SQL", str(e).splitlines()[0]) from None
+    finally:
+        timer.cancel()
+        con.close()
+    return {
+        "columns": cols,
+        "rows": [list(r) for r in rows[:max_rows]],
+        "truncated": len(rows) > max_rows,
+    }
 
 
 def table_stats(runs: list[Run]) -> dict[str, dict[str, dict[str, Any]]]:

@@ -1,8 +1,10 @@
 """Running a sweep resumably: reuse every completed point, compute the rest, never twice.
 
-Points live at ``ROOT/sweeps/NAME/KEY/`` with a stable key per point, and a point is complete
-when its ``run.json`` says ``done`` (written last, atomically). On start the runner indexes any
-complete folder the index missed (a kill between the two), then runs only what is left. A lock
+Points live at ``ROOT/sweeps/NAME/KEY/`` with a stable key per point; a point folder exists
+only once complete (it is staged under a hidden name and renamed into place). On start the
+runner removes what a killed driver left (staging folders, temp files), indexes any complete
+folder the index missed (a kill between the rename and the index write), then runs only what
+is left. A lock
 file keeps two drivers off one sweep; the OS drops it when a driver dies, even by ``kill -9``.
 """
 
@@ -15,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from hpn.errors import InputError
-from hpn.store.atomic import write_text
+from hpn.store.atomic import is_temp, write_text
 from hpn.store.index import Index, index_row
 from hpn.store.paths import runs_root
+from hpn.store.record import clear_stale
 from hpn.store.run import read_meta
 from hpn.store.runnable import get
 from hpn.sweep.spec import SweepSpec, points, sweep_id
@@ -35,10 +38,18 @@ def _recover(index: Index, folder: Path, keys: set[str], done: set[str]) -> int:
     for key in keys - done:
         meta = read_meta(folder / key)
         if meta and meta.get("status") == "done":
-            index.upsert(index_row(folder / key, meta))
+            index.upsert(index_row(folder / key, meta), computed=True)  # computed once, uncounted
             done.add(key)
             n += 1
     return n
+
+
+def _clean(folder: Path) -> None:
+    """With the lock held: drop what a killed driver left (staging folders, temp files)."""
+    clear_stale(folder)
+    for p in folder.iterdir():
+        if p.is_file() and is_temp(p.name):
+            p.unlink(missing_ok=True)
 
 
 def run_sweep(
@@ -69,6 +80,7 @@ def run_sweep(
         lock.close()
         raise InputError("sweep", f"{name!r} is being run by another process") from None
     try:
+        _clean(folder)
         if source is not None:
             write_text(folder / "sweep.toml", source)
         pts = points(spec)

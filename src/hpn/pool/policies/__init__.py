@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from hpn.errors import InputError
+from hpn.pool.backend import Cluster
 from hpn.pool.policies.aegaeon import Aegaeon
-from hpn.pool.policies.base import Cluster, Policy
+from hpn.pool.policies.base import Policy, Slo
 from hpn.pool.policies.dedicated import Dedicated
 from hpn.pool.policies.muxserve import MuxServe
 from hpn.pool.policies.serverless import Serverless
+from hpn.pool.policies.serverless_artifact import ServerlessArtifact
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Aegaeon, Serverless, MuxServe, Dedicated)}
+POLICIES: dict[str, type[Policy]] = {
+    p.name: p for p in (Aegaeon, Serverless, ServerlessArtifact, MuxServe, Dedicated)
+}
 
 
 def get_policy(name: str) -> type[Policy]:
@@ -19,4 +23,4 @@ def get_policy(name: str) -> type[Policy]:
     return POLICIES[key]
 
 
-__all__ = ["POLICIES", "Cluster", "Policy", "get_policy"]
+__all__ = ["POLICIES", "Cluster", "Policy", "Slo", "get_policy"]

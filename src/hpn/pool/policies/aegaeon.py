@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from hpn.pool.backend import Instance
+from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import BLOCK_TOKENS
-from hpn.pool.policies.base import Policy
+from hpn.pool.policies.base import Policy, Slo
 from hpn.pool.policies.quotas import Q_MAX, quotas
 from hpn.pool.requests import Request
 
@@ -67,23 +67,19 @@ class Aegaeon(Policy):
     def __init__(
         self,
         backend,
-        cost,
+        predictor,
         cluster,
         rates,
-        tbt_slo=0.1,
+        slo=Slo(),
         q_max=Q_MAX,
         max_group=MAX_GPSIZE,
         prefetch=True,
     ):
-        super().__init__(backend, cost, cluster, rates)
-        self.tbt_slo, self.q_max, self.max_group, self.use_prefetch = (
-            tbt_slo,
-            q_max,
-            max_group,
-            prefetch,
-        )
-        self.prefillers = [i for i in backend.instances if i.role == "prefill"]
-        self.decoders = [i for i in backend.instances if i.role == "decode"]
+        super().__init__(backend, predictor, cluster, rates, slo)
+        self.tbt_slo = self.slo.tbt
+        self.q_max, self.max_group, self.use_prefetch = q_max, max_group, prefetch
+        self.prefillers = backend.role("prefill")
+        self.decoders = backend.role("decode")
         for i in self.prefillers:
             i.state = deque()
         for i in self.decoders:
@@ -105,14 +101,14 @@ class Aegaeon(Policy):
         self._kick_prefill(g.inst)
 
     def _prefill_load(self, inst: Instance) -> float:
-        c = self.cost
+        """Estimated time of the instance's queued groups, switches included (A Alg 1)."""
+        p = self.predictor
         load, model = 0.0, inst.resident
         for g in inst.state:
             if g.model != model:
-                load += c.switch_time(g.model)
+                load += p.switch_time(g.model)
                 model = g.model
-            a, b, cc = c.pre[g.model]
-            load += sum(a + b * r.input_len + cc * r.input_len**2 for r in g.reqs)
+            load += sum(p.prefill_time(g.model, [r.input_len]) for r in g.reqs)
         return load
 
     def _kick_prefill(self, inst: Instance) -> None:
@@ -126,7 +122,7 @@ class Aegaeon(Policy):
         if not queue:
             return
         req = queue[0].reqs.popleft()
-        self.backend.load(inst, req.model, lambda i: self._run_prefill(i, req))
+        self.backend.load(inst, req.model, lambda d: self._run_prefill(d.inst, req))
 
     def _run_prefill(self, inst: Instance, req: Request) -> None:
         if self.use_prefetch:
@@ -135,26 +131,26 @@ class Aegaeon(Policy):
                 self.backend.prefetch(inst, nxt)
         self.backend.prefill(inst, [req], self._prefilled)
 
-    def _prefilled(self, inst: Instance, reqs: list[Request]) -> None:
-        live = [r for r in reqs if r.done_t < 0]
+    def _prefilled(self, done: Done) -> None:
+        live = [r for r in done.reqs if r.done_t < 0]
         if live:
-            self.backend.move_kv(live, inst, None, self._to_decode)
-        self._kick_prefill(inst)
+            self.backend.move_kv(live, done.inst, None, lambda d: self._to_decode(d.reqs))
+        self._kick_prefill(done.inst)
 
     # --- decode dispatch -------------------------------------------------------------------
     def _cap(self, model: str) -> int:
         """KV tokens a decode instance holds for one batch of `model`."""
         if model not in self.kv_cap:
-            c = self.cost
-            free = c.memory_budget(self.cluster.tp) - c.weights(model)
-            self.kv_cap[model] = int(free / c.models[model].kv_bytes_per_token)
+            p = self.predictor
+            free = p.memory_budget(self.cluster.tp) - p.weights[model]
+            self.kv_cap[model] = int(free / p.kv_bytes_per_token[model])
         return self.kv_cap[model]
 
     @staticmethod
     def _need(r: Request) -> int:
         return -(-(r.input_len + r.generated + LOOKAHEAD) // BLOCK_TOKENS) * BLOCK_TOKENS
 
-    def _to_decode(self, reqs: list[Request]) -> None:
+    def _to_decode(self, reqs) -> None:
         for r in reqs:
             need, cap = self._need(r), self._cap(r.model)
             batches = self.open_batches.setdefault(r.model, [])
@@ -192,15 +188,15 @@ class Aegaeon(Policy):
         for b in st.batches:
             order.setdefault(b.model, len(order))
         batches = sorted(st.batches, key=lambda b: order[b.model])
-        c = self.cost
+        p = self.predictor
         if len(batches) == 1:
             st.round, st.open_ended = [(batches[0], None)], True
         else:
             d = [
-                c.decode_step(b.model, len(b.reqs), sum(r.input_len + r.generated for r in b.reqs))
+                p.decode_step(b.model, len(b.reqs), sum(r.input_len + r.generated for r in b.reqs))
                 for b in batches
             ]
-            switch = sum(c.switch_time(m) for m in {b.model for b in batches})
+            switch = sum(p.switch_time(m) for m in {b.model for b in batches})
             q, _ = quotas(d, switch, self.tbt_slo, self.q_max)
             st.round, st.open_ended = list(zip(batches, q, strict=True)), False
         st.pos = 0
@@ -217,7 +213,7 @@ class Aegaeon(Policy):
             return
         b, q = st.round[st.pos]
         st.pos += 1
-        self.backend.load(inst, b.model, lambda i: self._swap_in(i, b, q))
+        self.backend.load(inst, b.model, lambda d: self._swap_in(d.inst, b, q))
 
     def _swap_in(self, inst: Instance, b: _Batch, q: float | None) -> None:
         st: _Decoder = inst.state
@@ -244,7 +240,7 @@ class Aegaeon(Policy):
         st: _Decoder = inst.state
         if q is None and st.dirty:  # work arrived while this lone batch was loading
             q = 0.0
-        self.backend.decode(inst, [reqs], q, lambda i, fin: self._turn_done(i, b, fin))
+        self.backend.decode(inst, [reqs], q, lambda d: self._turn_done(d.inst, b, d.reqs))
         st.current = b
         # dispatched to this batch during the swap-in (moves already under way join by
         # themselves when they land)
@@ -253,13 +249,13 @@ class Aegaeon(Policy):
             self._join(inst, b, late)
 
     def _join(self, inst: Instance, b: _Batch, reqs: list[Request]) -> None:
-        def joined(_reqs):
+        def joined(_done: Done) -> None:
             if inst.state.current is b:
                 self.backend.join(inst, reqs)
 
         self.backend.move_kv(reqs, None, inst, joined)
 
-    def _turn_done(self, inst: Instance, b: _Batch, finished: list[Request]) -> None:
+    def _turn_done(self, inst: Instance, b: _Batch, finished) -> None:
         inst.state.current = None
         if finished:
             b.reqs = [r for r in b.reqs if r.done_t < 0]
@@ -270,5 +266,5 @@ class Aegaeon(Policy):
         self._next_turn(inst)
 
 
-def _noop(_reqs) -> None:
+def _noop(_done: Done) -> None:
     return None

@@ -1,41 +1,72 @@
-"""What every pool policy shares: the backend it drives and the cluster it was given."""
+"""What every pool policy shares: the backend it drives, the predictor it estimates with,
+the cluster it was given, the expected load and the SLO."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpn.pool.backend import Backend
-from hpn.pool.costs import CostModel
+from hpn.pool.backend import Backend, Cluster
+from hpn.pool.costs import Loader
+from hpn.pool.gpus import GPU
+from hpn.pool.predictor import Predictor
 from hpn.pool.requests import Request
 
 
 @dataclass(frozen=True)
-class Cluster:
-    """GPUs given to a policy; `tp` GPUs form one instance."""
+class Slo:
+    """Per-request latency targets in seconds (A §7.1: TTFT 10 s, TBT 100 ms)."""
 
-    gpus: int = 0
-    prefill_gpus: int = 0
-    decode_gpus: int = 0
-    tp: int = 1
-
-    def instances(self, gpus: int) -> int:
-        return gpus // self.tp
+    ttft: float = 10.0
+    tbt: float = 0.1
 
 
 class Policy:
-    """A scheduler over a pool of instances. Subclasses set `name` and `split` (whether it
-    uses a prefill/decode partition) and react to arrivals and backend callbacks."""
+    """A scheduler over a pool of instances.
+
+    Subclasses set `name`, `summary` and `split` (whether they use a prefill/decode
+    partition), implement `on_arrival`, and react to `Done` completions of the operations
+    they start. They read only `backend.instances` handles, `backend.now()`, the
+    `predictor` and their own state.
+
+    Parameters
+    ----------
+    backend
+        The `Backend` to drive.
+    predictor
+        Latency and memory estimates.
+    cluster
+        The GPUs given.
+    rates
+        Expected req/s per model: a forecast given to placement decisions (the trace's
+        declared rates, or a mix's), never the realised future arrivals.
+    slo
+        The latency targets.
+    """
 
     name = ""
     split = False
     summary = ""
 
-    def __init__(self, backend: Backend, cost: CostModel, cluster: Cluster, rates: dict):
-        """`rates`: expected req/s per model (for placement decisions only)."""
+    def __init__(
+        self,
+        backend: Backend,
+        predictor: Predictor,
+        cluster: Cluster,
+        rates: dict[str, float],
+        slo: Slo = Slo(),
+    ):
         self.backend = backend
-        self.cost = cost
+        self.predictor = predictor
         self.cluster = cluster
         self.rates = rates
+        self.slo = slo
+        self.unserved: list[str] = []  # models the policy could not place (requests fail)
+
+    @classmethod
+    def loader(cls, gpu: GPU, switch: str, options: dict) -> Loader | None:
+        """The system's own scale-up path (engine start-up, checkpoint store), which the
+        ground truth then charges; None: the pool's switch model (`costs.CostModel`)."""
+        return None
 
     def on_arrival(self, req: Request) -> None:
         raise NotImplementedError

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from hpn.pool.backend import Instance
-from hpn.pool.policies.base import Policy
+from hpn.pool.backend import Done, Instance
+from hpn.pool.policies.base import Policy, Slo
 from hpn.pool.requests import Request
 
 MAX_BATCH = 256
@@ -19,10 +19,9 @@ MAX_PREFILL_TOKENS = 8192
 
 
 class Worker:
-    __slots__ = ("models", "waiting", "running", "assigned", "idle_since", "model")
+    __slots__ = ("waiting", "running", "assigned", "idle_since", "model")
 
     def __init__(self):
-        self.models: set[str] = set()  # models whose weights are resident
         self.model: str | None = None  # serverless: the one model this worker serves now
         self.waiting: deque[Request] = deque()
         self.running: dict[str, list[Request]] = {}
@@ -33,10 +32,10 @@ class Worker:
 class Colocated(Policy):
     split = False
 
-    def __init__(self, backend, cost, cluster, rates, max_batch=MAX_BATCH):
-        super().__init__(backend, cost, cluster, rates)
+    def __init__(self, backend, predictor, cluster, rates, slo=Slo(), max_batch=MAX_BATCH):
+        super().__init__(backend, predictor, cluster, rates, slo)
         self.max_batch = max_batch
-        self.workers = [i for i in backend.instances if i.role == "worker"]
+        self.workers = backend.role("worker")
         for i in self.workers:
             i.state = Worker()
 
@@ -47,7 +46,7 @@ class Colocated(Policy):
         self.kick(inst)
 
     def ready(self, inst: Instance, req: Request) -> bool:
-        return req.model in inst.state.models
+        return req.model in inst.models
 
     def kick(self, inst: Instance) -> None:
         w: Worker = inst.state
@@ -56,7 +55,7 @@ class Colocated(Policy):
             bool(w.waiting) and n_running < self.max_batch and self.ready(inst, w.waiting[0])
         )
         if inst.busy:
-            if can_prefill and inst.op is not None:
+            if can_prefill and inst.decoding:
                 self.backend.interrupt(inst)
             return
         if can_prefill:
@@ -76,16 +75,18 @@ class Colocated(Policy):
             batches = [v for v in w.running.values() if v]
             self.backend.decode(inst, batches, None, self._decoded, stop_on_finish=True)
 
-    def _prefilled(self, inst: Instance, reqs: list[Request]) -> None:
+    def _prefilled(self, done: Done) -> None:
+        inst = done.inst
         w: Worker = inst.state
-        for r in reqs:
+        for r in done.reqs:
             if r.done_t >= 0:
                 self._finish(inst, r)
             else:
                 w.running.setdefault(r.model, []).append(r)
         self.kick(inst)
 
-    def _decoded(self, inst: Instance, finished: list[Request]) -> None:
+    def _decoded(self, done: Done) -> None:
+        inst, finished = done.inst, done.reqs
         w: Worker = inst.state
         if finished:
             for m in {r.model for r in finished}:

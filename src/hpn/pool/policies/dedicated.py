@@ -7,6 +7,7 @@ highest expected rate per instance.
 
 from __future__ import annotations
 
+from hpn.pool.policies.base import Slo
 from hpn.pool.policies.colocated import Colocated
 from hpn.pool.requests import Request
 
@@ -25,16 +26,16 @@ class Dedicated(Colocated):
     name = "dedicated"
     summary = "each model on its own GPUs (no sharing)"
 
-    def __init__(self, backend, cost, cluster, rates, **kw):
-        super().__init__(backend, cost, cluster, rates, **kw)
+    def __init__(self, backend, predictor, cluster, rates, slo=Slo(), **kw):
+        super().__init__(backend, predictor, cluster, rates, slo, **kw)
         self.home: dict[str, list] = {}
         it = iter(self.workers)
         for m, k in spread(rates, len(self.workers)).items():
             for _ in range(k):
                 inst = next(it)
                 backend.place(inst, m)
-                inst.state.models.add(m)
                 self.home.setdefault(m, []).append(inst)
+        self.unserved = [m for m in rates if m not in self.home]
 
     def on_arrival(self, req: Request) -> None:
         insts = self.home.get(req.model)

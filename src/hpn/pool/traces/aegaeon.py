@@ -13,11 +13,18 @@ from pathlib import Path
 
 from hpn.errors import InputError
 from hpn.pool.models import ALIASES, MODELS, artifact_model
-from hpn.pool.traces.base import Trace, parse_int, read_text
+from hpn.pool.traces.base import Trace, parse_int, read_text, require_rows
 
 HEADER = ("Request Time", "Model Name", "Input Length", "Output Length")
 _TIME = re.compile(r"^(\d{2,}):([0-5]\d):([0-5]\d)\.(\d{3})$")
 _SYNTH = re.compile(r"^synth_model_(\d+)$")
+_FILE = re.compile(r"^synth-(\d+)-(\d+(?:\.\d+)?)-")  # synth-{M}-{rate}-{ix}-{ox}.csv
+
+
+def declared_rate(path: str | Path) -> float | None:
+    """The per-model rate an artifact workload file declares in its name, else None."""
+    m = _FILE.match(Path(path).name)
+    return float(m.group(2)) if m else None
 
 
 def parse_time(text: str, where: str) -> float:
@@ -65,5 +72,8 @@ def read_aegaeon(path: str | Path, max_len: int | None = None) -> Trace:
         arr.append(t)
         inp.append(i)
         out.append(o)
+    require_rows(path, len(arr))
     kinds = [kind_of(n, k) for n, k in names.items()]
-    return Trace.build(arr, mod, inp, out, list(names), kinds)
+    rate = declared_rate(path)
+    rates = None if rate is None else [rate] * len(names)
+    return Trace.build(arr, mod, inp, out, list(names), kinds, rates)

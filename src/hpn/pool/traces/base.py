@@ -24,6 +24,7 @@ class Trace:
     output_len: np.ndarray  # int64 tokens (>= 1)
     names: tuple[str, ...]
     kinds: tuple[str, ...]
+    rates: tuple[float, ...] | None = None  # declared req/s per model (a forecast), if known
 
     def __post_init__(self) -> None:
         n = len(self.arrival)
@@ -31,6 +32,8 @@ class Trace:
             raise ValueError("trace columns differ in length")
         if len(self.names) != len(self.kinds):
             raise ValueError("names and kinds differ in length")
+        if self.rates is not None and len(self.rates) != len(self.names):
+            raise ValueError("names and rates differ in length")
 
     def __len__(self) -> int:
         return len(self.arrival)
@@ -40,7 +43,7 @@ class Trace:
         return float(self.arrival[-1]) if len(self) else 0.0
 
     @staticmethod
-    def build(arrival, model, input_len, output_len, names, kinds) -> Trace:
+    def build(arrival, model, input_len, output_len, names, kinds, rates=None) -> Trace:
         """Sort by arrival (stable) and normalize dtypes."""
         arrival = np.asarray(arrival, dtype=np.float64)
         order = np.argsort(arrival, kind="stable")
@@ -51,6 +54,7 @@ class Trace:
             np.asarray(output_len, dtype=np.int64)[order],
             tuple(names),
             tuple(kinds),
+            None if rates is None else tuple(float(r) for r in rates),
         )
 
     def select(self, mask: np.ndarray) -> Trace:
@@ -61,6 +65,7 @@ class Trace:
             self.output_len[mask],
             self.names,
             self.kinds,
+            self.rates,
         )
 
 
@@ -74,14 +79,25 @@ def read_text(path: str | Path) -> str:
         raise InputError(str(path), "not a UTF-8 text file") from None
 
 
-def parse_int(text: str, where: str, column: str, minimum: int = 0) -> int:
+MAX_TOKENS = 2**20  # tokens in one request's prompt or output: past any model's context
+
+
+def parse_int(
+    text: str, where: str, column: str, minimum: int = 0, maximum: int = MAX_TOKENS
+) -> int:
     try:
         v = int(text.strip())
     except ValueError:
         raise InputError(where, f"column {column!r}: expected an integer, got {text!r}") from None
-    if v < minimum:
-        raise InputError(where, f"column {column!r}: must be >= {minimum}, got {v}")
+    if not minimum <= v <= maximum:
+        raise InputError(where, f"column {column!r}: must be in {minimum}..{maximum:,}, got {v:,}")
     return v
+
+
+def require_rows(path: str | Path, n: int) -> None:
+    """Refuse a trace file with a header and no request."""
+    if n == 0:
+        raise InputError(str(path), "no requests (the file has only its header)")
 
 
 def parse_float(text: str, where: str, column: str, minimum: float = 0.0) -> float:

@@ -109,7 +109,7 @@ def from_rates(
         for col, x in zip(cols, (t, np.full(len(t), i), inp, out), strict=True):
             col.append(x)
     arr, mod, inp, out = (np.concatenate(c) if c else np.empty(0) for c in cols)
-    return Trace.build(arr, mod, inp, out, names, kinds)
+    return Trace.build(arr, mod, inp, out, names, kinds, [float(r) for r in rates])
 
 
 def market(

@@ -1,0 +1,235 @@
+"""One function per ``hpn lab`` command: ``up``, ``status``, ``down``, ``traffic``, ``fail``,
+``configs``. Each returns the command's JSON object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hpn.errors import InputError
+from hpn.lab.build import down, load, status, up
+from hpn.lab.learn import learn_paths
+from hpn.lab.measure import compare_links, model_link_bytes, port_balance, snapshot
+from hpn.lab.plan import LabPlan
+from hpn.lab.udp import FlowSet, run_flows
+from hpn.routing.addressing import random_sports
+
+__all__ = ["configs", "down", "fail", "flows_of", "status", "traffic", "up"]
+
+PATTERNS = ("permutation", "all-to-all", "incast", "rail-ring", "polarization")
+MAX_FLOWS = 512
+
+
+def flows_of(
+    plan: LabPlan,
+    pattern: str,
+    size: float,
+    connections: int,
+    seed: int = 0,
+    senders: int = 2,
+    matrix: list[tuple[int, int, float]] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, bytes) per connection: each pattern flow split over ``connections``."""
+    f = plan.fabric
+    if connections < 1:
+        raise InputError("connections", f"must be >= 1, got {connections}")
+    if matrix is not None:
+        src = np.array([m[0] for m in matrix], np.int64)
+        dst = np.array([m[1] for m in matrix], np.int64)
+        nbytes = np.array([m[2] for m in matrix], float)
+    elif pattern == "polarization":
+        from hpn.routing.polarization import job_flows
+
+        hosts = plan.spec.hosts_per_segment
+        src, dst, _ = job_flows(f, hosts, min(senders, hosts), 1)
+        nbytes = np.full(len(src), float(size))
+    elif pattern in PATTERNS:
+        from hpn.workload import make_pattern
+
+        t = make_pattern(pattern, f, size, seed=seed).tasks
+        src, dst, nbytes = t.src, t.dst, t.size.astype(float)
+    else:
+        raise InputError(
+            "pattern", f"unknown pattern {pattern!r}; choose from {', '.join(PATTERNS)}"
+        )
+    bad = np.flatnonzero(plan.nic_ip[src] == 0) if len(src) else []
+    if len(bad):
+        raise InputError("flows", f"node {int(src[bad[0]])} is not a NIC of the lab")
+    same = plan.ns_of_node[src] == plan.ns_of_node[dst]
+    src, dst, nbytes = src[~same], dst[~same], nbytes[~same]  # NVLink pairs: not networked
+    src, dst = np.repeat(src, connections), np.repeat(dst, connections)
+    nbytes = np.repeat(nbytes / connections, connections)
+    if len(src) > MAX_FLOWS:
+        raise InputError("connections", f"{len(src)} connections exceed the lab's {MAX_FLOWS}")
+    if not len(src):
+        raise InputError("pattern", "no flow crosses the network")
+    return src, dst, nbytes
+
+
+def sports_for(plan: LabPlan, src, dst, routing: str, seed: int) -> tuple[np.ndarray, dict]:
+    """Source ports: drawn per connection (``ecmp``) or by HPN's path selection (``hpn``)."""
+    if routing == "hpn":
+        from hpn.lab.select import select
+
+        return select(plan, src, dst, seed)
+    if routing != "ecmp":
+        raise InputError("routing", f"the lab routes 'ecmp' or 'hpn', got {routing!r}")
+    sp = random_sports(seed, len(src)).astype(np.int64)
+    # a source address cannot bind one port twice: move duplicates to the next free port
+    for s in np.unique(src):
+        idx = np.flatnonzero(src == s)
+        used: set[int] = set()
+        for i in idx:
+            while int(sp[i]) in used:
+                sp[i] = 49152 + (int(sp[i]) - 49152 + 1) % 16384
+            used.add(int(sp[i]))
+    return sp.astype(np.uint32), {}
+
+
+def traffic(
+    name: str = "0",
+    pattern: str = "polarization",
+    size: float = 256e3,
+    connections: int = 4,
+    routing: str = "ecmp",
+    rate: float = 2e6,
+    payload: int = 1000,
+    seed: int = 0,
+    senders: int = 2,
+    matrix: list[tuple[int, int, float]] | None = None,
+    tables: dict | None = None,
+) -> dict[str, Any]:
+    """Send real UDP flows, read the counters, and compare every link with the model.
+
+    ``tables``: a dict to fill with the run's ``flows`` and ``links`` tables (the columns
+    ``hpn traffic`` has where the quantity is the same, plus the model's bytes per link)."""
+    if not 64 <= payload <= 1400:
+        raise InputError("payload", f"must be 64..1400 bytes, got {payload}")
+    plan, _ = load(name)
+    src, dst, nbytes = flows_of(plan, pattern, size, connections, seed, senders, matrix)
+    sport, sel = sports_for(plan, src, dst, routing, seed)
+    paths, ok = learn_paths(plan, src, dst, sport)
+    before = snapshot(plan)
+    tr = run_flows(plan, FlowSet(src, dst, sport, nbytes), rate, payload)
+    measured = snapshot(plan) - before
+    model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), paths)
+    receivers = np.unique(dst)
+    if tables is not None:
+        tables.update(run_tables(plan, tr, src, dst, sport, nbytes, paths, measured, model))
+    return {
+        "lab": name,
+        "preset": plan.spec.preset,
+        "dual_plane": bool(plan.fabric.spec.dual_plane)
+        if hasattr(plan.fabric.spec, "dual_plane")
+        else None,
+        "dual_tor": bool(getattr(plan.fabric.spec, "dual_tor", False)),
+        "control": plan.spec.control,
+        "ecmp_seeds": plan.spec.ecmp_seeds,
+        "pattern": pattern,
+        "routing": routing,
+        "seed": seed,
+        "flows": int(len(src)),
+        "connections": connections,
+        "size_bytes": float(nbytes.sum()),
+        "rate_bps_per_flow": rate,
+        "payload_bytes": payload,
+        "packets_sent": int(tr.sent.sum()),
+        "packets_received": int(tr.received.sum()),
+        "packets_lost": int(tr.lost.sum()),
+        "send_errors": int(tr.send_errors.sum()),
+        "duration_s": round(tr.duration, 3),
+        "flows_routed": int(ok.sum()),
+        "selection": sel,
+        "fct_s": _fct(tr.last_rx),
+        "makespan_s": round(float(np.nanmax(tr.last_rx)), 4) if len(src) else 0.0,
+        "links_used": int(np.count_nonzero(measured[plan.links] > 20_000)),
+        "measured": port_balance(plan, measured.astype(float), receivers),
+        "model": port_balance(plan, model, receivers),
+        "model_vs_measured": compare_links(plan, measured, model),
+    }
+
+
+def _fct(finish: np.ndarray) -> dict[str, float | None]:
+    """Flow completion (last packet received, s after the start), as ``hpn traffic``."""
+    f = finish[np.isfinite(finish)]
+    if not len(f):
+        return {"min": None, "p50": None, "p99": None, "max": None}
+    p50, p99 = np.percentile(f, [50, 99])
+    return {"min": float(f.min()), "p50": float(p50), "p99": float(p99), "max": float(f.max())}
+
+
+def run_tables(plan, tr, src, dst, sport, nbytes, paths, measured, model) -> dict:
+    """``flows`` (one row per connection) and ``links`` (every lab link that carried bytes)."""
+    from hpn.topology.fabric import LinkTier
+
+    f = plan.fabric
+    links = np.asarray(plan.links, np.int64)
+    used = links[(measured[links] > 0) | (model[links] > 0)]
+    rate = np.array([plan.rate_bps(int(ln)) for ln in used])
+    first_hop = paths.links[paths.offsets[:-1]] if len(paths.links) else np.zeros(0, np.int64)
+    port = np.where(paths.lengths > 0, f.links.port[first_hop[: len(src)]], -1)
+    return {
+        "flows": {
+            "src": np.asarray(src, np.int64),
+            "dst": np.asarray(dst, np.int64),
+            "sport": np.asarray(sport, np.int64),
+            "nic_port": np.asarray(port, np.int64),
+            "hops": paths.lengths,
+            "size_bytes": np.asarray(nbytes, float),
+            "packets_sent": tr.sent,
+            "packets_received": tr.received,
+            "start_s": np.zeros(len(src)),
+            "finish_s": tr.last_rx,
+            "fct_s": tr.last_rx,
+        },
+        "links": {
+            "link_id": used,
+            "name": np.array([plan.ifname[int(ln)] for ln in used]),
+            "tier": np.array([LinkTier(int(x)).name.lower() for x in f.links.tier[used]]),
+            "bytes": measured[used].astype(float),
+            "model_bytes": model[used],
+            "util_mean": 8 * measured[used] / (rate * max(tr.duration, 1e-9)),
+        },
+    }
+
+
+def configs(spec, out) -> dict[str, Any]:
+    """Write every switch's FRR configuration (``<switch>.conf``) and its static routes
+    (``<switch>.routes``, ``ip -batch`` lines) for a lab spec; needs no root."""
+    from pathlib import Path
+
+    from hpn.lab.bgp import write_configs
+    from hpn.lab.plan import make_plan
+    from hpn.lab.routes import static_commands, switch_next_hops
+
+    plan = make_plan(spec)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("out", f"{out} exists and is not a directory")
+    names = write_configs(plan, out)
+    hops = switch_next_hops(plan)
+    for ns, role in enumerate(plan.ns_role):
+        if role != "host":
+            short = plan.namespaces[ns].removeprefix(plan.prefix + "-")
+            (out / f"{short}.routes").write_text("\n".join(static_commands(plan, ns, hops)) + "\n")
+    return {
+        "out": str(out),
+        "switches": len(names),
+        "files": sorted(names + [n.replace(".conf", ".routes") for n in names]),
+        "asns": {n.removesuffix(".conf"): _asn(plan, n.removesuffix(".conf")) for n in names},
+    }
+
+
+def _asn(plan, short: str) -> int:
+    from hpn.lab.bgp import asn_of
+
+    ns = plan.namespaces.index(f"{plan.prefix}-{short}")
+    return asn_of(plan, plan.nodes_in_ns[ns][0])
+
+
+def fail(*args, **kwargs) -> dict[str, Any]:
+    """Break a link or ToR (or flap a link) under traffic: see :func:`hpn.lab.fail.fail`."""
+    from hpn.lab.fail import fail as run_fail
+
+    return run_fail(*args, **kwargs)

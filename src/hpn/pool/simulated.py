@@ -1,0 +1,297 @@
+"""The simulated backend: the contract of `backend.Backend` on a heapq event clock, charging
+every duration from the ground-truth `CostModel`.
+
+Decode runs as operations of many steps (a "turn"): the backend advances a batch by whole
+runs of steps between request completions (constant step time per run) and emits each
+request's tokens in closed form, so the cost is per run, not per token.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+
+from hpn.pool.backend import Backend, Cluster, Done, Instance, MetricsSink, OnDone
+from hpn.pool.costs import CostModel, decode_latency
+from hpn.pool.requests import Request
+
+EPS = 1e-9
+
+
+class _Slot:
+    """Backend-private state of one instance: link timers, the running decode, pre-load."""
+
+    __slots__ = ("h2d_free", "d2h_free", "prefetch_ready", "op")
+
+    def __init__(self) -> None:
+        self.h2d_free = 0.0
+        self.d2h_free = 0.0
+        self.prefetch_ready = 0.0
+        self.op: _DecodeOp | None = None
+
+
+class _DecodeOp:
+    __slots__ = (
+        "inst",
+        "batches",
+        "start",
+        "budget_end",
+        "on_done",
+        "stop",
+        "segs",
+        "end",
+        "ver",
+        "joins",
+        "done",
+    )
+
+
+class SimulatedBackend(Backend):
+    """`Backend` on an event clock; durations from `cost` (the ground truth)."""
+
+    def __init__(self, cost: CostModel, cluster: Cluster, sink: MetricsSink):
+        super().__init__(cluster, sink)
+        self.cost = cost
+        self.t = 0.0
+        self._heap: list = []
+        self._seq = 0
+        self._slots = [_Slot() for _ in self.instances]
+
+    # --- clock and run loop --------------------------------------------------------------
+    def now(self) -> float:
+        return self.t
+
+    def call_at(self, t: float, fn: Callable, *args) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (max(t, self.t), self._seq, fn, args))
+
+    def run(
+        self,
+        arrivals: Sequence[Request],
+        on_arrival: Callable[[Request], None],
+        until: float = math.inf,
+    ) -> None:
+        for r in arrivals:  # bulk-scheduled in O(n)
+            self._seq += 1
+            self._heap.append((r.arrival, self._seq, on_arrival, (r,)))
+        heapq.heapify(self._heap)
+        heap = self._heap
+        while heap and heap[0][0] <= until:
+            t, _, fn, args = heapq.heappop(heap)
+            self.t = t
+            fn(*args)
+
+    def _busy(self, inst: Instance, seconds: float) -> None:
+        self.sink.busy(inst, seconds)
+
+    # --- model weights -------------------------------------------------------------------
+    def load(self, inst: Instance, model: str, on_done: OnDone) -> None:
+        if inst.resident == model:
+            on_done(Done("load", inst, (), self.t))
+            return
+        c, s = self.cost, self._slots[inst.iid]
+        if inst.prefetched == model:
+            t = max(self.t, s.prefetch_ready) + c.device_copy_time(model)
+        else:
+            start = max(self.t, s.h2d_free)
+            t = start + c.switch_time(model)
+            s.h2d_free = t
+        inst.prefetched = None
+        inst.resident = None
+        inst.models = frozenset()
+        inst.busy = True
+        self.call_at(t, self._loaded, inst, model, on_done)
+
+    def _loaded(self, inst: Instance, model: str, on_done: OnDone) -> None:
+        inst.resident = model
+        inst.models = frozenset((model,))
+        inst.busy = False
+        self.sink.switched(inst, model, self.t)
+        on_done(Done("load", inst, (), self.t))
+
+    def prefetch(self, inst: Instance, model: str) -> bool:
+        c, s = self.cost, self._slots[inst.iid]
+        if model in (inst.resident, inst.prefetched) or inst.resident is None:
+            return model == inst.prefetched
+        free = c.memory_budget(inst.tp) - c.weights(inst.resident) - c.weights(model)
+        if free < c.kv_floor(inst.resident):
+            return False
+        start = max(self.t, s.h2d_free)
+        inst.prefetched = model
+        s.prefetch_ready = s.h2d_free = start + c.prefetch_time(model)
+        return True
+
+    # --- compute -------------------------------------------------------------------------
+    def prefill(self, inst: Instance, reqs: list[Request], on_done: OnDone) -> None:
+        dur = self.cost.prefill_time(reqs[0].model, [r.input_len for r in reqs])
+        inst.busy = True
+        self._busy(inst, dur)
+        self.call_at(self.t + dur, self._prefilled, inst, reqs, on_done)
+
+    def _prefilled(self, inst: Instance, reqs: list[Request], on_done: OnDone) -> None:
+        for r in reqs:
+            self.emit_tokens(r, self.t, 0.0, 1)
+            r.kv_at = inst
+        inst.busy = False
+        on_done(Done("prefill", inst, tuple(reqs), self.t))
+
+    def decode(self, inst, batches, budget, on_done, stop_on_finish=False) -> None:
+        op = _DecodeOp()
+        op.inst, op.batches, op.start, op.on_done, op.stop = (
+            inst,
+            batches,
+            self.t,
+            on_done,
+            stop_on_finish,
+        )
+        op.budget_end = None if budget is None else self.t + self._step(batches) + budget
+        op.ver, op.joins, op.done = 0, [], []
+        op.segs, op.end = self._plan(op)
+        inst.busy = inst.decoding = True
+        self._slots[inst.iid].op = op
+        self.call_at(op.end, self._decoded, op, 0)
+
+    def _step(self, batches) -> float:
+        """Duration of the next step over `batches`."""
+        d = 0.0
+        for b in batches:
+            if b:
+                d += self.cost.decode_step(
+                    b[0].model, len(b), sum(r.input_len + r.generated for r in b)
+                )
+        return d
+
+    def interrupt(self, inst: Instance) -> None:
+        op = self._slots[inst.iid].op
+        if op is None or op.end <= self.t + EPS:
+            return
+        op.budget_end = self.t if op.budget_end is None else min(op.budget_end, self.t)
+        if op.joins:  # the operation is already cut at the next boundary (see join)
+            return
+        op.segs, op.end = self._plan(op)
+        op.ver += 1
+        self.call_at(op.end, self._decoded, op, op.ver)
+
+    def _boundary(self, op: _DecodeOp) -> tuple[float, int]:
+        """(time, steps done) of the first step boundary at or after now."""
+        for t0, d, n, off in op.segs:
+            if t0 + n * d >= self.t - EPS:
+                k = max(0, math.ceil((self.t - t0) / d - EPS))
+                return t0 + k * d, off + k
+        last = op.segs[-1]
+        return op.end, last[2] + last[3]
+
+    def join(self, inst: Instance, reqs, index: int = 0) -> bool:
+        op = self._slots[inst.iid].op
+        if op is None or op.end <= self.t + EPS:
+            return False
+        t, _ = self._boundary(op)
+        if t >= op.end - EPS:
+            return False
+        if not op.joins:
+            op.ver += 1
+            self.call_at(t, self._rejoin, op, op.ver)
+        op.joins.append((index, list(reqs)))
+        return True
+
+    def _rejoin(self, op: _DecodeOp, ver: int) -> None:
+        if ver != op.ver:
+            return
+        _, steps = self._boundary(op)
+        self._emit(op, steps)
+        self._busy(op.inst, self.t - op.start)
+        op.done += [r for b in op.batches for r in b if r.done_t >= 0]
+        batches = [[r for r in b if r.done_t < 0] for b in op.batches]
+        for i, reqs in op.joins:
+            batches[i] += [r for r in reqs if r.done_t < 0 and r not in batches[i]]
+        op.joins = []
+        op.batches, op.start = batches, self.t
+        if not any(batches) or (op.budget_end is not None and self.t >= op.budget_end - EPS):
+            op.segs, op.end = [], self.t
+            self._decoded(op, op.ver)
+            return
+        op.segs, op.end = self._plan(op)
+        op.ver += 1
+        self.call_at(op.end, self._decoded, op, op.ver)
+
+    def _plan(self, op: _DecodeOp):
+        """Runs of steps (start, step time, steps, steps before) and the end time."""
+        dec = self.cost.dec
+        state = []
+        for b in op.batches:
+            if b:
+                rem = sorted((r.output_len - r.generated, r.input_len + r.output_len) for r in b)
+                ctx = sum(r.input_len + r.generated for r in b)
+                state.append([dec[b[0].model], rem, 0, len(b), ctx])
+        t, steps, segs, budget_end = op.start, 0, [], op.budget_end
+        while True:
+            d, k = 0.0, math.inf
+            for s in state:
+                if s[3]:
+                    d += decode_latency(s[0], s[3], s[4])
+                    k = min(k, s[1][s[2]][0] - steps)
+            if d == 0.0:
+                break
+            n, kb = k, math.inf
+            if budget_end is not None:
+                if steps and t >= budget_end - EPS:
+                    break
+                kb = max(1, math.ceil((budget_end - t) / d - EPS))
+                n = min(k, kb)
+            segs.append((t, d, n, steps))
+            t += n * d
+            steps += n
+            finished = False
+            for s in state:
+                if s[3]:
+                    s[4] += n * s[3]
+                    rem = s[1]
+                    while s[2] < len(rem) and rem[s[2]][0] <= steps:
+                        s[4] -= rem[s[2]][1]
+                        s[3] -= 1
+                        s[2] += 1
+                        finished = True
+            if (finished and op.stop) or n == kb:
+                break
+        return segs, t
+
+    def _emit(self, op: _DecodeOp, total: int) -> None:
+        """Emit the tokens of the first `total` steps of the operation."""
+        for b in op.batches:
+            for r in b:
+                left = min(r.output_len - r.generated, total)
+                for t0, d, n, off in op.segs:
+                    if off >= left:
+                        break
+                    self.emit_tokens(r, t0 + d, d, min(n, left - off))
+
+    def _decoded(self, op: _DecodeOp, ver: int) -> None:
+        if ver != op.ver:
+            return
+        self._emit(op, op.segs[-1][2] + op.segs[-1][3] if op.segs else 0)
+        finished = op.done + [r for b in op.batches for r in b if r.done_t >= 0]
+        inst = op.inst
+        inst.busy = inst.decoding = False
+        self._slots[inst.iid].op = None
+        self._busy(inst, op.end - op.start)
+        op.on_done(Done("decode", inst, tuple(finished), self.t))
+
+    # --- KV cache ------------------------------------------------------------------------
+    def move_kv(self, reqs, src, dst, on_done) -> None:
+        dur = sum(self.cost.kv_transfer_time(r.model, r.input_len + r.generated) for r in reqs)
+        t = self.t
+        if src is not None:
+            s = self._slots[src.iid]
+            t = max(t, s.d2h_free) + dur
+            s.d2h_free = t
+        if dst is not None:
+            s = self._slots[dst.iid]
+            t = max(t, s.h2d_free) + dur
+            s.h2d_free = t
+        for r in reqs:
+            r.kv_at = dst
+        self.call_at(t, self._moved, dst, tuple(reqs), on_done)
+
+    def _moved(self, dst: Instance | None, reqs: tuple[Request, ...], on_done: OnDone) -> None:
+        on_done(Done("move_kv", dst, reqs, self.t))

@@ -1,0 +1,148 @@
+"""Assemble a serving engine: model store -> host weights -> `EngineBackend` -> policy.
+
+`Engine` is the service object the HTTP server, the simulator check and the tests share:
+it loads every checkpoint of a folder into host memory, builds the instances of a
+`Cluster`, and drives them with one of the pool's policies through the backend contract.
+Without a fitted profile (`hpn serve profile`) it measures a small one at start-up, so the
+policies' estimates are always this device's.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+
+from hpn.errors import InputError
+from hpn.pool.backend import Cluster
+from hpn.pool.metrics import Recorder
+from hpn.pool.policies import get_policy
+from hpn.pool.policies.base import Slo
+from hpn.pool.requests import Request
+from hpn.serve import profile as profiles
+from hpn.serve.backend import BLOCK_TOKENS, KV_FLOOR_BLOCKS, EngineBackend
+from hpn.serve.device import DeviceSpec
+from hpn.serve.runner import Seq
+from hpn.serve.store import scan
+from hpn.serve.weights import HostModel
+
+MAX_INSTANCES = 64
+QUICK_LENS, QUICK_BATCHES = (16, 128), (1, 8)
+
+
+def load_hosts(models: str | Path, spec: DeviceSpec, names: list[str] | None = None):
+    """Every checkpoint of `models` (or the `names` among them) in host memory."""
+    infos = scan(models)
+    if names:
+        unknown = sorted(set(names) - set(infos))
+        if unknown:
+            raise InputError("models", f"not in {models}: {', '.join(unknown)}")
+        infos = {n: infos[n] for n in names}
+    hosts = {n: HostModel(i, spec) for n, i in infos.items()}
+    for n, h in hosts.items():
+        floor = KV_FLOOR_BLOCKS * BLOCK_TOKENS * h.info.kv_bytes_per_token(spec.elem_bytes)
+        if h.nbytes + floor > spec.memory_bytes:
+            raise InputError(
+                "memory",
+                f"{n} needs {(h.nbytes + floor) / 2**20:.0f} MiB (weights + KV floor), "
+                f"the instance budget is {spec.memory_bytes / 2**20:.0f} MiB",
+            )
+    return hosts
+
+
+def cluster_for(policy: str, prefill: int, decode: int, workers: int) -> Cluster:
+    """The cluster a policy needs: a prefill/decode split or colocated workers."""
+    cls = get_policy(policy)
+    if cls.split:
+        if prefill < 1 or decode < 1:
+            raise InputError(
+                "prefill", f"{cls.name} needs at least one prefill and one decode instance"
+            )
+        n = prefill + decode
+        cl = Cluster(n, prefill, decode, 1)
+    else:
+        n = workers if workers else prefill + decode
+        if n < 1:
+            raise InputError("workers", f"{cls.name} needs at least one instance")
+        cl = Cluster(n, 0, 0, 1)
+    if n > MAX_INSTANCES:
+        raise InputError("instances", f"at most {MAX_INSTANCES}, got {n}")
+    return cl
+
+
+class Engine:
+    """A policy driving real models on `cluster` instances of `spec`."""
+
+    def __init__(
+        self,
+        hosts: dict[str, HostModel],
+        spec: DeviceSpec,
+        policy: str,
+        cluster: Cluster,
+        profile: dict | None = None,
+        slo: Slo = Slo(),
+        rates: dict[str, float] | None = None,
+        options: dict | None = None,
+        sink=None,
+    ):
+        self.hosts, self.spec, self.slo, self.cluster = hosts, spec, slo, cluster
+        if profile is None:
+            profile = profiles.measure(hosts, spec, QUICK_LENS, QUICK_BATCHES, repeats=1)
+        self.profile = profile
+        self.sink = sink if sink is not None else Recorder()
+        self.backend = EngineBackend(cluster, self.sink, hosts, spec)
+        self.predictor = profiles.predictor(profile, hosts, spec)
+        cls = get_policy(policy)
+        rates = rates or {m: 1.0 for m in hosts}
+        self.policy = cls(self.backend, self.predictor, cluster, rates, slo, **(options or {}))
+        self._rid = 0
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    # --- a trace, in this thread -----------------------------------------------------------
+    def run(self, reqs: list[Request], until: float = math.inf) -> None:
+        """Serve `reqs` (arrival times from now) until idle or `until` seconds."""
+        self.backend.run(reqs, self.policy.on_arrival, until)
+
+    # --- requests from other threads (the HTTP server) --------------------------------------
+    def start(self) -> None:
+        """Run the scheduler loop on its own thread."""
+        self.backend.reset_clock()
+        self._thread = threading.Thread(
+            target=self.backend.loop, name="hpn-serve-scheduler", daemon=True
+        )
+        self._thread.start()
+
+    def submit(
+        self, seq_args: dict, on_token, ttft: float | None = None, tbt: float | None = None
+    ) -> int:
+        """Queue a request (thread-safe); `on_token(req, seq, token, t)` runs on the
+        scheduler thread for each token. Returns the request id."""
+        with self._lock:
+            self._rid += 1
+            rid = self._rid
+        seq = Seq(rid=rid, **seq_args)
+        seq.on_token = on_token
+
+        def arrive():
+            b = self.backend
+            req = Request(
+                rid,
+                seq.model,
+                b.now(),
+                len(seq.prompt),
+                seq.max_new,
+                self.slo.ttft if ttft is None else ttft,
+                self.slo.tbt if tbt is None else tbt,
+            )
+            b.register(req, seq)
+            self.policy.on_arrival(req)
+
+        self.backend.post(arrive)
+        return rid
+
+    def stop(self) -> None:
+        self.backend.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.backend.close()

@@ -1,0 +1,202 @@
+"""Measure this device's prefill, decode-step and switch latencies and fit the cost model.
+
+The grid's points are written as rows of the vLLM profile table (`input_len`,
+`batch_size`, `prefill_ms`, `decode_step_ms`) and fitted by `hpn.pool.calibration`'s own
+`fit_profiles`, the code that fits the Aegaeon artifact's vLLM profiles, so the engine's
+coefficients mean exactly what the simulator's do. Models of one shape (same config
+apart from the seed) are measured once. A switch is timed as the real scale-up (copy of
+the weights over the instance's link into the device pool, skeleton bound).
+
+A profile feeds both sides of the check: `predictor` (what a policy estimates with on the
+engine) and `cost_model` (the simulator's ground truth for a prediction of a replay).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hpn.errors import InputError
+from hpn.serve.device import DeviceSpec, Link
+from hpn.serve.weights import DeviceModel, HostModel
+
+LENS = (16, 64, 256)
+BATCHES = (1, 4, 8)
+DECODE_STEPS = 10  # mean context over the steps is L + 5, as the fit assumes
+MAX_POINTS = 64
+
+
+def shape_key(host: HostModel) -> str:
+    c = host.config
+    return "-".join(
+        str(getattr(c, k, None))
+        for k in (
+            "model_type",
+            "num_hidden_layers",
+            "hidden_size",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "intermediate_size",
+            "vocab_size",
+        )
+    )
+
+
+def measure(
+    hosts: dict[str, HostModel],
+    spec: DeviceSpec,
+    lens=LENS,
+    batches=BATCHES,
+    repeats: int = 2,
+) -> dict:
+    """Time the grid on one instance of `spec` (this thread); returns the profile dict."""
+    import torch
+
+    from hpn.serve.runner import DecodeBatch, Seq, prefill
+
+    if len(lens) * len(batches) > MAX_POINTS:
+        raise InputError("grid", f"at most {MAX_POINTS} (length, batch) points")
+    torch.set_num_threads(spec.threads)
+    dev = spec.torch_device
+    shapes: dict[str, list[str]] = {}
+    for name, h in hosts.items():
+        shapes.setdefault(shape_key(h), []).append(name)
+    rows, switch, fits_by_model = [], {}, {}
+    rng = np.random.default_rng(0)
+    for key, names in sorted(shapes.items()):
+        host = hosts[names[0]]
+        dm = DeviceModel(host, spec)
+        link = Link(spec)
+        took = []
+        for _ in range(repeats + 1):
+            dm.evict()
+            took.append(dm.load(link))
+        sw = statistics.median(took[1:])
+        pts = []
+        for L in lens:
+            for B in batches:
+                if L + DECODE_STEPS + 1 > host.info.max_len:
+                    continue
+                pre, steps = [], []
+                for _ in range(repeats + 1):
+                    seqs = [
+                        Seq(i, names[0], rng.integers(10, host.info.vocab, L).tolist(), 10**6)
+                        for i in range(B)
+                    ]
+                    _sync(spec)
+                    t0 = time.perf_counter()
+                    for s, tok in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
+                        s.take(tok)
+                    _sync(spec)
+                    pre.append(time.perf_counter() - t0)
+                    db = DecodeBatch(dm.module, seqs, dev)
+                    for _ in range(DECODE_STEPS):
+                        t0 = time.perf_counter()
+                        for s, tok in zip(db.seqs, db.step(), strict=True):
+                            s.take(tok)
+                        _sync(spec)
+                        steps.append(time.perf_counter() - t0)
+                pts.append(
+                    (L, B, statistics.median(pre[1:]), statistics.median(steps[DECODE_STEPS:]))
+                )
+        dm.evict()
+        rows += [(key, L, B, p, d) for L, B, p, d in pts]
+        for n in names:
+            switch[n] = sw
+    fitted = fit_rows(rows, spec)
+    for key, names in shapes.items():
+        for n in names:
+            fits_by_model[n] = fitted[key]
+    return {
+        "device": {
+            "kind": spec.kind,
+            "memory_bytes": spec.memory_bytes,
+            "link_bps": spec.link_bps,
+            "threads": spec.threads,
+            "dtype": spec.dtype,
+        },
+        "grid": {"input_len": list(lens), "batch_size": list(batches)},
+        "points": [
+            {"shape": k, "input_len": L, "batch_size": B, "prefill_s": p, "decode_step_s": d}
+            for k, L, B, p, d in rows
+        ],
+        "fits": fits_by_model,
+        "switch_s": switch,
+        "weights": {n: h.nbytes for n, h in hosts.items()},
+    }
+
+
+def _sync(spec: DeviceSpec) -> None:
+    if spec.kind == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def fit_rows(rows, spec: DeviceSpec) -> dict[str, dict]:
+    """Fit (shape, L, B, prefill s, step s) rows with `calibration.fit_profiles`."""
+    from hpn.pool.calibration import fit_profiles
+
+    gpu = f"{spec.kind}-{spec.dtype}"
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "profile.csv"
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(
+                ["model", "gpu", "input_len", "batch_size", "prefill_ms", "decode_step_ms", "clean"]
+            )
+            for key, L, B, p, s in rows:
+                w.writerow([key, gpu, L, B, p * 1e3, s * 1e3, 1])
+        fitted = fit_profiles(path)
+    return {k.rsplit("/", 1)[0]: v for k, v in fitted.items()}
+
+
+def save(profile: dict, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(profile, indent=1) + "\n")
+
+
+def load(path: str | Path) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("profile", f"{path}: no such file")
+    try:
+        doc = json.loads(p.read_text())
+        doc["fits"], doc["switch_s"], doc["device"]  # noqa: B018
+    except (ValueError, KeyError) as e:
+        raise InputError("profile", f"{path}: not a profile ({e})") from None
+    return doc
+
+
+def predictor(profile: dict, hosts: dict[str, HostModel], spec: DeviceSpec):
+    """The policies' estimates on the engine (`pool.Predictor`) from a fitted profile."""
+    from hpn.pool.predictor import Predictor
+
+    missing = sorted(set(hosts) - set(profile["fits"]))
+    if missing:
+        raise InputError("profile", f"no fit for {', '.join(missing)}; run hpn serve profile")
+    link = spec.link_bps or _measured_bps(profile, hosts)
+    return Predictor(
+        prefill={m: tuple(profile["fits"][m]["prefill"]) for m in hosts},
+        decode={m: tuple(profile["fits"][m]["decode"]) for m in hosts},
+        switch_s={m: float(profile["switch_s"][m]) for m in hosts},
+        kv_s_per_token={
+            m: h.info.kv_bytes_per_token(spec.elem_bytes) / link for m, h in hosts.items()
+        },
+        weights={m: float(h.nbytes) for m, h in hosts.items()},
+        kv_bytes_per_token={
+            m: float(h.info.kv_bytes_per_token(spec.elem_bytes)) for m, h in hosts.items()
+        },
+        memory_per_gpu=float(spec.memory_bytes),
+        gpu_memory=float(spec.memory_bytes),
+    )
+
+
+def _measured_bps(profile: dict, hosts) -> float:
+    rates = [hosts[m].nbytes / s for m, s in profile["switch_s"].items() if m in hosts and s > 0]
+    return statistics.median(rates) if rates else 1e9

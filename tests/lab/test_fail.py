@@ -1,0 +1,50 @@
+"""Failures with real packets: dual-ToR keeps a NIC's flows going after its link breaks
+(the ToR withdraws the /32; the host stops using the port), single-ToR cuts the NIC off."""
+
+from __future__ import annotations
+
+import pytest
+
+from hpn.lab import bgp, service
+from hpn.lab.fail import fail
+from hpn.lab.plan import LabSpec
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture
+def frr():
+    if bgp.missing():
+        pytest.skip(bgp.missing())
+
+
+def test_dual_tor_link_failure_flows_keep_going(lab_name, frr):
+    service.up(LabSpec(name=lab_name, control="bgp", fabric={"dual_plane": False}))
+    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.6)
+    assert r["flows_keep_going"] and not r["nic_cut_off"]
+    for d in ("to_nic", "from_nic"):
+        assert r[d]["flows_cut_off"] == 0
+        assert r[d]["max_gap_s"] is not None and r[d]["max_gap_s"] < 1.0
+    # what was in flight toward the dead port is lost, a small part of what was sent
+    assert r["to_nic"]["packets_lost"] < 0.2 * r["to_nic"]["packets_sent"]
+
+
+def test_dual_plane_link_failure_outbound_keeps_going(lab_name, frr):
+    service.up(LabSpec(name=lab_name, control="bgp"))
+    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.6)
+    assert r["from_nic"]["flows_cut_off"] == 0
+    # plane-0 Aggs reach the NIC's pair only through its plane-0 ToR: after the /32 is
+    # withdrawn they still follow the /24 there, so plane-0 senders are cut off until repair
+    assert r["to_nic"]["flows_cut_off"] >= 1 and r["to_nic"]["recovery_after_repair_s"] < 1.0
+    # HPN's hosts re-run path selection: the cut-off connections move to the live plane
+    h = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.2, before=0.6, after=0.4, routing="hpn")
+    assert h["flows_keep_going"]
+    assert any(e.get("action") == "reselect" and e["moved"] >= 1 for e in h["events"])
+    assert h["to_nic"]["packets_lost"] < r["to_nic"]["packets_lost"]
+
+
+def test_single_tor_link_failure_cuts_the_nic_off(lab_name, frr):
+    service.up(LabSpec(name=lab_name, control="bgp", fabric={"dual_tor": False}))
+    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.8)
+    assert r["nic_cut_off"] and not r["flows_keep_going"]
+    assert r["to_nic"]["recovery_after_repair_s"] < 0.8

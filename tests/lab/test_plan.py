@@ -1,0 +1,126 @@
+"""The lab's plan from the fabric arrays: names, addresses, seeds and equal-cost next hops
+(no kernel needed)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import numpy as np
+import pytest
+
+from hpn.errors import InputError
+from hpn.lab.plan import IFNAMSIZ, LabSpec, make_plan
+from hpn.lab.routes import switch_next_hops
+from hpn.topology.fabric import LinkTier, NodeKind
+
+
+def _plan(**kw):
+    return make_plan(LabSpec(**kw))
+
+
+def test_names_carry_the_prefix_and_fit():
+    plan = _plan(name="ab12", segments=2, hosts_per_segment=3, rails=2, aggs_per_plane=3)
+    assert all(n.startswith("hlab12-") for n in plan.namespaces)
+    assert len(set(plan.namespaces)) == len(plan.namespaces)
+    assert all(n.startswith("hlab12") and len(n) <= IFNAMSIZ for n in plan.ifname.values())
+    per_ns = {}
+    for ln, name in plan.ifname.items():
+        ns = int(plan.ns_of_node[plan.fabric.links.src[ln]])
+        per_ns.setdefault(ns, []).append(name)
+    assert all(len(v) == len(set(v)) for v in per_ns.values())
+
+
+def test_counts_follow_the_scale_down():
+    plan = _plan(segments=2, hosts_per_segment=2, rails=1, aggs_per_plane=2)
+    # 4 hosts, 2 segments x 1 rail x 2 ToRs, 2 planes x 2 Aggs
+    assert plan.ns_role.count("host") == 4
+    assert plan.ns_role.count("tor") == 4 and plan.ns_role.count("agg") == 4
+    # 4 NICs x 2 ports + 4 ToRs x 2 uplinks, both directions
+    assert len(plan.links) == 2 * (8 + 8)
+    single = _plan(fabric={"dual_tor": False})
+    assert single.ns_role.count("tor") == 2
+
+
+def test_one_slash24_per_tor_pair_and_a_shared_nic_ip():
+    plan = _plan(segments=3, hosts_per_segment=4, rails=2)
+    f = plan.fabric
+    gpus = np.flatnonzero(f.nodes.kind == NodeKind.GPU)
+    ips = plan.nic_ip[gpus]
+    assert len(np.unique(ips)) == len(gpus) and (ips > 0).all()
+    assert len(plan.subnets) == 3 * 2  # segments x rails ToR pairs
+    for net, tors in plan.subnets:
+        assert len(tors) == 2
+        block = ipaddress.ip_network(f"{ipaddress.IPv4Address(net)}/24")
+        served = {int(f.links.src[ln]) for ln in plan.links if f.links.dst[ln] in tors}
+        served = {n for n in served if f.nodes.kind[n] == NodeKind.GPU}
+        assert {ipaddress.IPv4Address(int(plan.nic_ip[n])) in block for n in served} == {True}
+
+
+def test_link_ends_are_slash31_pairs():
+    plan = _plan()
+    for ln in plan.links[0::2]:
+        a, b = int(plan.end_ip[ln]), int(plan.end_ip[ln ^ 1])
+        assert b == a + 1 and a % 2 == 0
+
+
+def test_seed_modes():
+    nodes_of = lambda p, k: np.flatnonzero(p.fabric.nodes.kind == k)  # noqa: E731
+    same = _plan(ecmp_seeds="same")
+    sw = np.concatenate([nodes_of(same, NodeKind.TOR), nodes_of(same, NodeKind.AGG)])
+    assert len(set(same.kernel_seed[sw].tolist())) == 1
+    per = _plan(ecmp_seeds="switch")
+    assert len(set(per.kernel_seed[sw].tolist())) == len(sw)
+    assert (per.kernel_seed[sw] != 0).all()
+
+
+def test_dual_plane_next_hops():
+    plan = _plan(segments=2, hosts_per_segment=2, aggs_per_plane=3)
+    f = plan.fabric
+    hops = switch_next_hops(plan)
+    for (node, s), links in hops.items():
+        tors = plan.subnets[s][1]
+        kind = f.nodes.kind[node]
+        if node in tors:
+            assert links == []
+        elif kind == NodeKind.AGG:  # plane p: only the pair's plane-p ToR
+            assert len(links) == 1
+            assert f.nodes.plane[f.links.dst[links[0]]] == f.nodes.plane[node]
+        elif kind == NodeKind.TOR:  # every uplink of its plane
+            assert len(links) == 3
+            assert set(f.links.tier[links]) == {LinkTier.TOR_AGG}
+
+
+def test_single_plane_agg_has_both_tors():
+    plan = _plan(fabric={"dual_plane": False}, aggs_per_plane=2)
+    f = plan.fabric
+    for (node, _s), links in switch_next_hops(plan).items():
+        if f.nodes.kind[node] == NodeKind.AGG:
+            assert len(links) == 2
+
+
+def test_bad_input_names_the_field():
+    with pytest.raises(InputError, match="lab"):
+        _plan(segments=16, hosts_per_segment=32, rails=8)
+    with pytest.raises(ValueError, match="name"):
+        LabSpec(name="Bad-Name")
+
+
+def test_configs_need_no_root(tmp_path):
+    from hpn.lab.service import configs
+
+    out = configs(LabSpec(segments=2, hosts_per_segment=2, aggs_per_plane=2), tmp_path)
+    assert out["switches"] == 8 and len(out["files"]) == 16
+    asns = out["asns"]
+    tors = [v for k, v in asns.items() if k.startswith("t")]
+    aggs = [v for k, v in asns.items() if k.startswith("a")]
+    assert len(set(tors)) == 4  # one per ToR
+    assert len(set(aggs)) == 2  # one per plane: the Aggs of a plane share it
+    t0 = (tmp_path / "t0.conf").read_text()
+    # a ToR announces its pair's /24 and a /32 per NIC it serves, through that NIC's link
+    assert "network 10.0.0.0/24" in t0 and "redistribute static" in t0
+    assert t0.count("/32 ") == 2 and "ip address 100.64.0." in t0
+    routes = (tmp_path / "a0.routes").read_text().splitlines()
+    assert routes == [
+        "route replace 10.0.0.0/24 via 100.64.0.24 dev hl0t0",
+        "route replace 10.0.1.0/24 via 100.64.0.32 dev hl0t2",
+    ]

@@ -1,0 +1,60 @@
+"""Tiny generated checkpoints shared by the engine tests (skipped without the extra)."""
+
+from __future__ import annotations
+
+import pytest
+
+NEEDS = "the engine tests need the `engine` extra (torch, transformers)"
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory):
+    from hpn.serve.store import make_models
+
+    d = tmp_path_factory.mktemp("models")
+    make_models(d, 3, ["1m", "2m"], seed=7, max_len=512)
+    return d
+
+
+@pytest.fixture(scope="session")
+def spec():
+    from hpn.serve.device import DeviceSpec
+
+    # a fast link so tests stay quick; switches still copy every byte
+    return DeviceSpec(memory_bytes=256 << 20, link_bps=2e9, threads=1)
+
+
+@pytest.fixture(scope="session")
+def hosts(model_dir, spec):
+    from hpn.serve.engine import load_hosts
+
+    return load_hosts(model_dir, spec)
+
+
+def flat_profile(hosts, step=0.004, switch=0.01):
+    """A hand-made profile: the policies' estimates only steer decisions, not tokens."""
+    fits = {m: {"prefill": [0.002, 1e-5, 0.0], "decode": [step, 0.0, 1e-4]} for m in hosts}
+    return {
+        "device": {},
+        "fits": fits,
+        "switch_s": {m: switch for m in hosts},
+        "weights": {m: h.nbytes for m, h in hosts.items()},
+    }
+
+
+def reference(host, prompt, n):
+    """transformers' own greedy generate() on the host copy."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    m = AutoModelForCausalLM.from_pretrained(host.info.path, dtype=torch.float32)
+    out = m.generate(
+        torch.tensor([prompt]),
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+        max_new_tokens=n,
+        min_new_tokens=n,
+        do_sample=False,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
+    return out[0, len(prompt) :].tolist()
