@@ -92,6 +92,7 @@ class EngineBackend(Backend):
         self._pending = 0  # operations started and not yet completed
         self._ops: dict[int, _DecodeOp] = {}
         self._stop = threading.Event()
+        self.forget_after: float | None = None  # seconds after finishing; None: keep
         self._error: tuple[BaseException, str] | None = None
         self.kv_bytes_per_token = {
             m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
@@ -265,6 +266,13 @@ class EngineBackend(Backend):
         self.emit_tokens(r, t, 0.0, 1)
         if seq.on_token is not None:
             seq.on_token(r, seq, tok, t)
+        if r.done_t >= 0 and self.forget_after is not None:
+            self.call_at(self.now() + self.forget_after, self._forget, r.rid)
+
+    def _forget(self, rid: int) -> None:
+        """Drop a finished request's state (a long-running server)."""
+        self.seqs.pop(rid, None)
+        self.reqs.pop(rid, None)
 
     def _tokens(self, items) -> None:
         for r, tok, t in items:

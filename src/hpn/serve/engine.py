@@ -108,6 +108,7 @@ class Engine:
     def start(self) -> None:
         """Run the scheduler loop on its own thread."""
         self.backend.reset_clock()
+        self.backend.forget_after = 60.0
         self._thread = threading.Thread(
             target=self.backend.loop, name="hpn-serve-scheduler", daemon=True
         )
