@@ -92,6 +92,8 @@ class EngineBackend(Backend):
         self._pending = 0  # operations started and not yet completed
         self._ops: dict[int, _DecodeOp] = {}
         self._stop = threading.Event()
+        # decode-loop accounting: steps, seconds in steps, in forwards, in decode operations
+        self.steps, self.step_s, self.forward_s, self.decode_s = 0, 0.0, 0.0, 0.0
         self.forget_after: float | None = None  # seconds after finishing; None: keep
         self._error: tuple[BaseException, str] | None = None
         self.kv_bytes_per_token = {
@@ -332,6 +334,7 @@ class EngineBackend(Backend):
                 break
             out = []
             stop = False
+            step_t0 = time.perf_counter()
             for db in dbs:
                 if not db.seqs:
                     continue
@@ -348,6 +351,8 @@ class EngineBackend(Backend):
                         keep.append(i)
                 db.drop(keep)
             self.post(self._tokens, out)
+            self.steps += 1
+            self.step_s += time.perf_counter() - step_t0
             if first:
                 first = False
                 if op.budget is not None:
@@ -358,10 +363,12 @@ class EngineBackend(Backend):
                     op.joins = []
                 break
         for db in dbs:
+            self.forward_s += db.forward_s
             for s in db.split():
                 s.kv_on = op.inst.iid
         for r in finished:
             self.seqs[r.rid].kv = None
+        self.decode_s += time.perf_counter() - t_start
         t = self.now()
         self.post(self._done, self._decoded, op, tuple(finished), t, time.perf_counter() - t_start)
 

@@ -87,11 +87,17 @@ class Engine:
     ):
         self.hosts, self.spec, self.slo, self.cluster = hosts, spec, slo, cluster
         if profile is None:
-            profile = profiles.measure(hosts, spec, QUICK_LENS, QUICK_BATCHES, repeats=1)
+            n = sum(k for _, k in cluster.roles())
+            profile = profiles.measure(
+                hosts, spec, QUICK_LENS, QUICK_BATCHES, repeats=1, concurrent=min(n, 8)
+            )
         self.profile = profile
         self.sink = sink if sink is not None else Recorder()
         self.backend = EngineBackend(cluster, self.sink, hosts, spec)
-        self.predictor = profiles.predictor(profile, hosts, spec)
+        self.kv_bytes_per_token = {
+            m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
+        }
+        self.predictor = profiles.predictor(profile, self.kv_bytes_per_token)
         cls = get_policy(policy)
         rates = rates or {m: 1.0 for m in hosts}
         self.policy = cls(self.backend, self.predictor, cluster, rates, slo, **(options or {}))

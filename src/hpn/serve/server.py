@@ -321,3 +321,38 @@ def serve(engine: Engine, port: int = 8000, limits: Limits = Limits(), ready=Non
         server.run()
     finally:
         engine.stop()
+
+
+def serve_models(
+    models: str,
+    policy: str = "aegaeon",
+    prefill: int = 1,
+    decode: int = 1,
+    workers: int = 0,
+    port: int = 8000,
+    profile: str | None = None,
+    device: str | None = None,
+    memory: int | None = None,
+    link_bps: float | None = None,
+    threads: int | None = None,
+    slo=None,
+    limits: Limits = Limits(),
+) -> None:
+    """The service behind ``hpn serve``: load `models`, build the engine, serve it."""
+    from hpn.pool.policies.base import Slo
+    from hpn.serve import profile as profiles
+    from hpn.serve.device import default_spec
+    from hpn.serve.engine import cluster_for, load_hosts
+    from hpn.serve.metrics import ServeMetrics
+
+    if not 1 <= port <= 65535:
+        from hpn.errors import InputError
+
+        raise InputError("port", f"must be 1..65535, got {port}")
+    cluster = cluster_for(policy, prefill, decode, workers)
+    n = sum(k for _, k in cluster.roles())
+    spec = default_spec(device, n, memory_bytes=memory, link_bps=link_bps, threads=threads)
+    hosts = load_hosts(models, spec)
+    prof = profiles.load(profile) if profile else None
+    eng = Engine(hosts, spec, policy, cluster, profile=prof, slo=slo or Slo(), sink=ServeMetrics())
+    serve(eng, port, limits)
