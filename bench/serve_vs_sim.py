@@ -97,15 +97,19 @@ def main() -> int:
         dtype="float32" if a.device == "cpu" else "bfloat16",
     )
     hosts = load_hosts(models, spec)
-    t0 = time.perf_counter()
     n_inst = max(a.prefill + a.decode, a.workers)
-    prof = profiles.measure(hosts, spec, concurrent=n_inst if a.concurrent else 1)
-    prof_path = Path(tmp) / "profile.json"
-    profiles.save(prof, prof_path)
-    print(f"profiled {len(hosts)} models in {time.perf_counter() - t0:.0f} s -> {prof_path}")
+
+    def measure_profile(tag: str) -> tuple[dict, Path]:
+        t0 = time.perf_counter()
+        prof = profiles.measure(hosts, spec, concurrent=n_inst if a.concurrent else 1)
+        path = Path(tmp) / f"profile-{tag}.json"
+        profiles.save(prof, path)
+        print(f"profiled {len(hosts)} models in {time.perf_counter() - t0:.0f} s -> {path}")
+        return prof, path
+
+    prof, prof_path = measure_profile("first")
     kvb = {m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()}
     served = sorted(hosts)
-    del hosts
 
     slo = Slo(a.ttft, a.tbt)
     tr = market(
@@ -119,7 +123,9 @@ def main() -> int:
     etr = engine_trace(tr, served, a.max_input, a.max_output)
     env = dict(os.environ)
     rows = []
-    for pol in a.policies.split(","):
+    for k, pol in enumerate(a.policies.split(",")):
+        if a.profile_each and k:  # the machine's load drifts: profile next to each replay
+            prof, prof_path = measure_profile(pol)
         cl = cluster_for(pol, a.prefill, a.decode, a.workers)
         sim = predict(etr, pol, cl, prof, kvb, slo)
         args = dict(

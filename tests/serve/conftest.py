@@ -11,6 +11,8 @@ NEEDS = "the engine tests need the `engine` extra (torch, transformers)"
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
+    pytest.importorskip("torch", reason=NEEDS)
+    pytest.importorskip("transformers", reason=NEEDS)
     from hpn.serve.store import make_models
 
     d = tmp_path_factory.mktemp("models")

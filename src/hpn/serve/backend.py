@@ -241,29 +241,32 @@ class EngineBackend(Backend):
         def job():
             t0 = time.perf_counter()
             toks = prefill(w.module(model), seqs, self.spec.torch_device)
+            finals = []
             for s, tok in zip(seqs, toks, strict=True):
                 s.kv_on = inst.iid
                 s.take(tok)
+                finals.append(s.finished)
                 if s.finished:
                     s.kv = None
             t = self.now()
-            self.post(
-                self._done, self._prefilled, inst, reqs, toks, t, time.perf_counter() - t0, on_done
-            )
+            took = time.perf_counter() - t0
+            self.post(self._done, self._prefilled, inst, reqs, toks, finals, t, took, on_done)
 
         w.compute.submit(job)
 
-    def _prefilled(self, inst, reqs, toks, t, took, on_done) -> None:
-        for r, tok in zip(reqs, toks, strict=True):
-            self._token(r, tok, t)
+    def _prefilled(self, inst, reqs, toks, finals, t, took, on_done) -> None:
+        for r, tok, final in zip(reqs, toks, finals, strict=True):
+            self._token(r, tok, t, final)
             r.kv_at = inst
         inst.busy = False
         self.sink.busy(inst, took)
         on_done(Done("prefill", inst, tuple(reqs), t))
 
-    def _token(self, r: Request, tok: int, t: float) -> None:
+    def _token(self, r: Request, tok: int, t: float, final: bool) -> None:
+        """Apply one token (scheduler thread). `final`: the worker ended the request with
+        it (the seq itself may already be ahead of the events applied so far)."""
         seq = self.seqs[r.rid]
-        if seq.finished and r.generated + 1 < r.output_len:  # stopped early (EOS)
+        if final and r.generated + 1 < r.output_len:  # stopped early (EOS)
             r.output_len = r.generated + 1
         self.emit_tokens(r, t, 0.0, 1)
         if seq.on_token is not None:
@@ -277,8 +280,8 @@ class EngineBackend(Backend):
         self.reqs.pop(rid, None)
 
     def _tokens(self, items) -> None:
-        for r, tok, t in items:
-            self._token(r, tok, t)
+        for r, tok, t, final in items:
+            self._token(r, tok, t, final)
 
     def decode(self, inst, batches, budget, on_done, stop_on_finish=False) -> None:
         op = _DecodeOp(inst, [list(b) for b in batches if b], budget, on_done, stop_on_finish)
@@ -343,7 +346,7 @@ class EngineBackend(Backend):
                 keep = []
                 for i, (s, tok) in enumerate(zip(db.seqs, toks, strict=True)):
                     s.take(tok)
-                    out.append((self.reqs[s.rid], tok, t))
+                    out.append((self.reqs[s.rid], tok, t, s.finished))
                     if s.finished:
                         finished.append(self.reqs[s.rid])
                         stop = True

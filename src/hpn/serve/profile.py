@@ -224,3 +224,25 @@ def _measured_bps(profile: dict) -> float:
     w = profile["weights"]
     rates = [w[m] / s for m, s in profile["switch_s"].items() if m in w and s > 0]
     return statistics.median(rates) if rates else 1e9
+
+
+def profile_models(
+    models: str,
+    out: str | Path,
+    device: str | None = None,
+    memory: int | None = None,
+    link_bps: float | None = None,
+    threads: int | None = None,
+    concurrent: int = 1,
+    lens=LENS,
+    batches=BATCHES,
+) -> dict:
+    """The service behind ``hpn serve profile``: measure, fit, write `out` (JSON)."""
+    from hpn.serve.device import default_spec
+    from hpn.serve.engine import load_hosts
+
+    spec = default_spec(device, concurrent, memory_bytes=memory, link_bps=link_bps, threads=threads)
+    hosts = load_hosts(models, spec)
+    prof = measure(hosts, spec, lens, batches, concurrent=concurrent)
+    save(prof, out)
+    return prof

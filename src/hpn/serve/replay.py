@@ -214,3 +214,38 @@ def token_table(reqs: list[Replayed]) -> dict[str, np.ndarray]:
         "token": np.array(k, dtype=np.int64),
         "t_s": np.array(t, dtype=np.float64),
     }
+
+
+def replay_trace(
+    url: str,
+    trace: str | None = None,
+    models: int | None = None,
+    rate: float = 0.1,
+    duration: float = 60.0,
+    seed: int = 0,
+    time_scale: float = 1.0,
+    mapping: str | None = None,
+    slo: Slo = Slo(),
+    max_input: int | None = 1024,
+    max_output: int | None = 256,
+    trace_models: int = 10,
+) -> tuple[dict, dict]:
+    """The service behind ``hpn pool replay``: (result dict, tables) for a run."""
+    from hpn.pool.traces import detect_format, load_trace, market
+
+    if (trace is None) == (models is None):
+        raise InputError("trace", "give either a trace file or a number of models (synthetic)")
+    if trace is not None:
+        fmt = detect_format(trace)
+        opts = {
+            "azure": {"models": trace_models, "seed": seed},
+            "servegen": {"duration": duration, "seed": seed},
+        }.get(fmt, {})
+        tr = load_trace(trace, fmt, **opts)
+    else:
+        tr = market(models, rate, duration, seed=seed)
+    res, reqs = replay(tr, url, time_scale, parse_map(mapping), slo, max_input, max_output)
+    out = res.to_dict(per_model=True)
+    out["url"] = url
+    out["errors"] = sum(1 for r in reqs if r.error)
+    return out, {"tokens": token_table(reqs)}

@@ -187,7 +187,8 @@ def create_app(engine: Engine, limits: Limits = Limits()):
         q: asyncio.Queue = asyncio.Queue()
 
         def on_token(req, seq, token, t):
-            loop.call_soon_threadsafe(q.put_nowait, (token, t, seq.finished))
+            # req is the scheduler's view: done once this very token was its last
+            loop.call_soon_threadsafe(q.put_nowait, (token, t, req.done_t >= 0))
 
         eos = frozenset() if body.ignore_eos else frozenset(_eos_ids(host))
         live["n"] += 1
