@@ -29,13 +29,14 @@ def main() -> None:
     pools = {
         "aegaeon": {"prefill_gpus": 12, "decode_gpus": 20},
         "serverless": {"gpus": 32},
+        "serverless-artifact": {"gpus": 32},
         "muxserve": {"gpus": 32},
         "dedicated": {"gpus": 32},
     }
     for policy, pool in pools.items():
         res, dt = timed(lambda p=policy, k=pool: simulate(trace, p, "h800", **k))
         print(
-            f"simulate {policy:10s} 100 models x 0.1 req/s, {duration / 3600:.2g} h, 32 H800: "
+            f"simulate {policy:19s} 100 models x 0.1 req/s, {duration / 3600:.2g} h, 32 H800: "
             f"{dt:6.2f} s (target 10 s: {dt / 10:.2f}x)  attainment {res.slo_attainment:.3f}"
         )
     out, dt = timed(

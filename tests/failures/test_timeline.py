@@ -143,3 +143,27 @@ def test_same_inputs_same_result(dual):
     a.pop("wall_s"), b.pop("wall_s")
     assert a == b
     assert np.array_equal(ta["throughput"]["throughput"], tb["throughput"]["throughput"])
+
+
+@pytest.mark.parametrize(
+    "spec, stacked",
+    [
+        ("link:host=1,nic=0,port=0,at=0s,repair=90s", False),
+        ("tor:segment=0,rail=0,plane=0,at=0s,repair=90s", True),
+    ],
+)
+def test_cut_off_from_time_zero_past_the_timeout_halts_then_crashes(single, dual, spec, stacked):
+    r, tab = run(dual if stacked else single, [spec], stacked=stacked)
+    assert r["crashed"] and r["crashes"] == 1
+    (c,) = r["crash_events"]
+    assert (c["cut_off_s"], c["crash_s"], c["restart_s"]) == (0.0, 60.0, 360.0)
+    assert r["halted_s"] == pytest.approx(REC.timeout)
+    assert r["lost_work_s"] == pytest.approx(600)  # checkpoint age at 0, no work since
+    t, x = rates(tab)
+    assert (x[(t > 0) & (t < 360 - 0.01)] == 0).all()
+    assert x[t > 361] == pytest.approx(r["baseline_samples_per_s"])
+
+
+def test_cut_off_from_time_zero_within_the_timeout_halts_only(single):
+    r, _ = run(single, ["link:host=1,nic=0,port=0,at=0s,repair=30s"])
+    assert not r["crashed"] and r["halted_s"] == pytest.approx(30.0)

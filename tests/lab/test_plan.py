@@ -103,3 +103,24 @@ def test_bad_input_names_the_field():
         _plan(segments=16, hosts_per_segment=32, rails=8)
     with pytest.raises(ValueError, match="name"):
         LabSpec(name="Bad-Name")
+
+
+def test_configs_need_no_root(tmp_path):
+    from hpn.lab.service import configs
+
+    out = configs(LabSpec(segments=2, hosts_per_segment=2, aggs_per_plane=2), tmp_path)
+    assert out["switches"] == 8 and len(out["files"]) == 16
+    asns = out["asns"]
+    tors = [v for k, v in asns.items() if k.startswith("t")]
+    aggs = [v for k, v in asns.items() if k.startswith("a")]
+    assert len(set(tors)) == 4  # one per ToR
+    assert len(set(aggs)) == 2  # one per plane: the Aggs of a plane share it
+    t0 = (tmp_path / "t0.conf").read_text()
+    # a ToR announces its pair's /24 and a /32 per NIC it serves, through that NIC's link
+    assert "network 10.0.0.0/24" in t0 and "redistribute static" in t0
+    assert t0.count("/32 ") == 2 and "ip address 100.64.0." in t0
+    routes = (tmp_path / "a0.routes").read_text().splitlines()
+    assert routes == [
+        "route replace 10.0.0.0/24 via 100.64.0.24 dev hl0t0",
+        "route replace 10.0.1.0/24 via 100.64.0.32 dev hl0t2",
+    ]

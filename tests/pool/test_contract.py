@@ -43,11 +43,30 @@ def test_aegaeon_prefill_then_decode_instance():
     assert be.done_count == {"load": 2, "prefill": 1, "move_kv": 2, "decode": 1}
 
 
-def test_serverless_second_model_waits_for_the_instance():
+def test_serverless_autoscaler_ticks_fcfs_gpu_and_balancer_polls():
     a, b = req(0, "a", 0.0, 3), req(1, "b", 0.1, 2)
     be = drive("serverless", Cluster(1), ["a", "b"], [a, b])
-    # a: load 1.0, prefill -> 1.5, two steps -> 1.9; b queued until the worker is free,
-    # then load b (1.0) -> 2.9, prefill -> 3.4, one step -> 3.6
+    # tick 1.0: an engine for a gets the GPU (start 1.0 -> 2.0); b's engine waits for a GPU.
+    # a's balancer slept 1 s (0 -> 1.0), found no ready engine, polls again at 2.0: prefill
+    # -> 2.5, two steps -> 2.9. Tick 3.0: a idle, keep-alive 0: its engine stops and b's
+    # gets the GPU (3.0 -> 4.0). b's balancer polls 1.1, 2.1, 3.1, 4.1: prefill -> 4.6, one
+    # step -> 4.8.
+    assert ops(be) == [
+        (1.0, "load", 0),
+        (2.0, "prefill", 0),
+        (2.5, "decode", 0),
+        (3.0, "load", 0),
+        (4.1, "prefill", 0),
+        (4.6, "decode", 0),
+    ]
+    assert (a.first_t, a.done_t, b.first_t, b.done_t) == pytest.approx((2.5, 2.9, 4.6, 4.8))
+
+
+def test_serverless_artifact_binds_early_and_swaps_after_the_run():
+    a, b = req(0, "a", 0.0, 3), req(1, "b", 0.1, 2)
+    be = drive("serverless-artifact", Cluster(1), ["a", "b"], [a, b])
+    # a -> the empty worker; b bound at once behind a (its stamp 0 is the oldest): a loads
+    # (1.0), prefill -> 1.5, two steps -> 1.9; then swap to b -> 2.9, prefill -> 3.4, step
     assert ops(be) == [
         (0.0, "load", 0),
         (1.0, "prefill", 0),
@@ -102,3 +121,24 @@ def test_instance_handles_are_built_from_the_cluster():
     ]
     assert isinstance(be, Backend) and all(isinstance(i, Instance) for i in be.instances)
     assert not hasattr(be.instances[0], "__dict__")  # a handle has no room for backend state
+
+
+def test_serverless_artifact_victim_is_the_oldest_stamp_even_while_swapping():
+    reqs = [req(0, "a", 0.0, 2), req(1, "b", 0.1, 2), req(2, "c", 2.0, 2), req(3, "d", 2.5, 2)]
+    be = drive("serverless-artifact", Cluster(2), ["a", "b", "c", "d"], reqs)
+    # w0: a loads 0-1, prefill -> 1.5, step -> 1.7 (stamp 1.7); w1: b 0.1-1.1, -> 1.6, -> 1.8.
+    # c (2.0) goes to w0 (stamp 1.7 < 1.8) and swaps 2.0-3.0; d (2.5) also goes to w0:
+    # its stamp is still 1.7 while it swaps, though w1 sits idle. d waits for c's run
+    # (prefill 3.0-3.5, step -> 3.7), then w0 swaps to d 3.7-4.7, prefill -> 5.2, -> 5.4.
+    loads = [(t, iid, m) for t, op, iid, m in be.log if op == "load"]
+    assert loads == [(0.0, 0, "a"), (0.1, 1, "b"), (2.0, 0, "c"), (pytest.approx(3.7), 0, "d")]
+    assert (reqs[3].first_t, reqs[3].done_t) == pytest.approx((5.2, 5.4))
+
+
+def test_serverless_artifact_scales_up_when_free_slots_drop_below_one():
+    reqs = [req(i, "a", 0.01 * i, 50) for i in range(5)]
+    be = drive("serverless-artifact", Cluster(2), ["a"], reqs)
+    # QS = 4: the first four bind to w0 (free slots 4, 3, 2, 1 >= R = 1); the fifth sees 0
+    # free slots and scales a up on the empty w1
+    loads = [(round(t, 9), iid) for t, op, iid, _ in be.log if op == "load"]
+    assert loads == [(0.0, 0), (0.04, 1)]

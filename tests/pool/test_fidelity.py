@@ -87,12 +87,12 @@ def test_turn_swaps_its_kv_in_before_preloading_the_next_model():
     assert cost.switch_time("m1") > 10 * k2
 
 
-def test_serverless_loads_at_the_artifact_simulators_speed():
+def test_serverless_artifact_loads_at_the_artifact_simulators_speed():
     from hpn.pool.simulate import simulate
     from hpn.pool.traces.base import Trace
 
     t = Trace.build([0.0], [0], [L], [2], ["m0"], ["llama-2-13b"])
-    res = simulate(t, "serverless", gpus=1)
+    res = simulate(t, "serverless-artifact", gpus=1)
     cost = CostModel(get_gpu("h800"))
     cost.add("m0", get_model("llama-2-13b"))
     load = cost.weights("m0") / 16e9

@@ -46,8 +46,12 @@ def test_capacity_small_mix_file():
     assert mix.names == ("chat", "model_01_0", "model_01_1") and mix.gpu == "h800"
     ded = capacity(mix, "dedicated", duration=600)
     assert ded["gpus"] == 3  # one GPU per model at these rates
-    pooled = capacity(mix, "serverless", duration=600)
+    pooled = capacity(mix, "aegaeon", duration=600)
     assert pooled["gpus"] <= ded["gpus"]
+    # ServerlessLLM's shipped keep-alive of 0 cold-starts (>= 22.3 s) every request that
+    # follows an idle gap, past the 10 s TTFT SLO however many GPUs it gets
+    with pytest.raises(InputError, match="serverless needs more than 8 GPUs"):
+        capacity(mix, "serverless", duration=600, limit=8)
 
 
 def test_bad_mix_file(tmp_path):

@@ -91,3 +91,28 @@ def test_linux_bond_layer34_follows_its_documented_steps():
     h ^= h >> 8
     got = linux_bond_l34(np.array([s], np.uint32), np.array([d], np.uint32), sp, dp)
     assert int(got[0]) == h
+
+
+@settings(max_examples=50)
+@given(st.integers(0, 0xFFFF), st.integers(0, 15))
+def test_rotate16_is_a_16_bit_rotation(h, off):
+    from hpn.routing.hashing import rotate16
+
+    want = ((h >> off) | (h << (16 - off))) & 0xFFFF
+    got = int(rotate16(np.array([h], np.uint32), off)[0])
+    assert got == want
+    assert int(rotate16(np.array([got], np.uint32), (16 - off) % 16)[0]) == h
+
+
+def test_an_offset_decorrelates_two_seeded_crcs():
+    """Low 4 bits at one tier, bits 10..13 at the next: independent choices out of one CRC."""
+    from hpn.routing.hashing import rotate16
+
+    rng = np.random.default_rng(2)
+    data = rng.integers(0, 256, (4000, 13), dtype=np.uint8)
+    a = fold16(crc32(data, 1)) % 16
+    same = fold16(crc32(data, 2)) % 16
+    rotated = rotate16(fold16(crc32(data, 2)), 10) % 16
+    joint = lambda x, y: len(np.unique(x.astype(np.int64) * 16 + y))  # noqa: E731
+    assert joint(a, same) == 16  # a bijection: 16 of 256 combinations
+    assert joint(a, rotated) == 256

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from hpn.routing import make_router
+from hpn.routing.ecmp import HashConfig
 from hpn.routing.hpn_select import HpnRouter
 from hpn.routing.paths import count_paths, path_report
 from hpn.routing.polarization import job_flows, polarization
@@ -27,16 +28,32 @@ def _agg_and_side(f, paths, i):
     return int(f.nodes.index[agg]), int(f.nodes.plane[tor])
 
 
-def test_same_linear_hash_polarizes_the_agg_choice(single_plane):
-    """With one CRC everywhere the Agg's 2-way choice equals the ToR's 60-way choice mod 2."""
+@pytest.mark.parametrize("seeds", ["same", "tier", "switch"])
+def test_same_linear_hash_polarizes_the_agg_choice(single_plane, seeds):
+    """With one CRC and no offset the Agg's 2-way choice follows the ToR's 60-way choice mod 2,
+    whatever the seeds (a CRC seed XORs a constant): per Agg, one side for all its flows."""
     f = single_plane
     src, dst, keys = job_flows(f, hosts=16, senders=4, connections=4)
-    same = make_router("ecmp", seed=7).route(f, src, dst, keys)
+    cfg = HashConfig.polarized(seeds=seeds)
+    same = make_router("ecmp", seed=7, hashing=cfg).route(f, src, dst, keys)
     pairs = [_agg_and_side(f, same, i) for i in range(len(src))]
-    assert all(side == agg % 2 for agg, side in pairs)
-    free = make_router(
-        "ecmp", seed=7, hashing={"tor_hash": "mix64", "agg_hash": "mix64", "seeds": "switch"}
-    ).route(f, src, dst, keys)
+    if seeds == "same":
+        assert all(side == agg % 2 for agg, side in pairs)
+    # per (Agg, source ToR): the side is a function of the Agg, so one side only
+    tor = [int(f.links.dst[same[i][0]]) for i in range(len(src))]
+    sides: dict = {}
+    for (agg, side), t in zip(pairs, tor, strict=True):
+        sides.setdefault((agg, t), set()).add(side)
+    assert all(len(v) == 1 for v in sides.values())
+
+
+@pytest.mark.parametrize(
+    "hashing", [{}, {"tor_hash": "mix64", "agg_hash": "mix64", "agg_offset": 0}]
+)
+def test_default_offsets_or_a_nonlinear_hash_decorrelate(single_plane, hashing):
+    f = single_plane
+    src, dst, keys = job_flows(f, hosts=16, senders=4, connections=4)
+    free = make_router("ecmp", seed=7, hashing=hashing).route(f, src, dst, keys)
     pairs = [_agg_and_side(f, free, i) for i in range(len(src))]
     agree = np.mean([side == agg % 2 for agg, side in pairs])
     assert 0.35 < agree < 0.65

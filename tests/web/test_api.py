@@ -93,6 +93,13 @@ def test_fabric_pod_view(client, store, monkeypatch):
     # ToR-Agg links bundled per (segment, plane), 60 uplinks a ToR in all
     assert {b["tier"] for b in v["bundles"]} == {"tor_agg"} and len(v["bundles"]) == 30
     assert sum(b["links"] for b in v["bundles"]) == 240 * 60
+    # each bundle fans out to all 60 Aggs of its plane, not to one
+    agg_x = {
+        p: [n["x"] for n in v["nodes"] if n["kind"] == "agg" and n["plane"] == p] for p in (0, 1)
+    }
+    for b in v["bundles"]:
+        assert b["reaches"] == 60
+        assert (b["x2_lo"], b["x2_hi"]) == (min(agg_x[b["b"]]), max(agg_x[b["b"]]))
     # its ToRs' ports are the segment view's
     s = client.get(f"/api/fabric/switch/{seg2[0]['id']}?preset=hpn").json()
     assert s["name"] == "pod0/seg2/tor-r0-p0" and len(s["ports"]) == 2 * (136 + 60)
@@ -145,7 +152,7 @@ def test_start_a_run_and_poll(client):
     )
     assert r.status_code == 202, r.text
     job = r.json()
-    for _ in range(100):
+    for _ in range(1200):  # a job starts its own process
         job = client.get(f"/api/jobs/{job['id']}").json()
         if job["status"] in ("done", "failed"):
             break

@@ -44,12 +44,12 @@ def _cfg(model, prefix: str, **kw):
 def fail_outcome(spec, make_iteration: Callable, cfg) -> Any:
     """Run ``hpn fail`` on a fabric spec, ``make_iteration(fabric, router)`` and a FailCfg."""
     from hpn.failures import run_fail
-    from hpn.routing import make_router
+    from hpn.routing import router_for
     from hpn.store.runnable import Outcome
     from hpn.topology import build
 
     fabric = build(spec)
-    router = make_router(cfg.routing, seed=cfg.seed)
+    router = router_for(fabric, cfg.routing, seed=cfg.seed)
     it = make_iteration(fabric, router)
     result, tables = run_fail(
         fabric,

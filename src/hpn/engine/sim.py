@@ -30,7 +30,7 @@ from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import incidence, maxmin_rates
 from hpn.engine.result import Result, Series
 from hpn.errors import InputError
-from hpn.routing.base import Paths, Router, make_router
+from hpn.routing.base import Paths, Router, router_for
 from hpn.topology.fabric import Fabric
 
 START, DONE, CAPACITY = 2, 1, 0  # heap order at equal times: capacity, completions, starts
@@ -59,7 +59,7 @@ class CapacityEvents:
 def simulate(
     fabric: Fabric,
     dag: FlowDAG,
-    router: Router | str = "ecmp",
+    router: Router | str | None = None,
     *,
     seed: int = 0,
     capacity_events: CapacityEvents | None = None,
@@ -67,10 +67,11 @@ def simulate(
     sample_links: np.ndarray | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Result:
-    """Run ``dag`` on ``fabric``; flows without explicit paths are routed by ``router``."""
+    """Run ``dag`` on ``fabric``; flows without explicit paths are routed by ``router`` (a
+    policy name; None: the fabric's default, :func:`hpn.routing.default_policy`)."""
     wall = _time.perf_counter()
-    if isinstance(router, str):
-        router = make_router(router, seed=seed)
+    if router is None or isinstance(router, str):
+        router = router_for(fabric, router, seed=seed)
     dag.validate(fabric.num_nodes)
     sim = _Sim(fabric, dag, router, capacity_events, sample_interval, sample_links, progress)
     sim.run()
@@ -78,14 +79,14 @@ def simulate(
 
 
 def _reference(
-    fabric: Fabric, dag: FlowDAG, router: Router | str = "ecmp", *, refill=True, **kw
+    fabric: Fabric, dag: FlowDAG, router: Router | str | None = None, *, refill=True, **kw
 ) -> Result:
     """:func:`simulate` with the shortcuts off, the oracle of the tests: remaining bytes
     decremented for every transmitting flow at every batch, ends found by dividing them by
     the rates and, with ``refill``, rates fully re-filled at every recomputation."""
     wall = _time.perf_counter()
-    if isinstance(router, str):
-        router = make_router(router, seed=kw.pop("seed", 0))
+    if router is None or isinstance(router, str):
+        router = router_for(fabric, router, seed=kw.pop("seed", 0))
     kw.pop("seed", None)
     dag.validate(fabric.num_nodes)
     sim = _Sim(

@@ -28,7 +28,9 @@ class RecoveryCfg(Model):
 class FailCfg(RecoveryCfg):
     faults: list[str] = Field(default_factory=list, description="fault specs (--fault)")
     stacked: bool = Field(False, description="stacked dual-ToR: a ToR fault kills the pair")
-    routing: str = Field("ecmp", description="routing policy")
+    routing: str | None = Field(
+        None, description="routing policy (default: the fabric's, hpn on HPN presets, else ecmp)"
+    )
     seed: int = 0
     duration: Duration | None = Field(None, description="simulated time (default: to repair)")
     since_checkpoint: Duration | None = Field(

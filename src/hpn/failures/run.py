@@ -19,20 +19,21 @@ def run_fail(
     faults: list[Fault | str],
     *,
     stacked: bool = False,
-    routing: str = "ecmp",
+    routing: str | None = None,
     seed: int = 0,
     recovery: Recovery | None = None,
     duration: float | None = None,
     router=None,
+    hashing: Any = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(result, tables): the job's throughput, halts and crashes across ``faults``."""
-    from hpn.routing import make_router
+    from hpn.routing import describe, router_for
 
     t0 = time.perf_counter()
     parsed = [parse_fault(f) if isinstance(f, str) else f for f in faults]
     design = design_of(fabric, stacked)
     outs = outages(fabric, parsed, design)
-    router = router or make_router(routing, seed=seed)
+    router = router or router_for(fabric, routing, seed=seed, hashing=hashing)
     rec = recovery or Recovery()
     result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed)
     described = []
@@ -49,7 +50,8 @@ def run_fail(
     head = {
         "preset": getattr(fabric.spec, "preset", None),
         "design": design,
-        "routing": routing,
+        "routing": router.name,
+        "routing_detail": describe(router),
         "seed": seed,
         "job": it.name,
         "gpus": int(it.gpus.size),

@@ -127,7 +127,10 @@ def run_timeline(
         crash = next(
             ((max(a, t), b) for a, b in cuts if b - a > recovery.timeout and b > t + _EPS), None
         )
-        d = st.duration(t, live, crash[0] if crash else math.inf)
+        if crash is not None and crash[0] <= t + _EPS:
+            d = math.inf  # cut off as it starts: halted, no byte moves until the crash
+        else:
+            d = st.duration(t, live, crash[0] if crash else math.inf)
         if crash is None or t + d <= crash[0] + _EPS:
             rows.append((t, t + d, it.samples))
             t += d

@@ -75,8 +75,9 @@ def _peers(plan: LabPlan, node: int) -> list[int]:
     ]
 
 
-def config(plan: LabPlan, node: int) -> dict[str, str]:
-    """The per-daemon configuration texts of one switch (zebra, staticd, bgpd)."""
+def config(plan: LabPlan, node: int, addresses: bool = False) -> dict[str, str]:
+    """The per-daemon configuration texts of one switch (zebra, staticd, bgpd); with
+    ``addresses`` the interfaces carry their /31s (the lab sets them with iproute2)."""
     f = plan.fabric
     name = plan.ns(node).removeprefix(plan.prefix + "-")
     asn = asn_of(plan, node)
@@ -86,7 +87,10 @@ def config(plan: LabPlan, node: int) -> dict[str, str]:
     for ln in sorted(plan.ifname):
         if int(f.links.src[ln]) == node:
             peer = f.node_name(int(f.links.dst[ln]))
-            zebra += [f"interface {plan.ifname[ln]}", f" description to {peer}", "!"]
+            zebra += [f"interface {plan.ifname[ln]}", f" description to {peer}"]
+            if addresses:
+                zebra.append(f" ip address {plan.link_ip(ln)}/31")
+            zebra.append("!")
     static = [f"hostname {name}", "!"]
     originate = []
     if f.nodes.kind[node] == NodeKind.TOR:
@@ -137,10 +141,10 @@ def _no_comments(lines: list[str]) -> str:
 
 def integrated(plan: LabPlan, node: int) -> str:
     """One ``frr.conf`` for a switch, as a user would load it with vtysh."""
-    c = config(plan, node)
-    body = [ln for ln in c["zebra"].splitlines()]
-    body += [ln for ln in c["staticd"].splitlines() if not ln.startswith("hostname")]
-    body += [ln for ln in c["bgpd"].splitlines() if not ln.startswith("hostname")]
+    c = config(plan, node, addresses=True)
+    body = c["zebra"].splitlines()
+    for d in ("staticd", "bgpd"):
+        body += [ln for ln in c[d].splitlines()[2:] if ln != "!" or body[-1] != "!"]
     return "frr defaults datacenter\n" + "\n".join(body) + "\n"
 
 

@@ -32,6 +32,9 @@ def _sysctls(plan: LabPlan, ns: int) -> dict[str, str | int]:
         "ipv4/conf/default/ignore_routes_with_linkdown": 1,
         "ipv4/fib_multipath_hash_policy": 1,  # L4: addresses, ports, protocol
         "ipv4/fib_multipath_use_neigh": 1,
+        # ARP from a link's own /31, not the NIC address on lo (as hosts with a loopback
+        # address are configured), so a ToR answers on a port the host never used before
+        "ipv4/conf/all/arp_announce": 2,
         "ipv4/fib_multipath_hash_seed": int(plan.kernel_seed[node]),
         "ipv4/ip_forward": 0 if plan.ns_role[ns] == "host" else 1,
     }

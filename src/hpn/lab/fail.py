@@ -11,6 +11,7 @@ kernel flushed with the interface).
 
 from __future__ import annotations
 
+import queue
 import re
 import time
 from typing import Any
@@ -21,7 +22,7 @@ from hpn.errors import InputError
 from hpn.lab import netns
 from hpn.lab.build import load
 from hpn.lab.plan import ENDPOINT_KINDS, LabPlan
-from hpn.lab.routes import static_commands, switch_next_hops
+from hpn.lab.routes import host_commands, static_commands, switch_next_hops
 from hpn.lab.service import sports_for
 from hpn.lab.udp import FlowSet, run_flows
 from hpn.topology.fabric import NodeKind
@@ -73,20 +74,51 @@ def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, fl
     return "tor", [int(ln) for ln in f.out_links(tor) if int(ln) in plan.ifname], kv
 
 
-def _set(plan: LabPlan, links: list[int], state: str) -> None:
-    by_ns: dict[str, list[str]] = {}
+def _set(plan: LabPlan, links: list[int], state: str, hops: dict, want: dict) -> dict:
+    """Set links down or up at both ends (a cut cable: both sides lose light at once). A ToR
+    coming back brings its uplinks up first and holds its NIC ports down until BGP has given
+    it the fabric's routes again (as switches hold ports at boot), so hosts do not send into
+    a ToR that cannot forward yet."""
+    lk, kind = plan.fabric.links, plan.fabric.nodes.kind
+    up_first = [ln for ln in links if kind[lk.dst[ln]] not in ENDPOINT_KINDS]
+    if state == "up" and up_first and plan.spec.control == "bgp" and len(up_first) < len(links):
+        from hpn.lab import bgp
+
+        _set_now(plan, up_first, "up", hops)
+        t = time.monotonic()
+        ns = int(plan.ns_of_node[int(lk.src[up_first[0]])])
+        while time.monotonic() - t < 10:
+            have = bgp.kernel_routes(plan.namespaces[ns])
+            if all(have.get(p) == v for p, v in want[ns].items() if p.endswith("/24")):
+                break
+            time.sleep(0.02)
+        held = time.monotonic() - t
+        _set_now(plan, [ln for ln in links if ln not in up_first], "up", hops)
+        return {"nic_ports_held_s": round(held, 4)}
+    _set_now(plan, links, state, hops)
+    return {}
+
+
+def _set_now(plan: LabPlan, links: list[int], state: str, hops: dict) -> None:
+    src = plan.fabric.links.src
+    by_ns: dict[int, list[str]] = {}
     for ln in links:
-        by_ns.setdefault(plan.ns(int(plan.fabric.links.src[ln])), []).append(
-            f"link set {plan.ifname[ln]} {state}"
-        )
+        for end in (ln, ln ^ 1):
+            ns = int(plan.ns_of_node[int(src[end])])
+            by_ns.setdefault(ns, []).append(f"link set {plan.ifname[end]} {state}")
     for ns, cmds in by_ns.items():
-        netns.ip_batch(cmds, ns)
-    if state == "up" and plan.spec.control == "static":
-        hops = switch_next_hops(plan)
-        for ns in by_ns:
-            i = plan.namespaces.index(ns)
-            if plan.ns_role[i] != "host":
-                netns.ip_batch(static_commands(plan, i, hops), ns)
+        netns.ip_batch(cmds, plan.namespaces[ns])
+    if state != "up":
+        return
+    # routes through a device that went down are flushed by the kernel: put them back
+    for ns in by_ns:
+        if plan.ns_role[ns] == "host":
+            cmds = [c for c in host_commands(plan, ns) if c.startswith("route replace")]
+        elif plan.spec.control == "static":
+            cmds = static_commands(plan, ns, hops)
+        else:
+            continue
+        netns.ip_batch(cmds, plan.namespaces[ns])
 
 
 def affected_nics(plan: LabPlan, links: list[int]) -> list[int]:
@@ -105,9 +137,12 @@ def fail(
     rate: float = 1e6,
     payload: int = 500,
     seed: int = 0,
+    probe: float = 0.1,
 ) -> dict[str, Any]:
     """Run flows to and from the NICs the failure touches; fail at ``before`` s, repair
-    ``repair`` s later; report gaps, losses and recovery per direction."""
+    ``repair`` s later; report gaps, losses and recovery per direction. With ``routing="hpn"``
+    the hosts re-learn their connections' paths every ``probe`` s and move a connection whose
+    path no longer reaches its peer to a live one (HPN's selection, re-run)."""
     if not 0.2 <= repair <= 60:
         raise InputError("repair", f"must be 0.2..60 s, got {repair}")
     plan, _ = load(name)
@@ -143,7 +178,14 @@ def fail(
         t_repair = t - period / 2
     else:
         events = [(t_fail, _action(plan, links, "down")), (t_repair, _action(plan, links, "up"))]
-    tr = run_flows(plan, FlowSet(src, dst, sport, size), rate, payload, events)
+    flows = FlowSet(src, dst, sport.copy(), size)
+    rebinds: queue.SimpleQueue = queue.SimpleQueue()
+    if routing == "hpn":  # the hosts re-run path selection every `probe` seconds
+        t = t_fail + probe
+        while t < total:
+            events.append((t, _reselect(plan, flows, rebinds, seed)))
+            t += probe
+    tr = run_flows(plan, flows, rate, payload, events, rebinds=rebinds)
     interval = 8 * payload / rate
     direction = np.array(direction)
     out: dict[str, Any] = {
@@ -160,6 +202,7 @@ def fail(
         "repaired_at_s": t_repair,
         "packet_interval_s": interval,
         "events": tr.events,
+        "loop_stall_max_s": round(tr.loop_stall_max_s, 4),
     }
     for d in ("to_nic", "from_nic"):
         idx = np.flatnonzero(direction == d)
@@ -171,37 +214,76 @@ def fail(
     return out
 
 
-def _action(plan: LabPlan, links: list[int], state: str):
+def _reselect(plan: LabPlan, flows: FlowSet, rebinds: queue.SimpleQueue, seed: int):
+    from hpn.lab.learn import learn_paths
+    from hpn.lab.select import select
+
     def run() -> dict:
         t = time.monotonic()
-        _set(plan, links, state)
-        return {"action": state, "took_s": round(time.monotonic() - t, 4)}
+        _, ok = learn_paths(plan, flows.src, flows.dst, flows.sport)
+        bad = np.flatnonzero(~ok)
+        if not len(bad):
+            return {"action": "probe", "moved": 0}
+        sport, _ = select(plan, flows.src[bad], flows.dst[bad], seed=seed + 1)
+        for i, port in zip(bad, sport, strict=True):
+            rebinds.put((int(i), int(port)))
+        return {
+            "action": "reselect",
+            "moved": int(len(bad)),
+            "took_s": round(time.monotonic() - t, 4),
+        }
+
+    return run
+
+
+def _action(plan: LabPlan, links: list[int], state: str):
+    hops = switch_next_hops(plan)
+    want = {}
+    if plan.spec.control == "bgp":
+        from hpn.lab import bgp
+
+        want = bgp.expected_routes(plan, hops)
+
+    def run() -> dict:
+        t = time.monotonic()
+        extra = _set(plan, links, state, hops, want)
+        return {"action": state, "took_s": round(time.monotonic() - t, 4), **extra}
 
     return run
 
 
 def _summary(tr, idx: np.ndarray, t_fail: float, t_repair: float, interval: float) -> dict:
-    gaps, cut, recover = [], 0, []
+    """Per direction: gaps around the failure and around the repair, losses, cut-off flows."""
+    gaps, gaps_repair, cut, recover = [], [], 0, []
     for i in idx:
         a = tr.arrivals[i]
-        during = a[(a > t_fail) & (a < t_repair)]
-        around = a[a > t_fail - 0.2]
-        g = float(np.diff(around).max()) if len(around) > 1 else float("inf")
+        # a flow is cut off when nothing arrives once the failure took effect (packets
+        # already past the break still arrive during the first moments)
+        grace = min(0.2, (t_repair - t_fail) / 4)
+        during = a[(a > t_fail + grace) & (a < t_repair)]
+        later = a[a >= t_repair]
+        if len(later) > 1 or len(later) and len(during):
+            w = np.concatenate([during[-1:], later])
+            gaps_repair.append(float(np.diff(w).max()) if len(w) > 1 else 0.0)
         if not len(during):
             cut += 1
-            later = a[a >= t_repair]
             recover.append(float(later[0] - t_repair) if len(later) else float("inf"))
             continue
-        gaps.append(g)
-    lost = int(tr.lost[idx].sum())
+        w = a[(a > t_fail - 0.2) & (a <= (later[0] if len(later) else np.inf))]
+        gaps.append(float(np.diff(w).max()) if len(w) > 1 else 0.0)
     affected = [g for g in gaps if g > 5 * interval]
+    worst = max(recover) if recover else None
     return {
         "flows": int(len(idx)),
         "packets_sent": int(tr.sent[idx].sum()),
-        "packets_lost": lost,
+        "packets_lost": int(tr.lost[idx].sum()),
         "send_errors": int(tr.send_errors[idx].sum()),
+        "packets_undelivered": int((tr.sent + tr.send_errors - tr.received)[idx].sum()),
         "flows_with_gap": len(affected),
         "max_gap_s": round(max(gaps), 4) if gaps else None,
+        "max_gap_after_repair_s": round(max(gaps_repair), 4) if gaps_repair else None,
         "flows_cut_off": cut,
-        "recovery_after_repair_s": round(max(recover), 4) if recover else None,
+        # None where no flow was cut off, or one did not come back before the run ended
+        "recovery_after_repair_s": round(worst, 4) if worst is not None and worst < 1e9 else None,
+        "recovered_by_end": worst is None or worst < 1e9,
     }

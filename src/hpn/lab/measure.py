@@ -62,6 +62,17 @@ def port_balance(plan: LabPlan, load: np.ndarray, receivers: np.ndarray) -> dict
         np.int64,
     )
     dl = load[down] if len(down) else np.zeros(0)
+    # ToR uplinks of the ToRs that sent (carried bytes up)
+    up = np.array(
+        [
+            ln
+            for ln in plan.links
+            if lk.tier[ln] == LinkTier.TOR_AGG and kind[lk.src[ln]] == NodeKind.TOR
+        ],
+        np.int64,
+    )
+    senders = set(lk.src[up[load[up] > 0]].tolist()) if len(up) else set()
+    ul = np.array([load[ln] for ln in up if lk.src[ln] in senders]) if senders else np.zeros(0)
     worst = float(ratio.max()) if dual and len(ratio) else float("nan")
     return {
         "receiving_nics": int(len(receivers)),
@@ -72,6 +83,9 @@ def port_balance(plan: LabPlan, load: np.ndarray, receivers: np.ndarray) -> dict
         "agg_downlink_max_over_mean": round(float(dl.max() / dl.mean()), 4) if dl.sum() else None,
         "agg_downlinks_used": int(np.count_nonzero(dl)),
         "agg_downlinks": int(len(dl)),
+        "tor_uplink_max_over_mean": round(float(ul.max() / ul.mean()), 4) if ul.sum() else None,
+        "tor_uplinks_used": int(np.count_nonzero(ul)),
+        "tor_uplinks": int(len(ul)),
     }
 
 

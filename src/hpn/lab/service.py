@@ -15,7 +15,7 @@ from hpn.lab.plan import LabPlan
 from hpn.lab.udp import FlowSet, run_flows
 from hpn.routing.addressing import random_sports
 
-__all__ = ["down", "flows_of", "status", "traffic", "up"]
+__all__ = ["configs", "down", "fail", "flows_of", "status", "traffic", "up"]
 
 PATTERNS = ("permutation", "all-to-all", "incast", "rail-ring", "polarization")
 MAX_FLOWS = 512
@@ -98,8 +98,12 @@ def traffic(
     seed: int = 0,
     senders: int = 2,
     matrix: list[tuple[int, int, float]] | None = None,
+    tables: dict | None = None,
 ) -> dict[str, Any]:
-    """Send real UDP flows, read the counters, and compare every link with the model."""
+    """Send real UDP flows, read the counters, and compare every link with the model.
+
+    ``tables``: a dict to fill with the run's ``flows`` and ``links`` tables (the columns
+    ``hpn traffic`` has where the quantity is the same, plus the model's bytes per link)."""
     if not 64 <= payload <= 1400:
         raise InputError("payload", f"must be 64..1400 bytes, got {payload}")
     plan, _ = load(name)
@@ -111,6 +115,8 @@ def traffic(
     measured = snapshot(plan) - before
     model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), paths)
     receivers = np.unique(dst)
+    if tables is not None:
+        tables.update(run_tables(plan, tr, src, dst, sport, nbytes, paths, measured, model))
     return {
         "lab": name,
         "preset": plan.spec.preset,
@@ -135,15 +141,95 @@ def traffic(
         "duration_s": round(tr.duration, 3),
         "flows_routed": int(ok.sum()),
         "selection": sel,
+        "fct_s": _fct(tr.last_rx),
+        "makespan_s": round(float(np.nanmax(tr.last_rx)), 4) if len(src) else 0.0,
+        "links_used": int(np.count_nonzero(measured[plan.links] > 20_000)),
         "measured": port_balance(plan, measured.astype(float), receivers),
         "model": port_balance(plan, model, receivers),
         "model_vs_measured": compare_links(plan, measured, model),
-        "_links": {
-            "measured": measured,
-            "model": model,
-            "paths": paths,
-            "sport": sport,
-            "src": src,
-            "dst": dst,
+    }
+
+
+def _fct(finish: np.ndarray) -> dict[str, float | None]:
+    """Flow completion (last packet received, s after the start), as ``hpn traffic``."""
+    f = finish[np.isfinite(finish)]
+    if not len(f):
+        return {"min": None, "p50": None, "p99": None, "max": None}
+    p50, p99 = np.percentile(f, [50, 99])
+    return {"min": float(f.min()), "p50": float(p50), "p99": float(p99), "max": float(f.max())}
+
+
+def run_tables(plan, tr, src, dst, sport, nbytes, paths, measured, model) -> dict:
+    """``flows`` (one row per connection) and ``links`` (every lab link that carried bytes)."""
+    from hpn.topology.fabric import LinkTier
+
+    f = plan.fabric
+    links = np.asarray(plan.links, np.int64)
+    used = links[(measured[links] > 0) | (model[links] > 0)]
+    rate = np.array([plan.rate_bps(int(ln)) for ln in used])
+    first_hop = paths.links[paths.offsets[:-1]] if len(paths.links) else np.zeros(0, np.int64)
+    port = np.where(paths.lengths > 0, f.links.port[first_hop[: len(src)]], -1)
+    return {
+        "flows": {
+            "src": np.asarray(src, np.int64),
+            "dst": np.asarray(dst, np.int64),
+            "sport": np.asarray(sport, np.int64),
+            "nic_port": np.asarray(port, np.int64),
+            "hops": paths.lengths,
+            "size_bytes": np.asarray(nbytes, float),
+            "packets_sent": tr.sent,
+            "packets_received": tr.received,
+            "start_s": np.zeros(len(src)),
+            "finish_s": tr.last_rx,
+            "fct_s": tr.last_rx,
+        },
+        "links": {
+            "link_id": used,
+            "name": np.array([plan.ifname[int(ln)] for ln in used]),
+            "tier": np.array([LinkTier(int(x)).name.lower() for x in f.links.tier[used]]),
+            "bytes": measured[used].astype(float),
+            "model_bytes": model[used],
+            "util_mean": 8 * measured[used] / (rate * max(tr.duration, 1e-9)),
         },
     }
+
+
+def configs(spec, out) -> dict[str, Any]:
+    """Write every switch's FRR configuration (``<switch>.conf``) and its static routes
+    (``<switch>.routes``, ``ip -batch`` lines) for a lab spec; needs no root."""
+    from pathlib import Path
+
+    from hpn.lab.bgp import write_configs
+    from hpn.lab.plan import make_plan
+    from hpn.lab.routes import static_commands, switch_next_hops
+
+    plan = make_plan(spec)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("out", f"{out} exists and is not a directory")
+    names = write_configs(plan, out)
+    hops = switch_next_hops(plan)
+    for ns, role in enumerate(plan.ns_role):
+        if role != "host":
+            short = plan.namespaces[ns].removeprefix(plan.prefix + "-")
+            (out / f"{short}.routes").write_text("\n".join(static_commands(plan, ns, hops)) + "\n")
+    return {
+        "out": str(out),
+        "switches": len(names),
+        "files": sorted(names + [n.replace(".conf", ".routes") for n in names]),
+        "asns": {n.removesuffix(".conf"): _asn(plan, n.removesuffix(".conf")) for n in names},
+    }
+
+
+def _asn(plan, short: str) -> int:
+    from hpn.lab.bgp import asn_of
+
+    ns = plan.namespaces.index(f"{plan.prefix}-{short}")
+    return asn_of(plan, plan.nodes_in_ns[ns][0])
+
+
+def fail(*args, **kwargs) -> dict[str, Any]:
+    """Break a link or ToR (or flap a link) under traffic: see :func:`hpn.lab.fail.fail`."""
+    from hpn.lab.fail import fail as run_fail
+
+    return run_fail(*args, **kwargs)

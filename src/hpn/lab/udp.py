@@ -12,9 +12,11 @@ transfer (failures, repairs).
 from __future__ import annotations
 
 import errno
+import queue
 import selectors
 import socket
 import struct
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +59,7 @@ class Transfer:
     gap_start: np.ndarray  # when that interval began, s
     duration: float
     events: list[dict] = field(default_factory=list)
+    loop_stall_max_s: float = 0.0  # longest pause of the send loop: the timing resolution
     arrivals: list[np.ndarray] = field(default_factory=list)  # per flow, s from start
 
     @property
@@ -79,9 +82,11 @@ def run_flows(
     payload: int = 1000,
     events: list[tuple[float, Callable[[], dict]]] | None = None,
     drain_s: float = 0.3,
+    rebinds: queue.SimpleQueue | None = None,
 ) -> Transfer:
     """Send every flow at ``rate_bps`` (payload bits per second) from t = 0; return per-flow
-    counts. Runs ``events`` (time, function) in order as their time comes."""
+    counts. Runs ``events`` (time, function) in a thread as their time comes; ``(flow,
+    source port)`` pairs put on ``rebinds`` move a flow to a new source port (a new path)."""
     n = len(flows)
     pkts = packets_of(flows.size, payload)
     pps = rate_bps / (8 * payload)
@@ -97,13 +102,7 @@ def run_flows(
     sel = selectors.DefaultSelector()
     try:
         for i in range(n):
-            s = int(flows.src[i])
-            with netns.entered(plan.ns(s)):
-                so = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            so.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            so.bind((plan.ip(s), int(flows.sport[i])))
-            so.setblocking(False)
-            socks.append(so)
+            socks.append(_socket(plan, int(flows.src[i]), int(flows.sport[i])))
         for ns in sorted({plan.ns(int(d)) for d in flows.dst}):
             with netns.entered(ns):
                 so = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -126,6 +125,7 @@ def run_flows(
         due = np.arange(n) * (interval / max(n, 1))
         pending = sorted(events or [], key=lambda e: e[0])
         log: list[dict] = []
+        threads: list[threading.Thread] = []
         t0 = time.monotonic()
         end_send = float((pkts - 1).max() * interval) if n else 0.0
 
@@ -150,14 +150,23 @@ def run_flows(
                     recv[fid] += 1
                     arrivals[fid].append(now)
 
+        stall = 0.0
+        prev = 0.0
         while True:
             now = time.monotonic() - t0
-            while pending and pending[0][0] <= now:
+            stall, prev = max(stall, now - prev), now
+            while pending and pending[0][0] <= now:  # in a thread: sending goes on
                 at, fn = pending.pop(0)
-                info = dict(fn() or {})
-                info.setdefault("at_s", round(at, 4))
-                info["ran_s"] = round(time.monotonic() - t0, 4)
+                info = {"at_s": round(at, 4), "ran_s": round(now, 4)}
                 log.append(info)
+                th = threading.Thread(target=lambda fn=fn, info=info: info.update(fn() or {}))
+                th.start()
+                threads.append(th)
+            while rebinds is not None and not rebinds.empty():
+                i, port = rebinds.get()
+                socks[i].close()
+                socks[i] = _socket(plan, int(flows.src[i]), int(port))
+                flows.sport[i] = port
             ready = np.flatnonzero((due <= now) & (sent + errs < pkts))
             for i in ready:
                 i = int(i)
@@ -171,15 +180,28 @@ def run_flows(
                     errs[i] += 1
                 due[i] += interval
             drain(time.monotonic() - t0)
-            if (sent + errs >= pkts).all() and now > end_send + drain_s and not pending:
+            done = (sent + errs >= pkts).all() and now > end_send + drain_s and not pending
+            if done and not any(th.is_alive() for th in threads):
                 break
             left = due[sent + errs < pkts]
             nxt = min(left.min() if len(left) else now + 0.002, pending[0][0] if pending else 1e9)
             sel.select(timeout=max(0.0, min(nxt - (time.monotonic() - t0), 0.002)))
         duration = time.monotonic() - t0
     finally:
+        for th in locals().get("threads", []):
+            th.join()
         for so in socks + rx:
             so.close()
         sel.close()
     arr = [np.asarray(a) for a in arrivals]
-    return Transfer(payload, sent, errs, recv, first, last, gap, gap_at, duration, log, arr)
+    return Transfer(payload, sent, errs, recv, first, last, gap, gap_at, duration, log, stall, arr)
+
+
+def _socket(plan: LabPlan, src: int, sport: int) -> socket.socket:
+    """A UDP socket in ``src``'s host namespace bound to (its NIC address, ``sport``)."""
+    with netns.entered(plan.ns(src)):
+        so = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    so.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    so.bind((plan.ip(src), sport))
+    so.setblocking(False)
+    return so

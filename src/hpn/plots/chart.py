@@ -43,4 +43,25 @@ class Chart:
     markers: list[tuple[float, str]] = field(default_factory=list)  # vertical lines (faults)
     log_x: bool = False
     log_y: bool = False
+    xticks: list[tuple[float, str]] = field(default_factory=list)  # (value, text); [] = auto
+    y_from_zero: bool = False  # the y axis starts at 0 (so a small dip looks small)
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def marker_levels(self, near: float = 0.04) -> list[tuple[float, str, int]]:
+        """Markers with labels at one time merged, and a label level (0, 1, 2, 3) so labels
+        of markers closer than ``near`` of the x range do not overlap."""
+        merged: dict[float, list[str]] = {}
+        for x, label in sorted(self.markers):
+            labels = merged.setdefault(float(x), [])
+            if label not in labels:
+                labels.append(label)
+        xs = sorted(merged)
+        xr = [v for ln in self.lines for v in np.asarray(ln.x, float)] + xs
+        span = (max(xr) - min(xr)) if xr else 1.0
+        out: list[tuple[float, str, int]] = []
+        level, prev = 0, None
+        for x in xs:
+            level = (level + 1) % 4 if prev is not None and x - prev < near * span else 0
+            out.append((x, ", ".join(merged[x]), level))
+            prev = x
+        return out

@@ -52,8 +52,14 @@ def figure(chart: Chart):
             shape = {"shape": "hv"} if ln.step else {}
             mode = "lines" if ln.step else "lines+markers"
             fig.add_trace(go.Scatter(x=ln.x, y=ln.y, name=ln.name, mode=mode, line=shape))
-    for x, label in chart.markers:
-        fig.add_vline(x=x, line_dash="dash", line_color="red", annotation_text=label)
+    for x, label, level in chart.marker_levels():
+        fig.add_vline(
+            x=x,
+            line_dash="dash",
+            line_color="red",
+            annotation_text=label,
+            annotation_yshift=-18 * level,
+        )
     fig.update_layout(
         title=chart.title,
         xaxis_title=chart.xlabel,
@@ -66,6 +72,12 @@ def figure(chart: Chart):
         fig.update_xaxes(type="log")
     if chart.log_y:
         fig.update_yaxes(type="log")
+    if chart.xticks:
+        fig.update_xaxes(
+            tickvals=[v for v, _ in chart.xticks], ticktext=[t for _, t in chart.xticks]
+        )
+    if chart.y_from_zero:
+        fig.update_yaxes(rangemode="tozero")
     return fig
 
 

@@ -54,7 +54,31 @@ def _label(run: Run, runs: list[Run]) -> str:
 
 
 def _join(*parts: str) -> str:
-    return " ".join(p for p in parts if p)
+    """The parts' words in order, each once (a run label often names the policy already)."""
+    return " ".join(dict.fromkeys(w for p in parts for w in str(p).split()))
+
+
+def size_text(nbytes: float) -> str:
+    """A message size as people write it: decimal units when exact (64 MB, 1 GB), binary
+    ones when exact (1 MiB), else decimal to 3 digits."""
+    v = float(nbytes)
+    dec = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3))
+    binary = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+    for units in (dec, binary):
+        for unit, scale in units:
+            if v >= scale and v % scale == 0:
+                return f"{v / scale:g} {unit}"
+    for unit, scale in dec:
+        if v >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v:g} B"
+
+
+def size_ticks(sizes: np.ndarray, most: int = 10) -> list[tuple[float, str]]:
+    """Ticks at the sizes measured (every k-th when there are many)."""
+    u = np.unique(np.asarray(sizes, float))
+    step = max(1, int(np.ceil(len(u) / most)))
+    return [(float(v), size_text(v)) for v in u[::step]]
 
 
 @kind("tier-util", "tier_util", "link utilization per tier over time (heatmap)")
@@ -89,7 +113,7 @@ def fct_cdf(runs: list[Run]) -> Chart:
 
 @kind("busbw", "busbw", "collective bus bandwidth vs message size, per fabric")
 def busbw(runs: list[Run]) -> Chart:
-    lines = []
+    lines, sizes = [], []
     for r in runs:
         t = r.table("busbw")
         for fab in dict.fromkeys(t["fabric"].tolist()):
@@ -97,13 +121,16 @@ def busbw(runs: list[Run]) -> Chart:
             order = np.argsort(t["size_bytes"][m])
             x, y = t["size_bytes"][m][order], t["busbw_gbps"][m][order]
             lines.append(Line(_join(_label(r, runs), str(fab)), x, y))
+            sizes.append(x)
     return Chart(
         "line",
         "collective bus bandwidth",
-        "message size (bytes)",
+        "message size",
         "busbw (GB/s)",
         lines,
         log_x=True,
+        xticks=size_ticks(np.concatenate(sizes)) if sizes else [],
+        y_from_zero=True,
     )
 
 
@@ -119,15 +146,30 @@ def timeline(runs: list[Run]) -> Chart:
 
 @kind("fault-throughput", "throughput", "throughput across a fault")
 def fault_throughput(runs: list[Run]) -> Chart:
+    """Throughput as a fraction of the fault-free rate, on an axis from 0 (a 0.1 % dip looks
+    like one), every line drawn to the same end time."""
     lines, markers = [], []
     for r in runs:
         t = r.table("throughput")
-        lines.append(Line(_label(r, runs) or "throughput", t["time_s"], t["throughput"], step=True))
+        x, y = np.asarray(t["time_s"], float), np.asarray(t["throughput"], float)
+        base = r.result.get("baseline_samples_per_s") or (float(y.max()) if len(y) else 1.0)
+        lines.append(Line(_label(r, runs) or "throughput", x, y / base, step=True))
         if "events" in r.tables:
             ev = r.table("events")
             markers += [(float(a), str(b)) for a, b in zip(ev["time_s"], ev["label"], strict=True)]
+    end = max((float(ln.x[-1]) for ln in lines if len(ln.x)), default=0.0)
+    for ln in lines:
+        if len(ln.x) and ln.x[-1] < end:  # steady after its horizon: hold the last rate
+            ln.x, ln.y = np.append(ln.x, end), np.append(ln.y, ln.y[-1])
     return Chart(
-        "line", "throughput across a fault", "time (s)", "throughput", lines, markers=markers
+        "line",
+        "throughput across a fault",
+        "time (s)",
+        "throughput (fraction of fault-free rate)",
+        lines,
+        markers=markers,
+        y_from_zero=True,
+        meta={"relative": True},
     )
 
 
@@ -146,7 +188,14 @@ def slo_load(runs: list[Run]) -> Chart:
                     t["slo_attainment"][m][order],
                 )
             )
-    return Chart("line", "SLO attainment vs load", "load", "SLO attainment", lines)
+    return Chart(
+        "line",
+        "SLO attainment vs load",
+        "load (requests/s, all models together)",
+        "SLO attainment (fraction of requests)",
+        lines,
+        y_from_zero=True,
+    )
 
 
 @kind("counts", "counts", "switches and links per tier")

@@ -60,11 +60,11 @@ def draw_png(chart: Chart, path: Path) -> Path:
                     ax.step(ln.x, ln.y, where="post", label=ln.name)
                 else:
                     ax.plot(ln.x, ln.y, marker="o", ms=3, label=ln.name)
-        for x, label in chart.markers:
+        for x, label, level in chart.marker_levels():
             ax.axvline(x, color="red", ls="--", lw=1)
             ax.annotate(
                 label,
-                (x, 1),
+                (x, 1 - 0.25 * level),
                 xycoords=("data", "axes fraction"),
                 rotation=90,
                 va="top",
@@ -76,6 +76,13 @@ def draw_png(chart: Chart, path: Path) -> Path:
             ax.set_xscale("log")
         if chart.log_y:
             ax.set_yscale("log")
+        if chart.xticks:
+            ax.set_xticks([v for v, _ in chart.xticks], [t for _, t in chart.xticks])
+            ax.minorticks_off()
+        if chart.y_from_zero:
+            ax.set_ylim(
+                bottom=0, top=max(ax.get_ylim()[1], 1.05 if chart.meta.get("relative") else 0)
+            )
         if chart.kind in ("line", "bar") and len(chart.lines) > 1:
             ax.legend(fontsize="small")
         ax.set(title=chart.title, xlabel=chart.xlabel, ylabel=chart.ylabel)

@@ -17,7 +17,7 @@ Rules every backend keeps (see docs/guide/pool.md, "The backend contract"):
   one thread, one at a time, so policies need no locks.
 - **Operations.** `load`, `prefill`, `decode`, `move_kv` start work and return at once;
   each later calls its `on_done` exactly once with a `Done` (its `op`, instance, requests
-  and time). `prefetch`, `interrupt`, `join`, `place` and `fail` act at once and return.
+  and time). `prefetch`, `interrupt`, `join`, `evict`, `place` and `fail` act at once.
 - **Tokens.** Every token a backend produces goes through `emit_tokens`, which advances
   the request (`Request.emit`: generated count, first/done times, SLO credit) and reports
   to the `MetricsSink`. A backend keeps `Request.kv_at`: the instance holding (or, while a
@@ -55,6 +55,7 @@ class Cluster:
 
     @property
     def split(self) -> bool:
+        """Whether the cluster has prefill and decode partitions."""
         return self.prefill_gpus + self.decode_gpus > 0
 
     def roles(self) -> list[tuple[Role, int]]:
@@ -67,6 +68,7 @@ class Cluster:
         return [("worker", self.gpus // self.tp)]
 
     def instances(self, gpus: int) -> int:
+        """Instances of `gpus` GPUs."""
         return gpus // self.tp
 
 
@@ -198,6 +200,11 @@ class Backend(ABC):
     def prefetch(self, inst: Instance, model: str) -> bool:
         """Start pre-loading `model` behind the resident one if memory allows; True if
         `model` is (now) pre-loading or pre-loaded."""
+
+    def evict(self, inst: Instance) -> None:
+        """Drop the instance's weights at once (an engine stopped); the next `load` pays in
+        full. Only when the instance is not busy."""
+        inst.resident, inst.models, inst.prefetched = None, frozenset(), None
 
     def place(self, inst: Instance, model: str) -> None:
         """Weights resident before the run starts (static placement; no time charged);

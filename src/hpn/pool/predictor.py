@@ -29,8 +29,8 @@ class Predictor:
         Estimated scale-up time per model (weights not pre-loaded).
     kv_s_per_token
         KV transfer time per token per model (host <-> device).
-    weights, kv_bytes_per_token
-        Weight bytes (all shards) and KV bytes per token per model.
+    weights, kv_bytes_per_token, layers
+        Weight bytes (all shards), KV bytes per token and layer count per model.
     memory_per_gpu
         Bytes per GPU for weights plus KV (activations excluded).
     """
@@ -41,6 +41,7 @@ class Predictor:
     kv_s_per_token: dict[str, float] = field(default_factory=dict)
     weights: dict[str, float] = field(default_factory=dict)
     kv_bytes_per_token: dict[str, float] = field(default_factory=dict)
+    layers: dict[str, int] = field(default_factory=dict)
     memory_per_gpu: float = 0.0
     gpu_memory: float = 0.0
 
@@ -54,25 +55,32 @@ class Predictor:
             kv_s_per_token={m: cost.kv_transfer_time(m, 1.0) for m in cost.models},
             weights={m: cost.weights(m) for m in cost.models},
             kv_bytes_per_token={m: x.kv_bytes_per_token for m, x in cost.models.items()},
+            layers={m: x.layers for m, x in cost.models.items()},
             memory_per_gpu=cost.memory_budget(1),
             gpu_memory=cost.gpu.memory_bytes,
         )
 
     @property
     def models(self) -> list[str]:
+        """The models the predictor knows."""
         return list(self.weights)
 
     def prefill_time(self, model: str, lens: list[int]) -> float:
+        """Estimated prefill time of a batch of prompts of lengths `lens`."""
         return prefill_latency(self.prefill[model], lens)
 
     def decode_step(self, model: str, batch: int, ctx_sum: float) -> float:
+        """Estimated decode-step time over `batch` sequences of `ctx_sum` tokens."""
         return decode_latency(self.decode[model], batch, ctx_sum)
 
     def switch_time(self, model: str) -> float:
+        """Estimated scale-up time of `model` (not pre-loaded)."""
         return self.switch_s[model]
 
     def kv_transfer_time(self, model: str, tokens: float) -> float:
+        """Estimated host <-> device KV transfer time of `tokens` tokens."""
         return tokens * self.kv_s_per_token[model]
 
     def memory_budget(self, tp: int) -> float:
+        """Bytes for weights plus KV on an instance of `tp` GPUs."""
         return self.memory_per_gpu * tp

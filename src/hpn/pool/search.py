@@ -77,10 +77,14 @@ def goodput(
 ) -> dict:
     """Max models at `rate` req/s each with attainment >= 90 % on the given pool."""
     seen: dict[int, float] = {}
+    unserved: dict[int, int] = {}
 
     def ok(m: int) -> bool:
         res = simulate(market(m, rate, duration, seed), policy, **sim)
         seen[m] = _score(res, metric)
+        if res.unserved_models:  # a placement that leaves models out serves fewer than m
+            unserved[m] = res.unserved_models
+            return False
         return seen[m] >= GOODPUT_ATTAINMENT
 
     best = largest_ok(ok, start, limit)
@@ -94,12 +98,15 @@ def goodput(
         "models_per_gpu": best / gpus if gpus else None,
         "models_per_decode_gpu": best / sim["decode_gpus"] if sim.get("decode_gpus") else None,
         "evaluated": {str(k): round(v, 4) for k, v in sorted(seen.items())},
+        "unserved": {str(k): v for k, v in sorted(unserved.items())},
     }
 
 
 def _all_ok(res, metric: str) -> bool:
     return (
-        _score(res, metric) >= GOODPUT_ATTAINMENT and res.worst_model(metric) >= GOODPUT_ATTAINMENT
+        res.unserved_models == 0
+        and _score(res, metric) >= GOODPUT_ATTAINMENT
+        and res.worst_model(metric) >= GOODPUT_ATTAINMENT
     )
 
 

@@ -10,6 +10,7 @@ from hpn.errors import InputError
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
 from hpn.pool.gpus import get_gpu
+from hpn.pool.knobs import validate_options
 from hpn.pool.metrics import PoolResult, Recorder, summarize
 from hpn.pool.models import get_model
 from hpn.pool.policies import get_policy
@@ -57,7 +58,7 @@ def simulate(
     wall = time.perf_counter()
     cls = get_policy(policy)
     g = get_gpu(gpu)
-    opts = dict(options or {})
+    opts = validate_options(cls.name, options)
     cost = CostModel(g, switch=switch, loader=cls.loader(g, switch, opts))
     kinds = {name: get_model(kind) for name, kind in zip(trace.names, trace.kinds, strict=True)}
     tps = {m.tp for m in kinds.values()}
@@ -68,7 +69,23 @@ def simulate(
     tp = tps.pop() if tps else 1
     for name, m in kinds.items():
         cost.add(name, m)
+    given = [n for n in (prefill_gpus, decode_gpus) if n is not None]
+    if len(given) == 1:
+        which = "prefill_gpus" if prefill_gpus is not None else "decode_gpus"
+        raise InputError(which, "give both prefill_gpus and decode_gpus, or gpus alone")
+    if gpus is not None and given and gpus != sum(given):
+        raise InputError(
+            "gpus",
+            f"{gpus} is not prefill_gpus + decode_gpus = {prefill_gpus} + {decode_gpus}; "
+            "give gpus alone, or the two that add up to it",
+        )
     if cls.split:
+        if gpus is not None and not given and gpus < 2 * tp:
+            raise InputError(
+                "gpus",
+                f"{policy} splits GPUs into prefill and decode instances: needs at least "
+                f"{2 * tp} (two instances of TP={tp}), got {gpus}",
+            )
         if prefill_gpus is None or decode_gpus is None:
             if gpus is None:
                 raise InputError(
@@ -121,5 +138,6 @@ def simulate(
         wall=time.perf_counter() - wall,
     )
     res.models = len(names)
+    res.unserved_models = len(pol.unserved)
     res.models_per_gpu = len(names) / total
     return res

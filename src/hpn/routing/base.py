@@ -143,6 +143,42 @@ def make_router(name: str, **kwargs: Any) -> Router:
     return ROUTERS[name].factory(**kwargs)
 
 
+HPN_FAMILY = frozenset({"hpn", "rail-only"})
+"""Presets whose hosts route with HPN's host-side path selection (P §6.1)."""
+
+
+def default_policy(fabric: Fabric) -> str:
+    """The routing a fabric's hosts and switches use: ``hpn`` on HPN-family fabrics (an
+    imported fabric may say so in ``meta["family"]``), ``ecmp`` elsewhere."""
+    family = getattr(fabric.spec, "preset", None) or fabric.meta.get("family")
+    return "hpn" if family in HPN_FAMILY else "ecmp"
+
+
+def router_for(
+    fabric: Fabric, routing: str | None = None, *, seed: int = 0, hashing: Any = None
+) -> Router:
+    """The router of policy ``routing`` (None: the fabric's default), with ``hashing`` (a
+    HashConfig or dict) for the policies that hash (``ecmp``, ``hpn``)."""
+    name = routing or default_policy(fabric)
+    kw: dict[str, Any] = {"seed": seed}
+    if hashing is not None:
+        if name not in HASHING_POLICIES:
+            raise InputError(
+                "routing", f"hash settings apply to {', '.join(HASHING_POLICIES)}, not {name!r}"
+            )
+        kw["hashing"] = hashing
+    return make_router(name, **kw)
+
+
+HASHING_POLICIES = ("ecmp", "hpn")
+
+
+def describe(router: Router) -> str:
+    """One line naming a router and, where it hashes, how (for outputs and stored runs)."""
+    hashing = getattr(router, "hashing", None)
+    return f"{router.name} ({hashing.describe()})" if hashing is not None else router.name
+
+
 def validate_endpoints(fabric: Fabric, src: np.ndarray, dst: np.ndarray) -> None:
     """InputError for unknown nodes or a flow to itself."""
     n = fabric.num_nodes

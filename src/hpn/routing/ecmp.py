@@ -1,13 +1,17 @@
 """Hash-faithful ECMP: every switch with a choice hashes the flow's 5-tuple.
 
-At a switch, next hop = ``fold16(hash(5-tuple, seed)) mod N`` over its N equal-cost next hops
-in port order (link id order). At the host the bond (LACP) picks the NIC port with its own
-hash (Linux ``layer3+4`` by default). Seeds are the same everywhere (production practice),
-per tier, or per switch. Cores forward deterministically: traffic for a pod arriving on
-in-port ``j`` leaves on candidate ``j mod N`` (P §7); when that port is down, the core falls
-back to hashing. Keys passed to :meth:`route` identify connections (queue pairs); each draws
-its UDP source port from (seed, key), as a library does per queue pair. :meth:`route_sports`
-routes flows whose source ports are given (what HPN's host-side path selection does).
+At a switch, next hop = ``rotate16(fold16(hash(5-tuple, seed)), offset) mod N`` over its N
+equal-cost next hops in port order (link id order). By default, as production fabrics are
+configured, every switch has its own seed and each tier its own hash offset (the bits of the
+hash that feed the modulo): ToR 0, Agg 10, core 0 (SONiC's per-role offset on T1 switches).
+``seeds="same"`` with offset 0 everywhere is the explicit polarization scenario. At the host
+the bond (LACP) picks the NIC port with its own hash (Linux ``layer3+4`` by default). Cores
+forward deterministically: traffic for a pod arriving on in-port ``j`` leaves on candidate
+``j mod N`` (P §7); when that port is down, the core falls back to hashing. Keys passed to
+:meth:`route` identify connections (queue pairs); each draws its UDP source port from
+(seed, key), as a library does per queue pair. :meth:`route_sports` routes flows whose source
+ports are given (what HPN's host-side path selection does). The seed scheme is written out in
+``docs/guide/routing.md`` (the namespace lab reuses it).
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.config import Model
 from hpn.routing.addressing import SPORT_MAX, SPORT_MIN, address_plan, roce_tuples
 from hpn.routing.base import register_router
 from hpn.routing.cache import per_fabric
-from hpn.routing.hashing import HASHES, fold16, get_hash, linux_bond_l34
+from hpn.routing.hashing import HASHES, fold16, get_hash, linux_bond_l34, rotate16
 from hpn.routing.shortest import Choice, EcmpRouter, splitmix64
 from hpn.topology.fabric import NodeKind
 
@@ -41,12 +45,56 @@ class HashConfig(Model):
         "round robin over ports), or a hash name",
     )
     seeds: Literal["same", "tier", "switch"] = Field(
-        "same", description="same seed everywhere, one per tier, or one per switch"
+        "switch",
+        description="same seed everywhere, one per tier (SONiC's per-role seeds) or one per "
+        "switch (Linux per-namespace seed, Cumulus, Dell)",
     )
+    tor_offset: int = Field(0, ge=0, le=15, description="ToR hash offset (bits rotated out)")
+    agg_offset: int = Field(10, ge=0, le=15, description="Agg hash offset (SONiC T1: 10)")
+    core_offset: int = Field(0, ge=0, le=15, description="core hash offset")
     core_port_map: bool = Field(True, description="cores map in-port -> out-port per pod (P §7)")
 
+    @field_validator("tor_hash", "agg_hash", "core_hash")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in HASHES:
+            raise ValueError(f"unknown hash {name!r}; choose from {', '.join(HASHES)}")
+        return name
 
-_TIER_SALT = {NodeKind.TOR: 0x1B873593, NodeKind.AGG: 0xCC9E2D51, NodeKind.CORE: 0x85EBCA6B}
+    @field_validator("bond_hash")
+    @classmethod
+    def _bond(cls, name: str) -> str:
+        if name not in ("l34", "rr") and name not in HASHES:
+            raise ValueError(
+                f"unknown bond hash {name!r}; choose from l34, rr, {', '.join(HASHES)}"
+            )
+        return name
+
+    @classmethod
+    def polarized(cls, **kw) -> HashConfig:
+        """One seed and no offset anywhere: every tier takes the same bits of one CRC."""
+        return cls(**{"seeds": "same", "tor_offset": 0, "agg_offset": 0, "core_offset": 0, **kw})
+
+    def describe(self) -> str:
+        """One line naming the hashing (for outputs and stored runs)."""
+        h = {self.tor_hash, self.agg_hash, self.core_hash}
+        fn = self.tor_hash if len(h) == 1 else f"{self.tor_hash}/{self.agg_hash}/{self.core_hash}"
+        return (
+            f"hash {fn}, seeds {self.seeds}, offsets {self.tor_offset}/{self.agg_offset}/"
+            f"{self.core_offset}, bond {self.bond_hash}"
+        )
+
+
+# SONiC's ECMP seed per device role (docker-orchagent/switch.json.j2): ToRRouter 0,
+# LeafRouter 10, SpineRouter 25; the router seed is XORed in.
+TIER_SEEDS = {NodeKind.TOR: 0, NodeKind.AGG: 10, NodeKind.CORE: 25}
+
+
+def switch_seed(node: np.ndarray | int, base: int) -> np.ndarray:
+    """The per-switch seed of ``seeds="switch"``: the low 32 bits of splitmix64(node ^ base),
+    for switch node id ``node`` and router seed ``base``."""
+    x = np.asarray(node, np.uint64) ^ np.uint64(base & 0xFFFFFFFF)
+    return splitmix64(x) & np.uint64(0xFFFFFFFF)
 
 
 class HashEcmpRouter(EcmpRouter):
@@ -56,11 +104,7 @@ class HashEcmpRouter(EcmpRouter):
 
     def __init__(self, seed: int = 0, hashing: HashConfig | dict | None = None):
         super().__init__(seed)
-        self.hashing = hashing if isinstance(hashing, HashConfig) else HashConfig(**(hashing or {}))
-        for name in (self.hashing.tor_hash, self.hashing.agg_hash, self.hashing.core_hash):
-            get_hash(name)
-        if self.hashing.bond_hash not in ("l34", "rr"):
-            get_hash(self.hashing.bond_hash)
+        self.hashing = hashing if isinstance(hashing, HashConfig) else _hash_config(hashing)
 
     def sports(self, keys: np.ndarray) -> np.ndarray:
         """The UDP source port each connection draws: seeded by (router seed, key)."""
@@ -79,16 +123,17 @@ class HashEcmpRouter(EcmpRouter):
             self._given = None
 
     def switch_seeds(self, fabric: Fabric, nodes: np.ndarray) -> np.ndarray:
+        """The hash seed of every switch in ``nodes`` under the ``seeds`` policy."""
         kind = fabric.nodes.kind[nodes]
         base = np.uint64(self.seed & 0xFFFFFFFF)
         if self.hashing.seeds == "same":
             return np.full(len(nodes), base, np.uint64)
         if self.hashing.seeds == "tier":
-            salt = np.zeros(len(nodes), np.uint64)
-            for k, v in _TIER_SALT.items():
-                salt[kind == k] = v
-            return base ^ salt
-        return splitmix64(nodes.astype(np.uint64) ^ base) & np.uint64(0xFFFFFFFF)
+            role = np.zeros(len(nodes), np.uint64)
+            for k, v in TIER_SEEDS.items():
+                role[kind == k] = v
+            return base ^ role
+        return switch_seed(nodes, self.seed)
 
     _given: np.ndarray | None = None
 
@@ -99,7 +144,11 @@ class HashEcmpRouter(EcmpRouter):
         cfg, kind = self.hashing, fabric.nodes.kind
         in_rank = _in_rank(fabric) if cfg.core_port_map else None
         ports = _core_ports(fabric) if cfg.core_port_map else None
-        fns = {NodeKind.TOR: cfg.tor_hash, NodeKind.AGG: cfg.agg_hash, NodeKind.CORE: cfg.core_hash}
+        fns = {
+            NodeKind.TOR: (cfg.tor_hash, cfg.tor_offset),
+            NodeKind.AGG: (cfg.agg_hash, cfg.agg_offset),
+            NodeKind.CORE: (cfg.core_hash, cfg.core_offset),
+        }
 
         def pick(c: Choice) -> np.ndarray:
             out = np.zeros(len(c.nodes), np.int64)
@@ -116,19 +165,32 @@ class HashEcmpRouter(EcmpRouter):
                 else:
                     h = fold16(get_hash(cfg.bond_hash)(t, self.seed))
                 out[i] = h.astype(np.int64) % c.count[i]
-            for node_kind, fn in fns.items():
+            for node_kind, (fn, offset) in fns.items():
                 i = np.flatnonzero(k == node_kind)
                 if not len(i):
                     continue
                 h = fold16(
                     get_hash(fn)(tuples.take(c.keys[i]), self.switch_seeds(fabric, c.nodes[i]))
                 )
+                h = rotate16(h, offset)
                 out[i] = h.astype(np.int64) % c.count[i]
                 if node_kind == NodeKind.CORE and in_rank is not None:
                     out[i] = _core_map(c, i, out[i], in_rank, fabric, ports)
             return out
 
         return np.arange(len(src), dtype=np.int64), pick
+
+
+def _hash_config(table: dict | None) -> HashConfig:
+    """A HashConfig from a dict; a bad field is an InputError naming it."""
+    from pydantic import ValidationError
+
+    from hpn.config import one_line
+
+    try:
+        return HashConfig(**(table or {}))
+    except ValidationError as e:
+        raise one_line(e, "routing") from None
 
 
 @per_fabric
@@ -183,4 +245,8 @@ def _core_map(
     return out
 
 
-register_router("ecmp", HashEcmpRouter, "switch hashing of RoCEv2 5-tuples (CRC), LACP bond")
+register_router(
+    "ecmp",
+    HashEcmpRouter,
+    "switch hashing of RoCEv2 5-tuples (CRC, per-switch seeds, per-tier offsets), LACP bond",
+)

@@ -4,7 +4,10 @@ Switches pick an ECMP next hop as ``hash(5-tuple, seed) mod N`` over the equal-c
 in port order. Production hashes are CRCs and XOR folds: *linear* functions, which is why a
 host can predict them (RePaC) and why two tiers hashing the same fields correlate (hash
 polarization). The seed enters as the CRC's initial value; for a CRC that only XORs a
-constant into the result, so seeds do not decorrelate the low bits across tiers.
+constant into the result, so seeds alone do not decorrelate the low bits across tiers. A hash
+*offset* (:func:`rotate16`: which bits of the hash feed the modulo, as Broadcom's
+``ECMP_HASH_OFFSET`` and SAI's ``ecmp_hash_offset`` select) does: two tiers that take
+different bits of a CRC make (nearly) independent choices.
 ``mix64`` is a non-linear function for comparison (independent choices per tier).
 
 All CRCs are bit-exact with their catalogue definitions (``zlib.crc32``, ``binascii.crc_hqx``).
@@ -176,6 +179,14 @@ def fold16(h: np.ndarray) -> np.ndarray:
     """XOR-fold a 32-bit hash to 16 bits (what many switches feed to the ECMP modulo)."""
     h = np.asarray(h, np.uint32)
     return (h ^ (h >> np.uint32(16))) & np.uint32(0xFFFF)
+
+
+def rotate16(h: np.ndarray, offset: int | np.ndarray) -> np.ndarray:
+    """Rotate a 16-bit hash right by ``offset`` bits (0..15): the switch then takes its modulo
+    from bits ``offset ..`` instead of the lowest ones (a hash offset)."""
+    h = np.asarray(h, np.uint32) & np.uint32(0xFFFF)
+    off = np.asarray(offset, np.uint32) % np.uint32(16)
+    return ((h >> off) | (h << ((np.uint32(16) - off) % np.uint32(16)))) & np.uint32(0xFFFF)
 
 
 _TUPLE = np.dtype(

@@ -2,17 +2,26 @@
 
 For every pair of NICs the host predicts the switches' hashes (as RePaC does: the functions
 are linear and known), enumerating candidate UDP source ports and the path each one takes;
-it keeps one source port per *distinct* path, and gives connection ``j`` of the pair the
-``j``-th choice, alternating planes (NIC ports) so both are used evenly. The network then
-routes the chosen ports by ordinary hashing (:class:`HashEcmpRouter`), so prediction and
-forwarding are the same code and cannot disagree.
+it keeps one source port per *distinct* path. Connections are then placed per NIC, as the
+NIC's host does it for all its connections (not pair by pair):
 
-Candidates are searched in rounds of growing size per pair; a pair stops when it has enough
-distinct paths for its connections, or when a round finds no new path (its equal-cost paths
-are exhausted, e.g. two NICs under the same ToR pair have exactly one path per plane).
-Messages are spread over a pair's connections by least outstanding bytes on real hosts; in a
-fluid model with equal connection rates that is an equal split, which is what the workload
-layer does.
+- a NIC's connections, ordered by (peer, connection), alternate planes (NIC ports), starting
+  at a plane drawn per NIC, so a NIC with one connection per peer still uses both ports and a
+  pair with an even number of connections has exactly half on each plane;
+- within the plane, a connection takes a path its pair does not use yet, and among those the
+  one whose first uplink (the ToR -> Agg link) the NIC's other connections use least, so a
+  NIC's connections spread over the ToR's uplinks across all its peers.
+
+The network then routes the chosen ports by ordinary hashing (:class:`HashEcmpRouter`), so
+prediction and forwarding are the same code and cannot disagree.
+
+Candidates are searched in rounds of growing size per pair; a pair stops when each of its
+NIC's planes has enough distinct paths for its connections, or when a round finds no new path
+(its equal-cost paths are exhausted, e.g. two NICs under the same ToR pair have exactly one
+path per plane). Messages are spread over a pair's connections by least outstanding bytes on
+real hosts (the paper's PathSelection); in a fluid model where the workload gives every
+connection an equal share and the connections of a pair have equal rates, that is the same
+split (see ``docs/guide/routing.md`` for where it differs).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from hpn.routing.addressing import SPORT_MAX, SPORT_MIN
 from hpn.routing.base import Paths, register_router, validate_endpoints
 from hpn.routing.ecmp import HashEcmpRouter
 from hpn.routing.shortest import splitmix64
+from hpn.topology.fabric import LinkTier, NodeKind
 
 _SPAN = SPORT_MAX - SPORT_MIN + 1
 
@@ -47,7 +57,7 @@ def _path_ids(p: Paths) -> np.ndarray:
 
 
 class HpnRouter(HashEcmpRouter):
-    """Precise path selection: distinct paths per pair's connections, planes balanced."""
+    """Precise path selection: distinct paths per pair, planes and uplinks balanced per NIC."""
 
     name = "hpn"
 
@@ -73,9 +83,11 @@ class HpnRouter(HashEcmpRouter):
         conns, conn_of = np.unique(np.stack([pair_of, keys]), axis=1, return_inverse=True)
         conn_of = conn_of.ravel()
         first = np.searchsorted(conns[0], np.arange(len(pairs)))
-        conn = (np.arange(conns.shape[1]) - first[conns[0]])[conn_of]
+        conn_rank = np.arange(conns.shape[1]) - first[conns[0]]
         need = np.bincount(conns[0], minlength=len(pairs))
         p_src, p_dst = pairs // fabric.num_nodes, pairs % fabric.num_nodes
+        ports = _ports(fabric, down)[p_src]
+        per_plane = -(-need // ports)
         found = _Found(len(pairs))
         active = np.arange(len(pairs))
         tried, size = 0, self.first_round
@@ -85,15 +97,18 @@ class HpnRouter(HashEcmpRouter):
             offs = np.tile(np.arange(tried, tried + size), len(active))
             sp = self._candidate_sports(pairs[cand_pair], offs)
             paths = self.route_sports(fabric, p_src[cand_pair], p_dst[cand_pair], sp, down)
-            new = found.add(
-                cand_pair, sp, _path_ids(paths), fabric.links.port[paths.links[paths.offsets[:-1]]]
-            )
+            new = found.add(cand_pair, sp, _path_ids(paths), *_plane_and_uplink(fabric, paths))
             tried += size
-            enough = found.count[active] >= need[active]
-            saturated = np.bincount(cand_pair, weights=new, minlength=len(pairs))[active] == 0
-            active = active[~(enough | saturated)]
+            a = active
+            enough = (found.per_plane[a, 0] >= per_plane[a]) & (
+                (ports[a] < 2) | (found.per_plane[a, 1] >= per_plane[a])
+            )
+            saturated = np.bincount(cand_pair, weights=new, minlength=len(pairs))[a] == 0
+            active = a[~(enough | saturated)]
             size *= 2
-        sport = found.assign(pair_of, conn)
+        salt = splitmix64(p_src.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
+        chosen = found.place(conns[0], conn_rank, p_src, ports, (salt & np.uint64(1)) > 0)
+        sport = chosen[conn_of]
         paths = self.route_sports(fabric, src, dst, sport, down)
         plane = fabric.links.port[paths.links[paths.offsets[:-1]]].astype(np.int64)
         return Selection(sport, paths, plane, found.count[pair_of])
@@ -102,6 +117,26 @@ class HpnRouter(HashEcmpRouter):
         """Candidate ``index`` of a pair: a pair-specific walk through the port range."""
         start = splitmix64(pair_key.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
         return (SPORT_MIN + (start + index.astype(np.uint64)) % np.uint64(_SPAN)).astype(np.uint32)
+
+
+def _ports(fabric, down) -> np.ndarray:
+    """Usable NIC ports (1 or 2) of every node: its live links into ToRs."""
+    lk = fabric.links
+    up = lk.tier == LinkTier.NIC_TOR
+    up &= np.isin(fabric.nodes.kind[lk.src], (NodeKind.GPU, NodeKind.HOST))
+    if down is not None:
+        up &= ~np.asarray(down, bool)
+    n = np.bincount(lk.src[up], minlength=fabric.num_nodes)
+    return np.clip(n, 1, 2)
+
+
+def _plane_and_uplink(fabric, paths: Paths) -> tuple[np.ndarray, np.ndarray]:
+    """Per path: its plane (the NIC port it leaves on, 0/1) and its first link above the NIC
+    (the ToR's uplink; for a one-hop path, the first link)."""
+    first = paths.links[paths.offsets[:-1]]
+    second = np.where(paths.lengths > 1, paths.offsets[:-1] + 1, paths.offsets[:-1])
+    plane = np.clip(fabric.links.port[first].astype(np.int64), 0, 1)
+    return plane, paths.links[second]
 
 
 _KEY = np.dtype([("pair", "<u8"), ("pid", "<u8")])
@@ -115,14 +150,15 @@ def _keys(pair: np.ndarray, pid: np.ndarray) -> np.ndarray:
 
 
 class _Found:
-    """Distinct paths found per pair: their source ports and planes."""
+    """Distinct paths found per pair: their source ports, planes and first uplinks."""
 
     def __init__(self, n_pairs: int):
         self.count = np.zeros(n_pairs, np.int64)
-        self.items: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.per_plane = np.zeros((n_pairs, 2), np.int64)
+        self.items: list[tuple[np.ndarray, ...]] = []
         self.seen = np.zeros(0, "V16")
 
-    def add(self, pair, sport, pid, plane) -> np.ndarray:
+    def add(self, pair, sport, pid, plane, uplink) -> np.ndarray:
         """Record candidates; returns 1 for each candidate that is a new distinct path."""
         key = _keys(pair, pid)
         first = np.sort(np.unique(key, return_index=True)[1])
@@ -130,27 +166,57 @@ class _Found:
         self.seen = np.concatenate([self.seen, key[fresh]])
         new = np.zeros(len(pair), np.int64)
         new[fresh] = 1
-        self.items.append((pair[fresh], sport[fresh], plane[fresh].astype(np.int64)))
+        self.items.append((pair[fresh], sport[fresh], plane[fresh], uplink[fresh]))
         self.count += np.bincount(pair[fresh], minlength=len(self.count))
+        np.add.at(self.per_plane, (pair[fresh], plane[fresh]), 1)
         return new
 
-    def assign(self, pair_of: np.ndarray, conn: np.ndarray) -> np.ndarray:
-        """Connection j of a pair takes the j-th path of its plane-alternating list."""
-        pair = np.concatenate([x[0] for x in self.items]) if self.items else np.zeros(0, int)
-        sport = np.concatenate([x[1] for x in self.items]) if self.items else np.zeros(0)
-        plane = np.concatenate([x[2] for x in self.items]) if self.items else np.zeros(0, int)
-        # order each pair's paths: by rank within its plane, then plane -> p0, p1, p0, p1, ...
-        o = np.lexsort((np.arange(len(pair)), plane, pair))
-        pair, sport, plane = pair[o], sport[o], plane[o]
-        grp = pair * 2 + np.minimum(plane, 1)
-        start = np.searchsorted(grp, grp)
-        rank_in_plane = np.arange(len(grp)) - start
-        o = np.lexsort((plane, rank_in_plane, pair))
-        pair, sport = pair[o], sport[o]
-        first = np.searchsorted(pair, np.arange(len(self.count)))
-        cnt = self.count[pair_of]
-        pick = first[pair_of] + conn % np.maximum(cnt, 1)
-        return sport[pick].astype(np.uint32)
+    def place(self, c_pair, c_rank, p_src, ports, flip) -> np.ndarray:
+        """The source port of every connection (``c_pair``, ``c_rank``), placed NIC by NIC.
+
+        Round ``r`` places the ``r``-th connection of every NIC (its connections ordered by
+        pair, then rank); in a round no two connections share a NIC or a pair, so each round
+        is one vectorized step over the NICs."""
+        pair, sport, plane, uplink = (np.concatenate(x) for x in zip(*self.items, strict=True))
+        order = np.lexsort((np.arange(len(pair)), plane, pair))  # by pair, plane, found order
+        pair, sport, plane, uplink = pair[order], sport[order], plane[order], uplink[order]
+        group = pair * 2 + plane
+        g_off = np.searchsorted(group, np.arange(2 * len(self.count) + 1))
+        rank = np.arange(len(pair)) - g_off[group]
+        nic = p_src[pair]
+        nic_up, nic_up_of = np.unique(np.stack([nic, uplink]), axis=1, return_inverse=True)
+        nic_up_of = nic_up_of.ravel()
+        used = np.zeros(len(pair), np.int64)  # connections of its pair on each path
+        load = np.zeros(nic_up.shape[1], np.int64)  # connections of a NIC on each uplink
+        # position of each connection among its NIC's connections
+        c_nic = p_src[c_pair]
+        o = np.lexsort((c_rank, c_pair, c_nic))
+        pos = np.empty(len(o), np.int64)
+        start = np.searchsorted(c_nic[o], c_nic[o])
+        pos[o] = np.arange(len(o)) - start
+        want = (pos + flip[c_pair]) % ports[c_pair]
+        has = self.per_plane[c_pair] > 0
+        want = np.where(has[np.arange(len(want)), want], want, 1 - want)
+        chosen = np.zeros(len(c_pair), np.uint32)
+        by_round = np.argsort(pos, kind="stable")
+        bounds = np.searchsorted(pos[by_round], np.arange(pos.max() + 2))
+        for r in range(len(bounds) - 1):
+            conn = by_round[bounds[r] : bounds[r + 1]]
+            g = c_pair[conn] * 2 + want[conn]
+            cnt = g_off[g + 1] - g_off[g]
+            rep = np.repeat(np.arange(len(conn)), cnt)
+            cand = np.repeat(g_off[g] - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
+            score = (used[cand] << 40) + (load[nic_up_of[cand]] << 16) + rank[cand]
+            best = np.full(len(conn), np.iinfo(np.int64).max)
+            np.minimum.at(best, rep, score)
+            pick = cand[score == best[rep]]
+            pick = pick[np.unique(rep[score == best[rep]], return_index=True)[1]]
+            used[pick] += 1
+            load[nic_up_of[pick]] += 1
+            chosen[conn] = sport[pick]
+        return chosen
 
 
-register_router("hpn", HpnRouter, "host-side precise path selection (source-port search)")
+register_router(
+    "hpn", HpnRouter, "host-side precise path selection (source-port search, per-NIC balance)"
+)

@@ -5,8 +5,11 @@ every GPU sends to ``senders`` GPUs of the other segment, ``connections`` connec
 (elephant flows of equal size). On a plain Clos with dual-ToR (``--single-plane``) every Agg
 hashes between the destination's two ToRs, and with the same (linear) hash as the source
 ToR its choice follows the uplink the source ToR took: polarization. With dual-plane the Agg
-has no choice. We measure the load the two ToR downlinks toward each receiving NIC carry,
-and how evenly the Agg downlinks toward the job's ToRs are loaded.
+has no choice. The scenario hashes as the paper's plain Clos did (one CRC, one seed, no
+offset: :meth:`HashConfig.polarized`); ``hashing`` overrides any field, e.g. the production
+default ``{"seeds": "switch", "agg_offset": 10}``. We measure the load the two ToR downlinks
+toward each receiving NIC carry, and how evenly the Agg downlinks toward the job's ToRs are
+loaded.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.routing.base import make_router
+from hpn.routing.ecmp import HashConfig
 from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
 
@@ -58,9 +62,9 @@ def polarization(
     if fabric.nodes.segment.max() < 1:
         raise InputError("--segments", "the scenario needs at least 2 segments")
     src, dst, keys = job_flows(fabric, hosts, senders, connections)
-    kw = {"seed": seed}
-    if hashing and routing in ("ecmp", "hpn"):
-        kw["hashing"] = hashing
+    kw: dict[str, Any] = {"seed": seed}
+    if routing in ("ecmp", "hpn"):
+        kw["hashing"] = HashConfig.polarized(**(hashing or {}))
     paths = make_router(routing, **kw).route(fabric, src, dst, keys)
     lk = fabric.links
     load = np.bincount(paths.links, minlength=fabric.num_links) * size
@@ -82,6 +86,7 @@ def polarization(
     worst = float(ratio.max())
     return {
         "routing": routing,
+        "hashing": kw["hashing"].describe() if "hashing" in kw else None,
         "flows": int(len(src)),
         "receiving_nics": int(len(receivers)),
         "tor_port_load_ratio": None if np.isinf(worst) else round(worst, 4),

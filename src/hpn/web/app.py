@@ -2,7 +2,8 @@
 
 Safety: files are served only from run folders the store indexes (resolved paths must stay
 inside the run folder); request bodies are bounded; runs go through the runnable registry
-in-process with bounded sizes, never through a shell; POSTs must be JSON, so another web page
+in worker processes with a memory and time cap each (:mod:`hpn.web.jobs`), never through a
+shell; JSON bodies are bounded in size and nesting; POSTs must be JSON, so another web page
 cannot post a form to it.
 """
 
@@ -25,6 +26,44 @@ from hpn.web import pages
 from hpn.web.jobs import Jobs
 
 MAX_BODY = 64 * 1024
+MAX_DEPTH = 32  # nesting of a request's JSON (or TOML) config
+
+
+def nesting(body: bytes) -> int:
+    """How deep ``[``/``{`` nest in a JSON text (outside strings), without parsing it."""
+    depth = deepest = 0
+    in_str = esc = False
+    for ch in body.decode("utf-8", "replace"):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def depth_of(x: Any) -> int:
+    """Nesting depth of parsed JSON/TOML (a scalar is 0), bounded by ``MAX_DEPTH`` + 1."""
+    stack, deepest = [(x, 0)], 0
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d + 1)
+            if deepest > MAX_DEPTH:
+                return deepest
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
 STATIC = {"dash.js": "text/javascript", "dash.css": "text/css"}
 
 
@@ -32,7 +71,16 @@ def create_app(root: Path | None = None) -> FastAPI:
     root = Path(root or runs_root()).absolute()
     index = Index(root)
     jobs = Jobs(root)
-    app = FastAPI(title="hpn dashboard", docs_url=None, redoc_url=None, openapi_url=None)
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        yield
+        jobs.shutdown()
+
+    app = FastAPI(
+        title="hpn dashboard", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
     app.state.jobs = jobs
 
     @app.middleware("http")
@@ -153,15 +201,22 @@ def create_app(root: Path | None = None) -> FastAPI:
                     "limits": {k: list(v) for k, v in r.limits.items()},
                 }
                 for r in RUNNABLES.values()
-            ]
+            ],
+            "jobs": jobs.limits(),
+            "request": {"max_body_bytes": MAX_BODY, "max_depth": MAX_DEPTH},
         }
 
     @app.post("/api/jobs")
     async def api_submit(request: Request) -> JSONResponse:
         if not request.headers.get("content-type", "").startswith("application/json"):
             raise HTTPException(415, "send application/json")
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            raise HTTPException(413, f"body over {MAX_BODY} bytes")
+        if nesting(raw) > MAX_DEPTH:
+            raise InputError("body", f"JSON nested deeper than {MAX_DEPTH} levels")
         try:
-            body = json.loads(await request.body())
+            body = json.loads(raw)
         except ValueError:
             raise HTTPException(400, "malformed JSON") from None
         if not isinstance(body, dict) or not isinstance(body.get("command"), str):
@@ -172,13 +227,28 @@ def create_app(root: Path | None = None) -> FastAPI:
                 config = tomllib.loads(body["config_toml"])
             except tomllib.TOMLDecodeError as e:
                 raise InputError("config", f"malformed TOML: {e}") from None
+            except RecursionError:
+                raise InputError("config", f"TOML nested deeper than {MAX_DEPTH} levels") from None
         if not isinstance(config, dict):
             raise InputError("config", "must be a table")
+        if depth_of(config) > MAX_DEPTH:
+            raise InputError("config", f"nested deeper than {MAX_DEPTH} levels")
         return JSONResponse(jobs.submit(body["command"], config).view(), 202)
+
+    @app.get("/api/jobs")
+    def api_jobs() -> dict[str, Any]:
+        return {"jobs": [j.view() for j in jobs.list()], "limits": jobs.limits()}
 
     @app.get("/api/jobs/{job_id}")
     def api_job(job_id: str) -> dict[str, Any]:
         job = jobs.get(job_id)
+        if job is None:
+            raise HTTPException(404, "no such job")
+        return job.view()
+
+    @app.delete("/api/jobs/{job_id}")
+    def api_cancel(job_id: str) -> dict[str, Any]:
+        job = jobs.cancel(job_id)
         if job is None:
             raise HTTPException(404, "no such job")
         return job.view()

@@ -167,9 +167,20 @@ MAX_POD_SEGMENTS = 256
 
 
 def _bundles(
-    f: Fabric, tier: LinkTier, src: np.ndarray, dst: np.ndarray, key_a, key_b, where: dict
+    f: Fabric,
+    tier: LinkTier,
+    src: np.ndarray,
+    dst: np.ndarray,
+    key_a,
+    key_b,
+    where: dict,
+    node_x: dict[int, float] | None = None,
 ) -> list[dict[str, Any]]:
-    """Links of ``tier`` from ``src`` to ``dst`` nodes, one bundle per (key_a, key_b) group."""
+    """Links of ``tier`` from ``src`` to ``dst`` nodes, one bundle per (key_a, key_b) group.
+
+    With ``node_x`` (x of each ``dst`` node), a bundle also spans the x range of the nodes it
+    reaches (``x2_lo``..``x2_hi``, ``reaches`` of them), so it is drawn fanning out to all of
+    them rather than to one."""
     lk = f.links
     sel = np.flatnonzero((lk.tier == tier) & np.isin(lk.src, src) & np.isin(lk.dst, dst))
     if not len(sel):
@@ -180,10 +191,17 @@ def _bundles(
     )
     cap = np.bincount(inv.ravel(), weights=lk.capacity[sel], minlength=len(pairs))
     out = []
-    for (a, b), k, c in zip(pairs.tolist(), n.tolist(), cap.tolist(), strict=True):
+    inv = inv.ravel()
+    for j, ((a, b), k, c) in enumerate(zip(pairs.tolist(), n.tolist(), cap.tolist(), strict=True)):
         (x1, y1), (x2, y2) = where[("a", a)], where[("b", b)]
+        fan: dict[str, Any] = {}
+        if node_x is not None:
+            reached = np.unique(lk.dst[sel][inv == j]).tolist()
+            xs = [node_x[i] for i in reached]
+            fan = {"x2_lo": min(xs), "x2_hi": max(xs), "reaches": len(reached)}
         out.append(
-            {
+            fan
+            | {
                 "tier": tier.name.lower(),
                 "a": a,
                 "b": b,
@@ -225,7 +243,10 @@ def pod_view(f: Fabric, pod: int = 0) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
     where: dict[tuple, tuple[float, float]] = {}
 
+    node_x: dict[int, float] = {}
+
     def sw(i: int, kind: str, x: float, y: float, **extra) -> None:
+        node_x[int(i)] = float(x)
         nodes.append(
             {"id": i, "kind": kind, "label": f.node_name(i), "x": x, "y": y}
             | {"plane": int(nd.plane[i])}
@@ -294,11 +315,11 @@ def pod_view(f: Fabric, pod: int = 0) -> dict[str, Any]:
     agg_where = {("a", s): v for (g, s), v in where.items() if g == "seg"}
     agg_where |= {("b", p): v for (g, p), v in where.items() if g == "agg"}
     bundles = _bundles(
-        f, LinkTier.TOR_AGG, tors, aggs, lambda ids: nd.segment[ids], plane_key, agg_where
+        f, LinkTier.TOR_AGG, tors, aggs, lambda ids: nd.segment[ids], plane_key, agg_where, node_x
     )
     core_where = {("a", p): v for (g, p), v in where.items() if g == "agg"}
     core_where |= {("b", p): v for (g, p), v in where.items() if g == "core"}
-    bundles += _bundles(f, LinkTier.AGG_CORE, aggs, cores, plane_key, plane_key, core_where)
+    bundles += _bundles(f, LinkTier.AGG_CORE, aggs, cores, plane_key, plane_key, core_where, node_x)
     return {
         "pod": pod,
         "pods": pods,

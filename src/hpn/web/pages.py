@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 from hpn.store.dotted import flatten
+from hpn.store.headline import headline
 from hpn.store.run import Run
 
 
@@ -43,7 +44,8 @@ def runs_page(rows: list[dict[str, Any]], root: str) -> str:
     body.append("<button id=compare-btn disabled>compare selected</button>")
     trs = []
     for r in rows:
-        figs = ", ".join(f"{escape(k)}={_fmt(v)}" for k, v in list(r["figures"].items())[:4])
+        top = headline(r["command"], r["figures"])
+        figs = ", ".join(f"{escape(k)}={_fmt(v)}" for k, v in top.items())
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"]))
         tick = f'<input type=checkbox class=pick value="{escape(r["id"])}">'
         trs.append(
@@ -71,6 +73,25 @@ def _charts(run_id: str, kinds: list[str]) -> str:
     )
 
 
+def busbw_table(t: dict[str, Any]) -> str:
+    """The nccl-tests table of a collective run: per fabric and size, time, algbw, busbw."""
+    from hpn.plots.kinds import size_text
+
+    cols = [c for c in ("time_s", "algbw_gbps", "busbw_gbps") if c in t]
+    head = ["fabric", "size"] + [
+        {"time_s": "time (s)", "algbw_gbps": "algbw (GB/s)", "busbw_gbps": "busbw (GB/s)"}[c]
+        for c in cols
+    ]
+    n = len(t["size_bytes"])
+    fabric = t["fabric"] if "fabric" in t else [""] * n
+    rows = [
+        [escape(str(fabric[i])), escape(size_text(t["size_bytes"][i]))]
+        + [_fmt(float(t[c][i])) for c in cols]
+        for i in range(n)
+    ]
+    return "<h2>bus bandwidth</h2>" + _table(head, rows, "busbw")
+
+
 def run_page(r: Run, kinds: list[str]) -> str:
     figs = [[escape(k), _fmt(v)] for k, v in flatten(r.result).items()]
     cfg = [[escape(k), _fmt(v)] for k, v in flatten(r.config, depth=4).items()]
@@ -81,6 +102,8 @@ def run_page(r: Run, kinds: list[str]) -> str:
     body.append(_table(["figure", "value"], figs, "figures"))
     body.append("</section><section><h2>config</h2>")
     body.append(_table(["field", "value"], cfg, "config") + "</section></div>")
+    if "busbw" in r.tables:
+        body.append(busbw_table(r.table("busbw")))
     if kinds:
         body.append("<h2>plots</h2>" + _charts(r.id, kinds))
     files = [

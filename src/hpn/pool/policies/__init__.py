@@ -9,11 +9,15 @@ from hpn.pool.policies.base import Policy, Slo
 from hpn.pool.policies.dedicated import Dedicated
 from hpn.pool.policies.muxserve import MuxServe
 from hpn.pool.policies.serverless import Serverless
+from hpn.pool.policies.serverless_artifact import ServerlessArtifact
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Aegaeon, Serverless, MuxServe, Dedicated)}
+POLICIES: dict[str, type[Policy]] = {
+    p.name: p for p in (Aegaeon, Serverless, ServerlessArtifact, MuxServe, Dedicated)
+}
 
 
 def get_policy(name: str) -> type[Policy]:
+    """Policy class by name (case-insensitive); InputError listing the known ones."""
     key = name.strip().lower()
     if key not in POLICIES:
         raise InputError("policy", f"unknown policy {name!r}; known: {', '.join(POLICIES)}")

@@ -60,6 +60,7 @@ class Policy:
         self.cluster = cluster
         self.rates = rates
         self.slo = slo
+        self.unserved: list[str] = []  # models the policy could not place (requests fail)
 
     @classmethod
     def loader(cls, gpu: GPU, switch: str, options: dict) -> Loader | None:
@@ -68,4 +69,5 @@ class Policy:
         return None
 
     def on_arrival(self, req: Request) -> None:
+        """A request arrived (called by the backend's run loop at `req.arrival`)."""
         raise NotImplementedError

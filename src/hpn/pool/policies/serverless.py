@@ -1,35 +1,83 @@
-"""ServerlessLLM-like request-level autoscaling (OSDI 2024), after the Aegaeon artifact's
-simulated baseline (`aegaeon/sim/scheduler.py`, V02).
+"""`serverless`: ServerlessLLM (OSDI 2024) as the system behaves, with its shipped defaults.
 
-An instance serves one model at a time, with up to `slots` (4) requests. A request goes to
-an instance of its model with a free slot (the least loaded); otherwise an idle instance is
-scaled to its model (one still holding the model within `keep_alive`, else an empty one,
-else the least recently used); otherwise it waits in a global FCFS queue. A freed slot takes
-the oldest queued request of the instance's model; an instance left empty takes the queue
-head and switches to its model at the artifact simulator's loading speed, weight bytes /
-16 GB/s (`LOAD_BPS`; 7B 0.875 s, 13B 1.625 s there), no pre-loading. A request not started
-within `start_timeout` (15 s) fails, as in the artifact.
+Re-created from ServerlessLLM's code in the Aegaeon artifact (`ServerlessLLM/sllm/serve/`):
+
+- **Per-model router** (`routers/roundrobin_router.py`): requests queue FIFO per model. An
+  autoscaler loop runs every `interval` (1 s, `loop_interval`): desired instances =
+  ceil(requests in the system / `target`), clamped to [`min_instances`, `max_instances`];
+  with more desired than running (starting + ready) it creates one instance per tick; with
+  fewer, it stops one once the model has been idle for `keep_alive` seconds (idle time grows
+  by `interval` per such tick and is reset by every arrival).
+- **Load balancer** (same file): takes the queue head, sleeps `interval`, then gives it to
+  the next ready instance (round robin) that has fewer than `target` requests; with no
+  ready instance it checks again after `interval`, with all full after 2 x `interval`.
+- **GPU allocation** (`schedulers/fcfs_scheduler.py`): a new instance gets a free GPU first
+  come, first served, or waits for one; nothing is evicted.
+- **Scale-up cost**: every instance is a fresh inference engine (`backends/vllm_backend.py`,
+  `AsyncLLMEngine.from_engine_args` in a new Ray actor) whose weights come from the
+  ServerlessLLM store: engine start-up (`startup_s`) plus the weights at the store's
+  bandwidth, host memory (`tier="dram"`) or SSD (`tier="ssd"`) (`SERVERLESS_LOADER`).
+- Shipped defaults (`ServerlessLLM/configs/synth_model_*.json`, the artifact's deployment):
+  target concurrency 1 per instance, 0 to 1 instances per model, keep-alive 0 s.
+
+An instance serves its requests with continuous batching (`colocated.Colocated`).
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
-from hpn.pool.backend import Instance
-from hpn.pool.costs import Loader
+from hpn.pool.backend import Done, Instance
+from hpn.pool.costs import ETA_PAPER, REINIT_S, Loader
 from hpn.pool.policies.base import Slo
 from hpn.pool.policies.colocated import Colocated
 from hpn.pool.requests import Request
 
-SLOTS = 4
-START_TIMEOUT = 15.0
-KEEP_ALIVE = 60.0
-LOAD_BPS = 16e9  # simulated ServerlessLLM swap (Art aegaeon/sim/worker.py, simulate.py)
+TARGET = 1  # requests per instance ("target" with metric "concurrency")
+MIN_INSTANCES = 0
+MAX_INSTANCES = 1
+KEEP_ALIVE_S = 0.0
+INTERVAL_S = 1.0  # router loop_interval and load-balancer sleep
+TIERS = ("dram", "ssd")
+# ServerlessLLM store from SSD: OPT-6.7B (13.4 GB) in 1.175 s on average over 30 random
+# loads on 2 NVMe SSDs in RAID 0 (ServerlessLLM/benchmarks/results/
+# facebook_opt-6.7b_phantom_30_random.json, server-specs.md) -> 11.4 GB/s.
+SSD_BPS = 13.4e9 / 1.175
+# vLLM engine start-up: A §5.1 measures vLLM (re-)initialisation at 26.9 s for a 13B model
+# of which 4.6 s is weight loading (`costs.REINIT_S`); the artifact's run of the real
+# ServerlessLLM (ServerlessLLM/configs/latency_results.json) shows first tokens 29.5-37.6 s
+# after arrival for the first request of each of the eight models that started first.
+STARTUP_S = REINIT_S
+
+
+class _Engine:
+    __slots__ = ("model", "inst", "ready", "load")
+
+    def __init__(self, model: str):
+        self.model = model
+        self.inst: Instance | None = None
+        self.ready = False
+        self.load = 0
+
+
+class _Router:
+    __slots__ = ("queue", "count", "engines", "idle", "balancing", "rr")
+
+    def __init__(self) -> None:
+        self.queue: deque[Request] = deque()
+        self.count = 0  # requests in the system (queued or running)
+        self.engines: list[_Engine] = []
+        self.idle = 0.0
+        self.balancing = False
+        self.rr = 0
 
 
 class Serverless(Colocated):
+    """ServerlessLLM with its shipped defaults (module docstring)."""
+
     name = "serverless"
-    summary = "request-level autoscaling: one model per GPU while it has requests"
+    summary = "ServerlessLLM: per-model autoscaling of whole engines (shipped defaults)"
 
     def __init__(
         self,
@@ -38,85 +86,122 @@ class Serverless(Colocated):
         cluster,
         rates,
         slo=Slo(),
-        slots=SLOTS,
-        start_timeout=START_TIMEOUT,
-        keep_alive=KEEP_ALIVE,
+        target=TARGET,
+        min_instances=MIN_INSTANCES,
+        max_instances=MAX_INSTANCES,
+        keep_alive=KEEP_ALIVE_S,
+        interval=INTERVAL_S,
+        tier="dram",
+        startup_s=STARTUP_S,
+        ssd_bandwidth=SSD_BPS,
         **kw,
     ):
         super().__init__(backend, predictor, cluster, rates, slo, **kw)
-        self.slots, self.start_timeout, self.keep_alive = slots, start_timeout, keep_alive
-        self.queue: deque[Request] = deque()
-        self.by_model: dict[str, deque[Request]] = {}
-        self.taken: set[int] = set()
-
-    def _alive(self, inst: Instance, model: str) -> bool:
-        w = inst.state
-        return w.model == model and self.backend.now() - w.idle_since <= self.keep_alive
-
-    def on_arrival(self, req: Request) -> None:
-        free = [
-            i
-            for i in self.workers
-            if i.state.model == req.model and 0 < i.state.assigned < self.slots
-        ]
-        if free:
-            self.admit(min(free, key=lambda i: i.state.assigned), req)
-            return
-        idle = [i for i in self.workers if i.state.assigned == 0]
-        if idle:
-            warm = [i for i in idle if self._alive(i, req.model)]
-            empty = [i for i in idle if i.state.model is None]
-            inst = (warm or empty or [min(idle, key=lambda i: i.state.idle_since)])[0]
-            self._switch(inst, req.model)
-            self.admit(inst, req)
-            return
-        self.queue.append(req)
-        self.by_model.setdefault(req.model, deque()).append(req)
-
-    def _switch(self, inst: Instance, model: str) -> None:
-        w = inst.state
-        if w.model == model and inst.resident == model and self._alive(inst, model):
-            return
-        w.model = model
-        self.backend.load(inst, model, lambda d: self.kick(d.inst))
+        self.target, self.min, self.max = target, min_instances, max_instances
+        self.keep_alive, self.interval = keep_alive, interval
+        self.routers: dict[str, _Router] = {m: _Router() for m in rates}
+        self.free: deque[Instance] = deque(self.workers)
+        self.waiting: deque[_Engine] = deque()  # FCFS GPU allocation
+        self.engine_of: dict[int, _Engine] = {}
+        self.ticking = False
+        if min_instances > 0:
+            self._tick_soon()
 
     @classmethod
-    def loader(cls, gpu, switch, options) -> Loader | None:
-        """The artifact simulator's swap (16 GB/s); the pool's for unoptimized switching."""
-        if switch != "optimized":
-            return None
-        return Loader("artifact-sim", LOAD_BPS, 0.0, "Art aegaeon/sim/worker.py")
+    def loader(cls, gpu, switch, options) -> Loader:
+        """Engine start-up plus the store's bandwidth (host memory or SSD)."""
+        tier = options.get("tier", "dram")
+        startup = options.get("startup_s", STARTUP_S)
+        if tier == "ssd":
+            bw, src = options.get("ssd_bandwidth", SSD_BPS), "ServerlessLLM store bench (SSD)"
+        else:
+            bw, src = gpu.host_link * ETA_PAPER, "host link x 0.625, as Aegaeon's (A §5.2)"
+        return Loader(f"serverlessllm-{tier}", bw, startup, src)
 
-    def _take(self, q: deque[Request]) -> Request | None:
-        now = self.backend.now()
-        while q:
-            r = q.popleft()
-            if r.rid in self.taken:
-                continue
-            self.taken.add(r.rid)
-            if now - r.arrival > self.start_timeout:
-                self.backend.fail(r)
-                continue
-            return r
-        return None
+    # --- arrivals and the load balancer ----------------------------------------------------
+    def on_arrival(self, req: Request) -> None:
+        """Queue at the model's router; the balancer and autoscaler take it from there."""
+        r = self.routers.setdefault(req.model, _Router())
+        r.count += 1
+        r.idle = 0.0
+        r.queue.append(req)
+        self._tick_soon()
+        if not r.balancing:
+            r.balancing = True
+            self.backend.call_at(self.backend.now() + self.interval, self._balance, req.model)
+
+    def _balance(self, model: str) -> None:
+        r = self.routers[model]
+        ready = [e for e in r.engines if e.ready]
+        if not ready:
+            self.backend.call_at(self.backend.now() + self.interval, self._balance, model)
+            return
+        e = ready[r.rr % len(ready)]
+        r.rr += 1
+        if e.load >= self.target:
+            self.backend.call_at(self.backend.now() + 2 * self.interval, self._balance, model)
+            return
+        e.load += 1
+        self.admit(e.inst, r.queue.popleft())
+        if r.queue:
+            self.backend.call_at(self.backend.now() + self.interval, self._balance, model)
+        else:
+            r.balancing = False
 
     def on_finished(self, inst: Instance, req: Request) -> None:
-        w = inst.state
-        q = self.by_model.get(w.model)
-        while w.assigned and w.assigned < self.slots and q:
-            r = self._take(q)
-            if r is None:
-                break
-            self.admit(inst, r)
-        if w.assigned == 0:
-            head = self._take(self.queue)
-            if head is None:
-                return
-            self._switch(inst, head.model)
-            self.admit(inst, head)
-            q = self.by_model.get(head.model)
-            while w.assigned < self.slots and q:
-                r = self._take(q)
-                if r is None:
-                    break
-                self.admit(inst, r)
+        """A request left its engine."""
+        self.engine_of[inst.iid].load -= 1
+        self.routers[req.model].count -= 1
+
+    # --- the autoscaler --------------------------------------------------------------------
+    def _tick_soon(self) -> None:
+        if not self.ticking:
+            self.ticking = True
+            now = self.backend.now()
+            self.backend.call_at(math.floor(now / self.interval + 1) * self.interval, self._tick)
+
+    def _tick(self) -> None:
+        active = False
+        for model, r in self.routers.items():
+            desired = min(self.max, max(self.min, -(-r.count // self.target)))
+            running = len(r.engines)
+            if desired > running:
+                self._create(model, r)
+            elif desired < running:
+                if r.idle >= self.keep_alive - 1e-9:
+                    if self._stop(r):
+                        r.idle = 0.0
+                else:
+                    r.idle += self.interval
+            active = active or r.count > 0 or len(r.engines) > self.min
+        self.ticking = False
+        if active or self.waiting:
+            self._tick_soon()
+
+    def _create(self, model: str, r: _Router) -> None:
+        e = _Engine(model)
+        r.engines.append(e)
+        self.waiting.append(e)
+        self._allocate()
+
+    def _allocate(self) -> None:
+        while self.waiting and self.free:
+            e, inst = self.waiting.popleft(), self.free.popleft()
+            e.inst = inst
+            self.engine_of[inst.iid] = e
+            self.backend.evict(inst)  # a new engine: its weights load again
+            self.backend.load(inst, e.model, lambda d, e=e: self._started(e, d))
+
+    def _started(self, e: _Engine, done: Done) -> None:
+        e.ready = True
+
+    def _stop(self, r: _Router) -> bool:
+        idle = [e for e in r.engines if e.ready and e.load == 0]
+        if not idle:
+            return False
+        e = idle[-1]
+        r.engines.remove(e)
+        del self.engine_of[e.inst.iid]
+        self.free.append(e.inst)
+        self._allocate()
+        return True

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hpn.errors import InputError
 from hpn.pool.models import ALIASES, MODELS, artifact_model
-from hpn.pool.traces.base import Trace, parse_int, read_text
+from hpn.pool.traces.base import Trace, parse_int, read_text, require_rows
 
 HEADER = ("Request Time", "Model Name", "Input Length", "Output Length")
 _TIME = re.compile(r"^(\d{2,}):([0-5]\d):([0-5]\d)\.(\d{3})$")
@@ -72,6 +72,7 @@ def read_aegaeon(path: str | Path, max_len: int | None = None) -> Trace:
         arr.append(t)
         inp.append(i)
         out.append(o)
+    require_rows(path, len(arr))
     kinds = [kind_of(n, k) for n, k in names.items()]
     rate = declared_rate(path)
     rates = None if rate is None else [rate] * len(names)

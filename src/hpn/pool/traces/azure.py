@@ -16,7 +16,7 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.pool.models import artifact_model
-from hpn.pool.traces.base import Trace, parse_int, read_text
+from hpn.pool.traces.base import Trace, parse_int, read_text, require_rows
 from hpn.pool.traces.synthetic import zipf_shares
 
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -64,6 +64,7 @@ def read_azure(
         o = min(max(o, 1), max_len // 2)
         inp.append(min(max(i, 1), max_len - o))
         out.append(o)
+    require_rows(path, len(arr))
     t = np.asarray(arr)
     if len(t):
         t = t - t.min()

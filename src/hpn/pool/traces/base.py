@@ -79,14 +79,25 @@ def read_text(path: str | Path) -> str:
         raise InputError(str(path), "not a UTF-8 text file") from None
 
 
-def parse_int(text: str, where: str, column: str, minimum: int = 0) -> int:
+MAX_TOKENS = 2**20  # tokens in one request's prompt or output: past any model's context
+
+
+def parse_int(
+    text: str, where: str, column: str, minimum: int = 0, maximum: int = MAX_TOKENS
+) -> int:
     try:
         v = int(text.strip())
     except ValueError:
         raise InputError(where, f"column {column!r}: expected an integer, got {text!r}") from None
-    if v < minimum:
-        raise InputError(where, f"column {column!r}: must be >= {minimum}, got {v}")
+    if not minimum <= v <= maximum:
+        raise InputError(where, f"column {column!r}: must be in {minimum}..{maximum:,}, got {v:,}")
     return v
+
+
+def require_rows(path: str | Path, n: int) -> None:
+    """Refuse a trace file with a header and no request."""
+    if n == 0:
+        raise InputError(str(path), "no requests (the file has only its header)")
 
 
 def parse_float(text: str, where: str, column: str, minimum: float = 0.0) -> float:

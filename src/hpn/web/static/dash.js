@@ -83,7 +83,14 @@ function fabric() {
     const c = v.counts;
     $("#counts").textContent = `${v.preset}: ${c.cores ? c.cores + " cores, " : ""}${c.aggs} Aggs, ${c.tors} ToRs in ${c.segments} segments, ${c.hosts} hosts (${c.backup_hosts} backup) in pod ${v.pod}`;
     const most = Math.max(1, ...v.bundles.map((b) => b.links));
-    const lines = v.bundles.map((b) => `<line class="bundle" x1="${b.x1}" y1="${b.y1}" x2="${b.x2}" y2="${b.y2}" stroke="${b.tier === "tor_agg" ? "#9bb" : "#bb9"}" stroke-opacity="0.5" stroke-width="${(0.5 + 3 * b.links / most).toFixed(2)}"><title>${b.links} ${b.tier} links, ${fmt(b.capacity_gbps)} Gbps</title></line>`).join("");
+    const lines = v.bundles.map((b) => {
+      const color = b.tier === "tor_agg" ? "#9bb" : "#bb9";
+      const title = `<title>${b.links} ${b.tier} links to ${b.reaches ?? 1} switches, ${fmt(b.capacity_gbps)} Gbps</title>`;
+      if (b.x2_lo !== undefined && b.x2_hi > b.x2_lo) {  // fans out to every switch it reaches
+        return `<polygon class="bundle" points="${b.x1},${b.y1} ${b.x2_lo},${b.y2} ${b.x2_hi},${b.y2}" fill="${color}" fill-opacity="${(0.06 + 0.2 * b.links / most).toFixed(3)}" stroke="${color}" stroke-opacity="0.5" stroke-width="0.5">${title}</polygon>`;
+      }
+      return `<line class="bundle" x1="${b.x1}" y1="${b.y1}" x2="${b.x2}" y2="${b.y2}" stroke="${color}" stroke-opacity="0.5" stroke-width="${(0.5 + 3 * b.links / most).toFixed(2)}">${title}</line>`;
+    }).join("");
     const tw = Math.max(2, Math.min(24, ...v.segment_boxes.map((s) => s.w / 2 - 4)));
     const shapes = v.nodes.map((n) => swShape(n, tw, 9, n.kind === "core" ? 4 : 3)).join("");
     const segs = v.segment_boxes.map((s) => `<text x="${s.x + s.w / 2}" y="${s.label_y}" font-size="10" text-anchor="middle">seg ${s.segment}</text><g class="segbox" data-segment="${s.segment}"><rect x="${s.x}" y="${s.y}" width="${s.w}" height="${s.h}" fill="#eee" stroke="#555"/><text x="${s.x + s.w / 2}" y="${s.y + 12}" font-size="9" text-anchor="middle">${s.hosts} hosts</text><text x="${s.x + s.w / 2}" y="${s.y + 24}" font-size="9" text-anchor="middle">+${s.backup_hosts} backup</text><title>segment ${s.segment}: ${s.tors} ToRs, ${s.hosts} active + ${s.backup_hosts} backup hosts; click to open</title></g>`).join("");

@@ -70,20 +70,22 @@ def sweep(
     gpus: int,
     per_host: int | None = None,
     algo: str | None = None,
-    routing: str = "ecmp",
+    routing: str | None = None,
     seed: int = 0,
     params: Params | None = None,
     jobs: int = 1,
+    hashing: Any = None,
 ) -> dict[str, Any]:
     """Simulate ``op`` at every size; nccl-tests' algbw/busbw (GB/s = 1e9 bytes/s).
 
     ``algo="auto"``: per size, the fastest algorithm implementing ``op`` (as NCCL's tuner picks
-    one per size; here by simulating each)."""
-    from hpn.routing import make_router
+    one per size; here by simulating each). ``routing``: a policy name (None: the fabric's
+    default); ``hashing``: its hash settings."""
+    from hpn.routing import describe, router_for
 
     t0 = time.perf_counter()
     get_op(op)
-    router = make_router(routing, seed=seed)
+    router = router_for(fabric, routing, seed=seed, hashing=hashing)
     rows = []
     auto = algo == "auto"
     names = [a.name for a in ALGORITHMS.values() if _implements(a, op)] if auto else [algo]
@@ -111,7 +113,8 @@ def sweep(
     return {
         "op": op,
         "algo": algo or get_op(op).default_algo,
-        "routing": routing,
+        "routing": router.name,
+        "routing_detail": describe(router),
         "seed": seed,
         "gpus": gpus,
         "per_host": int(ranks.shape[1]),

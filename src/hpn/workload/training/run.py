@@ -38,14 +38,19 @@ def _kind_time(res, kinds, marks: JobMarks, kind: str) -> float:
 
 
 def train(
-    fabric: Fabric, jobs: list[JobConfig], routing: str = "ecmp", seed: int = 0
+    fabric: Fabric,
+    jobs: list[JobConfig],
+    routing: str | None = None,
+    seed: int = 0,
+    hashing: Any = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(result, tables): per job iteration time, throughput and breakdown; a timeline table."""
+    """(result, tables): per job iteration time, throughput and breakdown; a timeline table.
+    ``routing``: a policy name (None: the fabric's default); ``hashing``: its hash settings."""
     from hpn.engine import simulate
-    from hpn.routing import make_router
+    from hpn.routing import describe, router_for
 
     t0 = time.perf_counter()
-    router = make_router(routing, seed=seed)
+    router = router_for(fabric, routing, seed=seed, hashing=hashing)
     plans = [make_plan(j) for j in jobs]
     ctx = Ctx(fabric)
     timer = TpTimer(fabric, router)
@@ -98,7 +103,8 @@ def train(
     first = out_jobs[0]
     result = {
         "preset": getattr(fabric.spec, "preset", None),
-        "routing": routing,
+        "routing": router.name,
+        "routing_detail": describe(router),
         "seed": seed,
         **{
             k: first[k]

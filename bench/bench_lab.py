@@ -1,0 +1,97 @@
+"""Lab bring-up speed: small HPN labs (<= 40 namespaces) come up in seconds.
+
+Target (issue 16): a lab of <= 40 namespaces up in seconds. The reference, measured in the
+same run, builds the same namespaces and veth pairs with one ``ip`` process per command (the
+way a shell script does it); the ratio shows what the lab's batching buys. Needs root.
+
+    .venv/bin/python bench/bench_lab.py
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from hpn.lab import bgp, netns, service
+from hpn.lab.plan import LabSpec, make_plan
+
+
+def naive_build(spec: LabSpec) -> float:
+    """Namespaces and veths only, one ``ip`` per command; returns seconds (then removes)."""
+    plan = make_plan(spec)
+    src = plan.fabric.links.src
+    t0 = time.perf_counter()
+    for n in plan.namespaces:
+        subprocess.run(["ip", "netns", "add", n], check=True)
+    for ln in plan.links[0::2]:
+        ln = int(ln)
+        a, b = plan.ns(int(src[ln])), plan.ns(int(src[ln ^ 1]))
+        subprocess.run(
+            [
+                "ip",
+                "link",
+                "add",
+                plan.ifname[ln],
+                "netns",
+                a,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                plan.ifname[ln ^ 1],
+                "netns",
+                b,
+            ],
+            check=True,
+        )
+        for ns, name in ((a, plan.ifname[ln]), (b, plan.ifname[ln ^ 1])):
+            subprocess.run(["ip", "-n", ns, "link", "set", name, "up"], check=True)
+    wall = time.perf_counter() - t0
+    netns.remove_lab(plan.prefix)
+    return wall
+
+
+def main() -> None:
+    reason = netns.available()
+    if reason:
+        print(f"skipped: {reason}")
+        sys.exit(0)
+    cases = [
+        ("2 segments x 2 hosts, static", dict(control="static")),
+        ("4 segments x 6 hosts, static", dict(control="static", segments=4, hosts_per_segment=6)),
+    ]
+    if not bgp.missing():
+        cases += [
+            ("2 segments x 2 hosts, BGP", dict(control="bgp")),
+            ("4 segments x 6 hosts, BGP", dict(control="bgp", segments=4, hosts_per_segment=6)),
+        ]
+    worst = 0.0
+    for label, kw in cases:
+        spec = LabSpec(name="b", **kw)
+        t0 = time.perf_counter()
+        st = service.up(spec)
+        wall = time.perf_counter() - t0
+        service.down("b")
+        worst = max(worst, wall)
+        conv = f", BGP converged in {st['converge_s']:.2f} s" if st["converge_s"] else ""
+        print(
+            f"lab up, {label}: {wall:5.2f} s ({st['namespaces']} namespaces, "
+            f"{st['links']} links{conv})"
+        )
+    spec = LabSpec(name="b", control="static", segments=4, hosts_per_segment=6)
+    ref = naive_build(spec)
+    t0 = time.perf_counter()
+    service.up(spec)
+    ours = time.perf_counter() - t0
+    service.down("b")
+    print(f"reference: same namespaces and veths, one ip process per command: {ref:.2f} s")
+    print(f"lab up (static, with addresses, rates, sysctls, routes) / reference: {ours / ref:.2f}")
+    print(
+        f"target: <= 40 namespaces up in seconds: worst {worst:.2f} s "
+        f"({'met' if worst <= 10 else 'MISSED'} at <= 10 s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""`serverless-artifact`: the Aegaeon authors' simulated ServerlessLLM, rule for rule.
+
+The artifact evaluates ServerlessLLM in its own SimPy simulator (`aegaeon/sim/scheduler.py`,
+`V02Policy` / `SeLLMPolicy`; `aegaeon/sim/worker.py`, `Worker.run`). Its rules, re-created
+on the backend contract:
+
+- **Early binding.** Each arriving request is appended at once to one worker's FIFO queue.
+  A worker's *tail model* is the model of the last request in its queue (its current model
+  when the queue is empty); its *tail run* is the number of trailing queued requests of that
+  model. Free slots of a model = sum over workers whose tail model it is of
+  max(0, QS - tail run), QS = 4.
+- **Scale-up** when free slots < R = 1: the first worker with no model at all, else the
+  worker, among those whose tail model differs, with the oldest last-batch stamp (strictly
+  older wins; the first such worker on ties). The stamp is the end of the worker's last
+  prefill or decode step: 0 before its first batch, and it does not move during a swap, so
+  a worker that is swapping keeps looking least recently used.
+- Otherwise the request joins the worker of its tail model with the shortest tail run.
+- **A worker** serves the same-model run at the head of its queue (prefill first, then
+  decode steps over the run, new requests of the run prefilled at the next step); when the
+  run is done it swaps to the next head's model at 16 GB/s (`LOAD_BPS`).
+- **Failure:** at every arrival, every request that has no token yet and arrived more than
+  15 s ago fails (scores 0), wherever it waits.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from hpn.pool.backend import Done, Instance
+from hpn.pool.costs import Loader
+from hpn.pool.policies.base import Policy, Slo
+from hpn.pool.requests import Request
+
+QS = 4
+R = 1
+START_TIMEOUT = 15.0
+LOAD_BPS = 16e9  # Art aegaeon/sim/worker.py: swap = model GB / 16 GB/s
+
+
+class _Queue:
+    __slots__ = ("reqs", "model", "stamp")
+
+    def __init__(self) -> None:
+        self.reqs: deque[Request] = deque()
+        self.model: str | None = None  # set when a swap starts (Art do_swap)
+        self.stamp = 0.0  # end of the last batch
+
+
+class ServerlessArtifact(Policy):
+    """The authors' simulated ServerlessLLM (module docstring)."""
+
+    name = "serverless-artifact"
+    summary = "the Aegaeon artifact's simulated ServerlessLLM (early binding, QS 4, 15 s)"
+
+    def __init__(
+        self,
+        backend,
+        predictor,
+        cluster,
+        rates,
+        slo=Slo(),
+        qs=QS,
+        r=R,
+        start_timeout=START_TIMEOUT,
+    ):
+        super().__init__(backend, predictor, cluster, rates, slo)
+        self.qs, self.r, self.start_timeout = qs, r, start_timeout
+        self.workers = backend.role("worker")
+        for w in self.workers:
+            w.state = _Queue()
+        self.live: list[Request] = []
+
+    @classmethod
+    def loader(cls, gpu, switch, options) -> Loader:
+        """The artifact simulator's swap: weights at 16 GB/s."""
+        return Loader("artifact-sim swap", LOAD_BPS, 0.0, "Art aegaeon/sim/worker.py")
+
+    # --- binding -------------------------------------------------------------------------
+    def _tail(self, inst: Instance) -> tuple[str | None, int]:
+        q: _Queue = inst.state
+        if not q.reqs:
+            return q.model, 0
+        model, run = q.reqs[-1].model, 0
+        for r in reversed(q.reqs):
+            if r.model != model:
+                break
+            run += 1
+        return model, run
+
+    def _stamp(self, inst: Instance) -> float:
+        """Last-batch stamp; a worker computing now has just ended (or is ending) a step."""
+        if inst.busy and inst.resident is not None:
+            return self.backend.now()
+        return inst.state.stamp
+
+    def on_arrival(self, req: Request) -> None:
+        """Apply the 15 s rule, then bind the request to one worker's queue (V02)."""
+        now = self.backend.now()
+        # a worker drops finished and failed requests at its next step (Art do_purge), so
+        # by the next arrival they no longer count in its tail; the ones failed below do
+        for w in self.workers:
+            q: _Queue = w.state
+            q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
+        keep = []
+        for r in self.live:
+            if r.done_t >= 0 or r.failed:
+                continue
+            if r.first_t < 0 and now - r.arrival > self.start_timeout:
+                self.backend.fail(r)
+                continue
+            keep.append(r)
+        self.live = keep
+        self.live.append(req)
+
+        tails = {w.iid: self._tail(w) for w in self.workers}
+        slots = sum(max(0, self.qs - n) for m, n in tails.values() if m == req.model)
+        target = None
+        if slots < self.r:
+            oldest = float("inf")
+            for w in self.workers:
+                m, _ = tails[w.iid]
+                if m is None:
+                    target = w
+                    break
+                if m == req.model:
+                    continue
+                s = self._stamp(w)
+                if s < oldest:
+                    target, oldest = w, s
+        if target is None:
+            same = [w for w in self.workers if tails[w.iid][0] == req.model]
+            target = min(same, key=lambda w: tails[w.iid][1])
+        target.state.reqs.append(req)
+        self._kick(target)
+
+    # --- the worker loop -------------------------------------------------------------------
+    def _kick(self, inst: Instance) -> None:
+        q: _Queue = inst.state
+        q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
+        if inst.busy:
+            if inst.decoding and self._head_run(q) and self._pending(self._head_run(q)):
+                self.backend.interrupt(inst)  # new request of the run: prefill at next step
+            return
+        if not q.reqs:
+            return
+        model = q.reqs[0].model
+        if inst.resident != model:
+            q.model = model
+            self.backend.load(inst, model, lambda d: self._kick(d.inst))
+            return
+        run = self._head_run(q)
+        pre = self._pending(run)
+        if pre:
+            self.backend.prefill(inst, pre, self._batch_done)
+        else:
+            self.backend.decode(inst, [run], None, self._batch_done, stop_on_finish=True)
+
+    @staticmethod
+    def _head_run(q: _Queue) -> list[Request]:
+        if not q.reqs:
+            return []
+        model, run = q.reqs[0].model, []
+        for r in q.reqs:
+            if r.model != model:
+                break
+            run.append(r)
+        return run
+
+    @staticmethod
+    def _pending(run: list[Request]) -> list[Request]:
+        return [r for r in run if r.first_t < 0]
+
+    def _batch_done(self, done: Done) -> None:
+        done.inst.state.stamp = done.t
+        self._kick(done.inst)

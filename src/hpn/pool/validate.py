@@ -1,0 +1,199 @@
+"""Validate the pool against the Aegaeon authors' simulator on its own workload files.
+
+`validate(folder)` runs every policy (or the given ones) on every Aegaeon-format workload
+CSV of a folder and returns one row per (file, policy): attainment under both accountings,
+failed requests, TTFT and TBT percentiles, wall time. A reference CSV (`file,policy,
+attainment`, attainment in % or as a fraction) adds the reference and the difference of
+the artifact-metric attainment from it (the authors' simulator reports that metric).
+
+Workloads (`workload`): "simulator" (default) runs each file as the authors' simulator
+does (`traces.artifact_sim`: lengths redrawn from the file's pairs with seed 0, models
+mapped by first appearance, the first 120 s), so rows compare request for request with
+it; "file" replays the file's rows as written.
+
+Limits: at most `MAX_FILES` files; every file must be an Aegaeon CSV (a folder with none is
+an error).
+"""
+
+from __future__ import annotations
+
+import csv
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hpn.errors import InputError
+from hpn.pool.policies import POLICIES, get_policy
+from hpn.pool.policies.base import Slo
+from hpn.pool.simulate import split_gpus
+
+MAX_FILES = 500
+WORKLOADS = ("simulator", "file")
+HEADER = "Request Time,Model Name"
+
+
+@dataclass(frozen=True)
+class ValidateRow:
+    """One (file, policy) result of `validate`; attainments in %."""
+
+    file: str
+    policy: str
+    requests: int
+    attainment: float  # deadline accounting, %
+    attainment_artifact: float  # the artifact's accounting, %
+    failed: int
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tbt_p50_s: float
+    tbt_p99_s: float
+    wall_s: float
+    reference: float | None = None  # %, artifact accounting
+    difference: float | None = None  # attainment_artifact - reference, points
+
+
+@dataclass
+class ValidateResult:
+    """Every row of one `validate` call, with the pool it ran on."""
+
+    folder: str
+    gpu: str
+    gpus: int
+    workload: str
+    rows: list[ValidateRow] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The JSON form."""
+        return {
+            "folder": self.folder,
+            "gpu": self.gpu,
+            "gpus": self.gpus,
+            "workload": self.workload,
+            "rows": [asdict(r) for r in self.rows],
+        }
+
+
+def workload_files(folder: str | Path) -> list[Path]:
+    """The Aegaeon-format CSVs of `folder`, sorted by name."""
+    d = Path(folder)
+    if not d.is_dir():
+        raise InputError("folder", f"{folder}: not a folder")
+    files = []
+    for p in sorted(d.glob("*.csv")):
+        with open(p, encoding="utf-8", errors="replace") as f:
+            if f.readline().startswith(HEADER):
+                files.append(p)
+    if not files:
+        raise InputError("folder", f"{folder}: no Aegaeon workload CSV (header {HEADER},...)")
+    if len(files) > MAX_FILES:
+        raise InputError("folder", f"{folder}: {len(files)} workload files; at most {MAX_FILES}")
+    return files
+
+
+def _stem(name: str) -> str:
+    return name[:-4] if name.lower().endswith(".csv") else name
+
+
+def read_reference(path: str | Path, files: list[str], policies: list[str]) -> dict:
+    """{(file, policy): attainment %} from a CSV with header file,policy,attainment (% or,
+    when every value is at most 1, fractions); a file may be named with or without .csv."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("reference", f"{path}: no such file")
+    known = set(files) | {_stem(f) for f in files}
+    out: dict[tuple[str, str], float] = {}
+    with open(p, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or [c.strip() for c in rows[0]] != ["file", "policy", "attainment"]:
+        raise InputError(f"{path}:1", "expected header file,policy,attainment")
+    for no, row in enumerate(rows[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue
+        where = f"{path}:{no}"
+        if len(row) != 3:
+            raise InputError(where, f"expected 3 columns, got {len(row)}")
+        name, pol, value = (c.strip() for c in row)
+        if name not in known:
+            raise InputError(where, f"file {name!r} is not in the folder's workload files")
+        pol = pol.lower()
+        if pol not in POLICIES:
+            raise InputError(where, f"unknown policy {pol!r}; choose from: {', '.join(POLICIES)}")
+        try:
+            v = float(value.rstrip("%"))
+        except ValueError:
+            raise InputError(where, f"attainment: expected a number, got {value!r}") from None
+        if not 0 <= v <= 100:
+            raise InputError(where, f"attainment: must be in [0, 100] (or a fraction), got {v}")
+        full = next(f for f in files if _stem(f) == _stem(name))
+        if pol in policies:
+            out[(full, pol)] = v
+    if out and max(out.values()) <= 1.0:  # fractions, not percentages
+        out = {k: 100.0 * v for k, v in out.items()}
+    return out
+
+
+def _one(args) -> ValidateRow:
+    path, policy, gpu, gpus, workload, slo = args
+    from hpn.pool.simulate import simulate
+    from hpn.pool.traces import load_trace
+    from hpn.pool.traces.artifact_sim import as_artifact_simulator
+
+    trace = load_trace(path, "aegaeon")
+    if workload == "simulator":
+        trace = as_artifact_simulator(trace)
+    if get_policy(policy).split:
+        p, d = split_gpus(gpus, 1)
+        res = simulate(trace, policy, gpu=gpu, prefill_gpus=p, decode_gpus=d, slo=slo)
+    else:
+        res = simulate(trace, policy, gpu=gpu, gpus=gpus, slo=slo)
+    return ValidateRow(
+        file=Path(path).name,
+        policy=policy,
+        requests=res.requests,
+        attainment=round(100 * res.slo_attainment, 2),
+        attainment_artifact=round(100 * res.slo_attainment_artifact, 2),
+        failed=res.failed,
+        ttft_p50_s=round(res.ttft_p50_s, 4),
+        ttft_p99_s=round(res.ttft_p99_s, 4),
+        tbt_p50_s=round(res.tbt_p50_s, 5),
+        tbt_p99_s=round(res.tbt_p99_s, 5),
+        wall_s=round(res.wall_s, 3),
+    )
+
+
+def validate(
+    folder: str | Path,
+    policies: list[str] | None = None,
+    gpu: str = "h100",
+    gpus: int = 16,
+    workload: str = "simulator",
+    reference: str | Path | None = None,
+    workers: int = 1,
+    slo: Slo = Slo(),
+) -> ValidateResult:
+    """Every policy on every Aegaeon workload file of `folder` (see the module docstring)."""
+    if workload not in WORKLOADS:
+        raise InputError("workload", f"unknown workload {workload!r}; choose from: simulator, file")
+    if gpus < 2:
+        raise InputError("gpus", f"need at least 2 GPUs (a prefill and a decode one), got {gpus}")
+    if workers < 1:
+        raise InputError("workers", f"must be >= 1, got {workers}")
+    names = [get_policy(p).name for p in (policies or list(POLICIES))]
+    files = workload_files(folder)
+    ref = read_reference(reference, [f.name for f in files], names) if reference else {}
+    from hpn.pool.gpus import get_gpu
+
+    g = get_gpu(gpu).name.lower()
+    jobs = [(str(f), p, g, gpus, workload, slo) for f in files for p in names]
+    if workers == 1 or len(jobs) == 1:
+        rows = [_one(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            rows = list(ex.map(_one, jobs))
+    out = []
+    for r in rows:
+        v = ref.get((r.file, r.policy))
+        if v is not None:
+            diff = round(r.attainment_artifact - v, 2)
+            r = ValidateRow(**{**asdict(r), "reference": v, "difference": diff})
+        out.append(r)
+    return ValidateResult(str(folder), g, gpus, workload, out)
