@@ -41,7 +41,7 @@ def flat_profile(hosts, step=0.004, switch=0.01):
     """A hand-made profile: the policies' estimates only steer decisions, not tokens."""
     fits = {m: {"prefill": [0.002, 1e-5, 0.0], "decode": [step, 0.0, 1e-4]} for m in hosts}
     return {
-        "device": {},
+        "device": {"kind": "cpu", "memory_bytes": 256 << 20, "link_bps": 2e9},
         "fits": fits,
         "switch_s": {m: switch for m in hosts},
         "weights": {m: h.nbytes for m, h in hosts.items()},

@@ -90,6 +90,7 @@ class EngineBackend(Backend):
         self._seq = itertools.count()
         self._t0 = time.perf_counter()
         self._pending = 0  # operations started and not yet completed
+        self._undelivered = 0  # arrivals of `run` not yet handed to the policy
         self._ops: dict[int, _DecodeOp] = {}
         self._stop = threading.Event()
         # decode-loop accounting: steps, seconds in steps, in forwards, in decode operations
@@ -140,8 +141,9 @@ class EngineBackend(Backend):
             if r.rid not in self.seqs:
                 self.register(r, self.synthetic(r))
         self.reset_clock()
+        self._undelivered += len(arrivals)
         for r in arrivals:
-            self.call_at(r.arrival, on_arrival, r)
+            self.call_at(r.arrival, self._deliver, on_arrival, r)
         self.loop(until, idle_exit=True)
 
     def loop(self, until: float = math.inf, idle_exit: bool = False) -> None:
@@ -152,7 +154,7 @@ class EngineBackend(Backend):
             while heap and heap[0][0] <= now:
                 _, _, fn, args = heapq.heappop(heap)
                 fn(*args)
-            done = now >= until or (idle_exit and not heap and not self._pending)
+            done = now >= until or (idle_exit and self._idle())
             if done and self._events.empty():
                 return
             nxt = min(heap[0][0] if heap else math.inf, until)
@@ -161,6 +163,17 @@ class EngineBackend(Backend):
             except queue.Empty:
                 continue
             fn(*args)
+
+    def _idle(self) -> bool:
+        """No operation running and every request delivered and finished or failed
+        (policies may keep periodic timers, e.g. serverless's autoscaler tick)."""
+        if self._pending or self._undelivered:
+            return False
+        return all(r.done_t >= 0 or r.failed for r in self.reqs.values())
+
+    def _deliver(self, on_arrival, r: Request) -> None:
+        self._undelivered -= 1
+        on_arrival(r)
 
     def stop(self) -> None:
         self._stop.set()
@@ -182,6 +195,16 @@ class EngineBackend(Backend):
         w.slot(model).load(_Unthrottled())
         w.ready.add(model)
         super().place(inst, model)
+
+    def evict(self, inst: Instance) -> None:
+        """Drop every model's weights on `inst` now (after any copy already queued)."""
+        w = self.workers[inst.iid]
+        for m in inst.models | {inst.resident}:
+            if m is not None:
+                w.evict(m)
+        if inst.prefetched is not None:
+            w.h2d.submit(w.evict, inst.prefetched)
+        super().evict(inst)
 
     def load(self, inst: Instance, model: str, on_done) -> None:
         if inst.resident == model:
@@ -325,7 +348,12 @@ class EngineBackend(Backend):
                 if ending or (not joins and not any(db.seqs for db in dbs)):
                     op.closed = True
             for index, reqs in joins:
-                new = [self._resident_seq(r, w) for r in reqs if not self.seqs[r.rid].finished]
+                running = {s.rid for db in dbs for s in db.seqs}
+                new = [
+                    self._resident_seq(r, w)
+                    for r in reqs
+                    if r.rid not in running and not self.seqs[r.rid].finished
+                ]
                 if index >= len(dbs):
                     model = reqs[0].model
                     dbs.append(DecodeBatch(w.module(model), [], dev))

@@ -108,6 +108,7 @@ def measure(
         "fits": fits_by_model,
         "switch_s": switch,
         "weights": {n: h.nbytes for n, h in hosts.items()},
+        "layers": {n: h.info.layers for n, h in hosts.items()},
     }
 
 
@@ -215,6 +216,7 @@ def predictor(profile: dict, kv_bytes_per_token: dict[str, float]):
         kv_s_per_token={m: kvb[m] / link for m in names},
         weights={m: float(profile["weights"][m]) for m in names},
         kv_bytes_per_token=kvb,
+        layers={m: int(profile.get("layers", {}).get(m, 0)) for m in names},
         memory_per_gpu=float(dev["memory_bytes"]),
         gpu_memory=float(dev["memory_bytes"]),
     )
