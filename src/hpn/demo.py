@@ -181,6 +181,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> Demo:
     for policy, gpus in (
         ("aegaeon", {"prefill_gpus": 6, "decode_gpus": 10}),
         ("serverless", {"gpus": 16}),
+        ("serverless-artifact", {"gpus": 16}),
     ):
         cfg = {
             "pool": {
@@ -200,6 +201,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> Demo:
     for policy, gpus in (
         ("aegaeon", {"prefill_gpus": 6, "decode_gpus": 10}),
         ("serverless", {"gpus": 16}),
+        ("serverless-artifact", {"gpus": 16}),
         ("dedicated", {"gpus": 16}),
     ):
         cfg = {

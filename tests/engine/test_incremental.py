@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hpn.engine import CapacityEvents, FlowDAG, maxmin, simulate
 from hpn.engine.maxmin import incidence, maxmin_rates
-from hpn.engine.sim import _reference
+from hpn.engine.reference import simulate_reference as _reference
 from tests.engine.fabrics import random_fabric
 
 RTOL = 1e-12

@@ -38,7 +38,7 @@ def test_dual_plane_link_failure_outbound_keeps_going(lab_name, frr):
     assert r["to_nic"]["flows_cut_off"] >= 1 and r["to_nic"]["recovery_after_repair_s"] < 1.0
     # HPN's hosts re-run path selection: the cut-off connections move to the live plane
     h = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.2, before=0.6, after=0.4, routing="hpn")
-    assert h["flows_keep_going"]
+    assert h["flows_keep_going"], (h["to_nic"], h["from_nic"], h["events"])
     assert any(e.get("action") == "reselect" and e["moved"] >= 1 for e in h["events"])
     assert h["to_nic"]["packets_lost"] < r["to_nic"]["packets_lost"]
 

@@ -183,3 +183,30 @@ def test_stricter_slo_lowers_attainment():
     loose = simulate(t, "aegaeon", prefill_gpus=2, decode_gpus=2)
     strict = simulate(t, "aegaeon", prefill_gpus=2, decode_gpus=2, slo=Slo(2.0, 0.02))
     assert strict.slo_attainment <= loose.slo_attainment
+
+
+@pytest.mark.parametrize(
+    "policy, options, match",
+    [
+        ("serverless", {"target": 0}, "serverless option.target"),
+        ("serverless", {"min_instances": 2}, "min_instances must be <= max_instances"),
+        ("serverless", {"tier": "tape"}, "serverless option.tier"),
+        ("muxserve", {"kv_fraction": 1.0}, "muxserve option.kv_fraction"),
+        ("aegaeon", {"slots": 4}, "aegaeon option.slots"),
+    ],
+)
+def test_bad_policy_options_name_the_field(policy, options, match):
+    from hpn.errors import InputError
+
+    t = trace([(0.0, 0, 100, 5)], [SEVEN])
+    with pytest.raises(InputError, match=match):
+        simulate(t, policy, gpus=2, options=options)
+
+
+def test_knob_defaults_are_the_policies_defaults():
+    from hpn.pool.knobs import KNOBS
+    from hpn.pool.policies import POLICIES
+
+    assert set(KNOBS) == set(POLICIES)
+    assert KNOBS["serverless"]().model_dump()["startup_s"] == pytest.approx(22.3)
+    assert KNOBS["muxserve"]().model_dump() == {"kv_fraction": 0.4, "overhead_gb": 7.6}

@@ -72,7 +72,8 @@ def test_export_import_round_trip(tmp_path):
     assert r.code == 0, r.err
     r = run_cli("topo", "import", str(out), "--json")
     assert r.code == 0, r.err
-    assert r.json()["gpus"] == 2 * 1088  # SimAI has no backup flag: backups count as GPUs
+    # SimAI has no backup flag: backup hosts are inferred from the ToRs' spare ports
+    assert (r.json()["gpus"], r.json()["backup_gpus"], r.json()["segments"]) == (2048, 128, 2)
     assert_input_error(run_cli("topo", "export", "--format", "xml", "--out", str(out)), "--format")
 
 

@@ -113,3 +113,64 @@ def test_malformed_json(tmp_path):
     p.write_text('{"format": "something-else"}')
     with pytest.raises(InputError):
         read(p)
+
+
+def _by_kind(f, kind, cols):
+    nd = f.nodes
+    ids = np.flatnonzero(nd.kind == kind)
+    return sorted(zip(*(getattr(nd, c)[ids].tolist() for c in cols), strict=True))
+
+
+# the figures of a spec's port budget, which a wiring file cannot carry
+BUDGET = {"preset", "agg_oversubscription", "max_segments_per_pod", "max_gpus_per_pod", "max_pods"}
+
+
+@pytest.mark.parametrize(
+    "preset,kw",
+    [
+        ("hpn", {"segments": 2, "pods": 2}),
+        ("hpn", {"segments": 2, "dual_plane": False}),
+        ("hpn", {"segments": 2, "dual_tor": False}),
+        ("dcn-plus", {"segments": 2}),
+        ("fat-tree", {"k": 8}),
+    ],
+)
+def test_simai_round_trip_keeps_the_structure(tmp_path, preset, kw):
+    f = build(preset, **kw)
+    (tmp_path / "t").write_text(to_simai(f))
+    g = read_simai(tmp_path / "t")
+    a, b = summarize(f), summarize(g)
+    assert {k: v for k, v in a.items() if k not in BUDGET} == {
+        k: v for k, v in b.items() if k not in BUDGET
+    }
+    # endpoints keep their order: every attribute of the i-th GPU (host) survives
+    ends = (NodeKind.GPU, NodeKind.HOST)
+    ga, gb = (np.flatnonzero(np.isin(x.nodes.kind, ends)) for x in (f, g))
+    for col in ("pod", "segment", "rail", "index", "backup"):
+        assert np.array_equal(getattr(f.nodes, col)[ga], getattr(g.nodes, col)[gb]), col
+    cols = ("pod", "segment", "rail", "plane", "index", "backup")
+    for kind in (NodeKind.TOR, NodeKind.AGG, NodeKind.NVSWITCH):
+        assert _by_kind(f, kind, cols) == _by_kind(g, kind, cols), kind
+
+
+def test_simai_round_trip_of_a_full_pod(tmp_path):
+    f = build("hpn")
+    (tmp_path / "t").write_text(to_simai(f))
+    g = read_simai(tmp_path / "t")
+    s = summarize(g)
+    assert (s["segments"], s["gpus"], s["backup_gpus"], s["pods"]) == (15, 15360, 960, 1)
+    assert s["tor_oversubscription"] == summarize(f)["tor_oversubscription"]
+    from hpn.routing import default_policy
+
+    assert default_policy(g) == "hpn"  # dual-plane, rail-optimized: HPN's host-side routing
+
+
+def test_simai_backup_hint(tmp_path):
+    p = tmp_path / "topo"
+    p.write_text(SIMAI_EXAMPLE)
+    assert read_simai(p).nodes.backup.sum() == 0  # SimAI's files have no backup ports
+    f = read_simai(p, backup_hosts_per_segment=1)
+    assert np.flatnonzero(f.nodes.backup & (f.nodes.kind == NodeKind.GPU)).tolist() == [2, 3]
+    assert f.nodes.backup[5]  # host 1's NVSwitch
+    with pytest.raises(InputError, match="leave none active"):
+        read_simai(p, backup_hosts_per_segment=2)

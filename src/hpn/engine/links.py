@@ -1,7 +1,8 @@
 """Per-link accounting: bytes carried, busy time and peak utilization, booked lazily.
 
 A link costs work only when its load changes: :meth:`LinkLedger.set` first books the old
-load over the time since the last change, then records the new one.
+load over the time since the last change, then records the new one. The ledger remembers
+which links carry a load, so :meth:`loaded` lists them without comparing floats.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ class LinkLedger:
         self.peak = np.zeros(nl)
         self.since = np.zeros(nl)  # when each link's load last changed
         self.cap_at = cap.copy()  # capacity when it last changed (for utilization)
+        self.on = np.zeros(nl, bool)  # load > 0
 
     def set(self, links: np.ndarray, new: np.ndarray, now: float) -> None:
         """At ``now``, change the load of ``links`` to ``new`` (bytes/s)."""
@@ -34,3 +36,8 @@ class LinkLedger:
         self.load[links] = new
         self.since[links] = now
         self.cap_at[links] = self.cap[links]
+        self.on[links] = new > 0
+
+    def loaded(self) -> np.ndarray:
+        """The links with a non-zero load, sorted."""
+        return np.flatnonzero(self.on)

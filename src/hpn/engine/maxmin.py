@@ -65,6 +65,7 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
         cand = np.flatnonzero(inc)
         return cand, share[cand]
 
+    stamp = np.full(max(n_users, n_links), -1, np.int64)  # scratch for sort-free dedupe
     while left:
         if not len(cand):
             k = min(CANDIDATES, n_links - 1)
@@ -79,16 +80,16 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
             cand, low = gather(top)
         bottleneck = cand[low <= limit]
         users = at.indices[_rows(at.indptr, bottleneck)]
-        hit = np.unique(users[live[users]])
+        hit, _ = distinct(users[live[users]], stamp)
         rate[hit] = level
         live[hit] = False
         left -= len(hit)
         pos = _rows(a.indptr, hit)
         links = a.indices[pos]
-        dn = np.bincount(links, weights=a.data[pos], minlength=n_links)
-        touched = np.unique(links)
-        rem[touched] = np.maximum(rem[touched] - level * dn[touched], 0.0)
-        n[touched] -= dn[touched]
+        touched, local = distinct(links, stamp)
+        dn = np.bincount(local, weights=a.data[pos], minlength=len(touched))
+        rem[touched] = np.maximum(rem[touched] - level * dn, 0.0)
+        n[touched] -= dn
         done = n[touched] < 0.5
         share[touched] = np.where(done, np.inf, rem[touched] / np.where(done, 1.0, n[touched]))
         keep = share[cand] <= top
@@ -97,3 +98,16 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
         inc[add] = True
         cand = np.concatenate([cand[keep], add])
     return rate
+
+
+def distinct(ids: np.ndarray, stamp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values of ``ids``, unsorted; each element's index into them) without
+    sorting; ``stamp`` is scratch space indexed by value (left as it was found: all -1)."""
+    k = np.arange(len(ids))
+    stamp[ids] = k
+    first = stamp[ids] == k  # one representative per value (its last occurrence)
+    uniq = ids[first]
+    stamp[uniq] = np.arange(len(uniq))
+    local = stamp[ids]
+    stamp[uniq] = -1
+    return uniq, local

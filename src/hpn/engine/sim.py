@@ -4,21 +4,24 @@ Between events every transmitting flow has a constant rate, the max-min fair all
 (:mod:`hpn.engine.maxmin`). Events sit in a heap as batches (one entry per distinct time and
 kind, holding an array of task ids): task starts, task completions (compute done, or a flow's
 last byte delivered), capacity changes (the fault/repair hook) and sampling ticks. A flow's
-transmission end is not a heap event: the next one is ``min(remaining / rate)``, found
-vectorized, and every flow ending within a relative 1e-9 of it ends in the same batch. Rates
-are recomputed once per batch, and only when the set of transmitting flows or a capacity
-changed.
+transmission end is not a heap event: the next one is ``min(remaining / rate)`` over the
+transmitting flows, and every flow ending within a relative 1e-9 of it ends in the same
+batch. Rates are recomputed once per batch, and only when the set of transmitting flows or a
+capacity changed.
 
 Remaining bytes are booked lazily, like link loads (:mod:`hpn.engine.links`): a flow's
 ``rem`` holds its bytes left at ``t_at``, when its rate last changed, and its projected end
-``fin`` stays valid until the rate changes again. A batch then costs two passes over
-contiguous per-flow arrays (``fin.min()`` and the flows ending) plus the work for the flows
-whose rate changed, instead of gathering, dividing and decrementing every transmitting flow.
+``fin`` stays valid until the rate changes again. A batch then costs two passes over the
+transmitting flows (the earliest ``fin`` and the flows ending) plus the work for the flows
+whose rate changed. The oracle the tests compare against (every shortcut off) is
+:mod:`hpn.engine.reference`.
+
+Flows of one connection (same source, destination and routing key) are routed once when the
+router declares its choice a function of the connection (``per_connection``).
 """
 
 from __future__ import annotations
 
-import heapq
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,15 +29,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpn.engine.dag import FLOW, FlowDAG
+from hpn.engine.kernels import fill_rates
 from hpn.engine.links import LinkLedger
-from hpn.engine.maxmin import incidence, maxmin_rates
+from hpn.engine.maxmin import distinct
 from hpn.engine.result import Result, Series
+from hpn.engine.state import (
+    CAPACITY,
+    DONE,
+    START,
+    Counters,
+    EventQueue,
+    FlowState,
+    PathTable,
+    Sampler,
+    TaskState,
+)
 from hpn.errors import InputError
-from hpn.routing.base import Paths, Router, router_for
+from hpn.routing.base import Router, router_for
 from hpn.topology.fabric import Fabric
 
-START, DONE, CAPACITY = 2, 1, 0  # heap order at equal times: capacity, completions, starts
 _TOL = 1e-9
+
+Progress = Callable[[int, int], None]
+"""``progress(tasks_done, tasks_total)``, called after every batch of events."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,91 +82,103 @@ def simulate(
     capacity_events: CapacityEvents | None = None,
     sample_interval: float | None = None,
     sample_links: np.ndarray | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Result:
     """Run ``dag`` on ``fabric``; flows without explicit paths are routed by ``router`` (a
-    policy name; None: the fabric's default, :func:`hpn.routing.default_policy`)."""
+    policy name; None: the fabric's default, :func:`hpn.routing.default_policy`).
+
+    ``progress(tasks_done, tasks_total)`` is called after every batch of events.
+    """
+    return run_sim(
+        Sim, fabric, dag, router, seed, capacity_events, sample_interval, sample_links, progress
+    )
+
+
+def run_sim(cls, fabric, dag, router, seed, cap_events, interval, sample_links, progress):
+    """Build and run a simulator of class ``cls``; its Result."""
     wall = _time.perf_counter()
     if router is None or isinstance(router, str):
         router = router_for(fabric, router, seed=seed)
     dag.validate(fabric.num_nodes)
-    sim = _Sim(fabric, dag, router, capacity_events, sample_interval, sample_links, progress)
+    sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
     sim.run()
     return sim.result(_time.perf_counter() - wall)
 
 
-def _reference(
-    fabric: Fabric, dag: FlowDAG, router: Router | str | None = None, *, refill=True, **kw
-) -> Result:
-    """:func:`simulate` with the shortcuts off, the oracle of the tests: remaining bytes
-    decremented for every transmitting flow at every batch, ends found by dividing them by
-    the rates and, with ``refill``, rates fully re-filled at every recomputation."""
-    wall = _time.perf_counter()
-    if router is None or isinstance(router, str):
-        router = router_for(fabric, router, seed=kw.pop("seed", 0))
-    kw.pop("seed", None)
-    dag.validate(fabric.num_nodes)
-    sim = _Sim(
-        fabric,
-        dag,
-        router,
-        kw.get("capacity_events"),
-        kw.get("sample_interval"),
-        kw.get("sample_links"),
-        None,
-        reference=2 if refill else 1,
-    )
-    sim.run()
-    return sim.result(_time.perf_counter() - wall)
+def route_flows(fabric: Fabric, router: Router, t) -> PathTable:
+    """Every flow's path: the DAG's explicit ones, the router's for the others (each
+    connection routed once when the router allows it)."""
+    nf = len(t.size)
+    lat = fabric.links.latency
+    given = np.flatnonzero(t.has_path)
+    routed = np.flatnonzero(~t.has_path)
+    start = np.zeros(nf, np.int64)
+    length = np.zeros(nf, np.int64)
+    latency = np.zeros(nf)
+    parts = []
+    if len(given):
+        t.paths.check(fabric, t.src[given], t.dst[given])
+        start[given] = t.paths.offsets[:-1]
+        length[given] = t.paths.lengths
+        latency[given] = t.paths.per_flow_sum(lat)
+        parts.append(t.paths.links)
+    if len(routed):
+        src, dst, keys = t.src[routed], t.dst[routed], t.keys[routed]
+        if getattr(router, "per_connection", False):
+            first, inv = connections(src, dst, keys, fabric.num_nodes)
+        else:
+            first, inv = np.arange(len(routed)), np.arange(len(routed))
+        p = router.route(fabric, src[first], dst[first], keys[first])
+        base = sum(len(x) for x in parts)
+        start[routed] = (p.offsets[:-1] + base)[inv]
+        length[routed] = p.lengths[inv]
+        latency[routed] = p.per_flow_sum(lat)[inv]
+        parts.append(p.links)
+    links = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return PathTable(start, length, links.astype(np.int64), latency)
 
 
-class _Sim:
-    def __init__(
-        self,
-        fabric,
-        dag,
-        router,
-        cap_events,
-        sample_interval,
-        sample_links,
-        progress,
-        reference=False,
-    ):
+def connections(src, dst, keys, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first flow of each distinct (src, dst, key) in order of first appearance, the
+    connection of every flow)."""
+    pair = src * n_nodes + dst
+    order = np.lexsort((keys, pair))
+    p, k = pair[order], keys[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (p[1:] != p[:-1]) | (k[1:] != k[:-1])
+    group = np.cumsum(new) - 1
+    first = order[new]
+    rank = np.argsort(first, kind="stable")  # connections in order of first appearance
+    pos = np.empty(len(rank), np.int64)
+    pos[rank] = np.arange(len(rank))
+    inv = np.empty(len(order), np.int64)
+    inv[order] = pos[group]
+    return first[rank], inv
+
+
+class Sim:
+    """The fast simulator: lazily booked bytes, partial re-fills, work per sending flow."""
+
+    def __init__(self, fabric, dag, router, cap_events, sample_interval, sample_links, progress):
         self.fabric, self.router, self.progress = fabric, router, progress
-        self.reference = reference
         t = self.t = dag.tasks
-        nf, nt, nl = len(t.size), len(t.kind), fabric.num_links
-        self.nf, self.nt = nf, nt
+        nl = fabric.num_links
+        self.nf, self.nt = len(t.size), len(t.kind)
         self.cap = fabric.links.capacity / 8.0  # bytes/s
         self.cap0 = fabric.links.capacity.copy()
         self.lat = fabric.links.latency
-        self._init_paths(t)
-        self.rem = t.size.copy()  # bytes left at t_at
-        self.t_at = np.zeros(nf)
-        self.rate = np.zeros(nf)
-        self.fin = np.full(nf, np.inf)  # projected end of transmission (inf: not sending)
-        self.soon = np.full(nf, np.inf)  # when rem falls to size * 1e-12 (<= fin)
-        self.start = np.full(nf, np.nan)
-        self.tx_end = np.full(nf, np.nan)
-        self.task_start = np.full(nt, np.nan)
-        self.task_finish = np.full(nt, np.nan)
-        self.sending = np.zeros(nf, bool)  # transmitting flows
-        self.n_act = 0
+        self.path = route_flows(fabric, router, t)
+        self.flow = FlowState.of(t.size)
+        self.task = TaskState.of(self.nt, t.dep_before, t.dep_after)
         self.ledger = LinkLedger(self.cap)
-        self.now, self.done, self.dirty, self.full = 0.0, 0, False, True
+        self.stamp = np.full(nl, -1, np.int64)  # scratch for sort-free dedupe of link ids
+        self.queue = EventQueue()
+        self.count = Counters()
+        self.now, self.dirty, self.full = 0.0, False, True
         self.departed: list[np.ndarray] = []  # flows that ended since the last rate update
         self.departed_rates: list[np.ndarray] = []
-        self.heap: list = []
-        self.seq = 0
-        self.n_events = self.n_rates = self.n_batches = 0
-        # dependencies as CSR: successors of each task; remaining predecessor counts
-        order = np.argsort(t.dep_before, kind="stable")
-        self.succ = t.dep_after[order]
-        self.succ_off = np.zeros(nt + 1, np.int64)
-        np.cumsum(np.bincount(t.dep_before, minlength=nt), out=self.succ_off[1:])
-        self.indeg = np.bincount(t.dep_after, minlength=nt).astype(np.int64)
-        roots = np.flatnonzero(self.indeg == 0)
-        self._push_grouped(t.delay[roots], START, roots)
+        roots = self.task.roots()
+        self.queue.push(t.delay[roots], START, roots)
         self.cap_events = cap_events
         if cap_events is not None and len(cap_events.time):
             ce = cap_events
@@ -157,61 +186,20 @@ class _Sim:
                 raise InputError("capacity event", f"link ids must be in 0..{nl - 1}")
             if (ce.capacity < 0).any() or (ce.time < 0).any():
                 raise InputError("capacity event", "times and capacities must be >= 0")
-            self._push_grouped(ce.time, CAPACITY, np.arange(len(ce.time)))
-        self.interval = sample_interval
+            self.queue.push(ce.time, CAPACITY, np.arange(len(ce.time)))
         if sample_interval is not None and not sample_interval > 0:
             raise InputError("sample_interval", "must be > 0")
-        self.sample_links = (
-            np.zeros(0, np.int64) if sample_links is None else np.asarray(sample_links, np.int64)
+        self.sampler = Sampler(
+            sample_interval,
+            np.zeros(0, np.int64) if sample_links is None else np.asarray(sample_links, np.int64),
         )
-        self.samples_t: list[float] = []
-        self.samples_tier: list[np.ndarray] = []
-        self.samples_link: list[np.ndarray] = []
-        self.next_tick = 0.0 if sample_interval else np.inf
 
     # --- paths ---------------------------------------------------------------------------
 
-    def _init_paths(self, t) -> None:
-        nf = len(t.size)
-        routed = np.flatnonzero(~t.has_path)
-        given = np.flatnonzero(t.has_path)
-        if len(given):
-            t.paths.check(self.fabric, t.src[given], t.dst[given])
-        parts, idx = [], []
-        if len(given):
-            parts.append(t.paths)
-            idx.append(given)
-        if len(routed):
-            parts.append(
-                self.router.route(self.fabric, t.src[routed], t.dst[routed], t.keys[routed])
-            )
-            idx.append(routed)
-        order = np.concatenate(idx) if idx else np.zeros(0, np.int64)
-        paths = (
-            Paths.concat(parts).take(np.argsort(order, kind="stable")) if nf else Paths.concat([])
-        )
-        self.p_start = paths.offsets[:-1].copy()
-        self.p_len = paths.lengths.copy()
-        self.p_links = paths.links
-        self.path_lat = paths.per_flow_sum(self.lat) if nf else np.zeros(0)
-
-    def paths(self) -> Paths:
-        offsets = np.zeros(self.nf + 1, np.int64)
-        np.cumsum(self.p_len, out=offsets[1:])
-        pos = np.repeat(self.p_start - offsets[:-1], self.p_len) + np.arange(offsets[-1])
-        return Paths(offsets, self.p_links[pos])
-
-    def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(position in ``flows``, link id) for every hop of those flows."""
-        ln = self.p_len[flows]
-        rep = np.repeat(np.arange(len(flows)), ln)
-        base = np.repeat(self.p_start[flows] - np.concatenate(([0], np.cumsum(ln)[:-1])), ln)
-        return rep, self.p_links[base + np.arange(len(rep))]
-
     def _reroute(self) -> None:
         down = self.cap <= 0
-        pending = np.isnan(self.tx_end)
-        rep, links = self._entries(np.arange(self.nf))
+        pending = np.isnan(self.flow.tx_end)
+        rep, links = self.path.entries(np.arange(self.nf))
         hit = np.zeros(self.nf, bool)
         hit[rep[down[links]]] = True
         flows = np.flatnonzero(hit & pending)
@@ -222,67 +210,38 @@ class _Sim:
             new = self.router.route(self.fabric, t.src[flows], t.dst[flows], t.keys[flows], down)
         except InputError:
             return  # no path avoids the failed links: the flows wait for a repair
-        self.p_start[flows] = len(self.p_links) + new.offsets[:-1]
-        self.p_len[flows] = new.lengths
-        self.p_links = np.concatenate([self.p_links, new.links])
-        self.path_lat[flows] = new.per_flow_sum(self.lat)
+        self.path.replace(flows, new, self.lat)
         self.dirty = True
 
     # --- events --------------------------------------------------------------------------
 
-    def _push_grouped(self, times: np.ndarray, kind: int, ids: np.ndarray) -> None:
-        if not len(ids):
-            return
-        order = np.lexsort((ids, times))
-        times, ids = times[order], ids[order]
-        cut = np.flatnonzero(np.diff(times)) + 1
-        for ts, chunk in zip(np.split(times, cut), np.split(ids, cut), strict=True):
-            heapq.heappush(self.heap, (float(ts[0]), kind, self.seq, chunk))
-            self.seq += 1
-
     def _start(self, tasks: np.ndarray) -> None:
         t, now = self.t, self.now
-        self.task_start[tasks] = now
+        self.task.start[tasks] = now
         flows = t.local[tasks[t.kind[tasks] == FLOW]]
         comp = tasks[t.kind[tasks] != FLOW]
         if len(comp):
-            self._push_grouped(now + t.duration[t.local[comp]], DONE, comp)
+            self.queue.push(now + t.duration[t.local[comp]], DONE, comp)
         if len(flows):
-            self.start[flows] = now
-            empty = self.rem[flows] <= 0
+            self.flow.start[flows] = now
+            empty = self.flow.rem[flows] <= 0
             if empty.any():
                 self._tx_done(flows[empty])
             live = flows[~empty]
             if len(live):
-                live = np.unique(live)
-                self.n_act += int((~self.sending[live]).sum())
-                self.sending[live] = True
-                self.t_at[live] = now
+                self.flow.begin(np.unique(live), now)
                 self.dirty = self.full = True
 
     def _tx_done(self, flows: np.ndarray) -> None:
         self.departed.append(flows)
-        self.departed_rates.append(self.rate[flows].copy())
-        self.tx_end[flows] = self.now
-        self.rem[flows] = 0.0
-        self.rate[flows] = 0.0
-        self.fin[flows] = self.soon[flows] = np.inf
-        self.n_act -= int(self.sending[flows].sum())
-        self.sending[flows] = False
-        self._push_grouped(self.now + self.path_lat[flows], DONE, self.t.flow_task[flows])
+        self.departed_rates.append(self.flow.rate[flows].copy())
+        self.flow.end(flows, self.now)
+        self.queue.push(self.now + self.path.latency[flows], DONE, self.t.flow_task[flows])
 
     def _complete(self, tasks: np.ndarray) -> None:
-        self.task_finish[tasks] = self.now
-        self.done += len(tasks)
-        off = self.succ_off
-        cnt = off[tasks + 1] - off[tasks]
-        if not cnt.sum():
-            return
-        pos = np.repeat(off[tasks] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
-        succ = self.succ[pos + np.arange(int(cnt.sum()))]
-        np.subtract.at(self.indeg, succ, 1)
-        ready = np.unique(succ[self.indeg[succ] == 0])
-        self._push_grouped(self.now + self.t.delay[ready], START, ready)
+        ready = self.task.complete(tasks, self.now)
+        if len(ready):
+            self.queue.push(self.now + self.t.delay[ready], START, ready)
 
     def _capacity(self, idx: np.ndarray) -> None:
         ce = self.cap_events
@@ -306,135 +265,110 @@ class _Sim:
             user = np.empty(len(flows), np.int64)
             user[solo] = np.arange(len(solo))
             user[grouped] = len(solo) + ginv
-        a = incidence(user[rep], local, int(user.max()) + 1, len(avail))
-        return maxmin_rates(a, avail)[user]
+        return fill_rates(user[rep], local, int(user.max()) + 1, len(avail), avail)[user]
 
-    def _set_load(self, links: np.ndarray, new: np.ndarray) -> None:
-        self.ledger.set(links, new, self.now)
-
-    def _settle(self, flows: np.ndarray) -> None:
-        """Book the bytes ``flows`` sent since ``t_at`` (before their rate changes)."""
-        self.rem[flows] -= self.rate[flows] * (self.now - self.t_at[flows])
-        self.t_at[flows] = self.now
-
-    def _set_rates(self, flows: np.ndarray, rate: np.ndarray) -> None:
-        self._settle(flows)
-        self.rate[flows] = rate
-        rem, tiny = self.rem[flows], self.t.size[flows] * 1e-12
-        on = rate > 0
-        r = np.where(on, rate, 1.0)
-        self.fin[flows] = np.where(on, self.now + rem / r, np.inf)
-        idle = np.where(rem <= tiny, -np.inf, np.inf)
-        self.soon[flows] = np.where(on, self.now + (rem - tiny) / r, idle)
+    def _full_refill(self) -> bool:
+        """Whether this recomputation re-fills every sending flow."""
+        return self.full or not len(self.departed)
 
     def _rates(self) -> None:
         """Recompute rates. After departures only, users at rates below the lowest departed
         rate keep theirs (progressive filling reaches those levels unchanged: a departure only
         raises the saturation level of the links it crossed, all at or above its own rate),
         so only the flows at or above it are filled again, on what the others leave."""
-        self.n_rates += 1
-        full = self.full or self.reference == 2 or not len(self.departed)
+        self.count.rate_computations += 1
+        fl = self.flow
+        full = self._full_refill()
         self.full = False
         if not full:
             gone = np.concatenate(self.departed)
             old = np.concatenate(self.departed_rates)
             floor = old.min() * (1 - 1e-9)
             # flows not sending have rate 0: with a positive floor they are never picked
-            live = np.flatnonzero(self.rate >= floor) if floor > 0 else None
-            full = live is None or 2 * len(live) > self.n_act
+            act = fl.active()
+            live = act[fl.rate[act] >= floor] if floor > 0 else None
+            full = live is None or 2 * len(live) > fl.n_act
         self.departed, self.departed_rates = [], []
         if full:
-            act = np.flatnonzero(self.sending)
-            load = self.ledger.load
-            new = np.zeros(len(self.cap))
-            if len(act):
-                rep, links = self._entries(act)
-                used, local = np.unique(links, return_inverse=True)
-                rate = self._fill(act, rep, local, self.cap[used])
-                self._set_rates(act, rate)
-                new[used] = np.bincount(local, weights=rate[rep], minlength=len(used))
-            touched = np.flatnonzero((load > 0) | (new > 0))
-            self._set_load(touched, new[touched])
+            act = fl.active()
+            loaded = self.ledger.loaded()
+            if not len(act):
+                self.ledger.set(loaded, np.zeros(len(loaded)), self.now)
+                return
+            rep, links = self.path.entries(act)
+            used, local = distinct(links, self.stamp)
+            rate = self._fill(act, rep, local, self.cap[used])
+            fl.set_rates(act, rate, self.now)
+            self.ledger.on[used] = False  # the loaded links no flow crosses any more
+            idle = loaded[self.ledger.on[loaded]]
+            load = np.bincount(local, weights=rate[rep], minlength=len(used))
+            self.ledger.set(
+                np.concatenate([used, idle]),
+                np.concatenate([load, np.zeros(len(idle))]),
+                self.now,
+            )
             return
-        g_rep, g_links = self._entries(gone)
-        l_rep, l_links = self._entries(live)
-        touched, inv = np.unique(np.concatenate([g_links, l_links]), return_inverse=True)
+        g_rep, g_links = self.path.entries(gone)
+        l_rep, l_links = self.path.entries(live)
+        touched, inv = distinct(np.concatenate([g_links, l_links]), self.stamp)
         g_loc, l_loc = inv[: len(g_links)], inv[len(g_links) :]
         n = len(touched)
         fixed = self.ledger.load[touched] - np.bincount(g_loc, weights=old[g_rep], minlength=n)
-        fixed -= np.bincount(l_loc, weights=self.rate[live][l_rep], minlength=n)
+        fixed -= np.bincount(l_loc, weights=fl.rate[live][l_rep], minlength=n)
         np.maximum(fixed, 0.0, out=fixed)
         new = fixed
         if len(live):
-            used, local = np.unique(l_loc, return_inverse=True)
+            used, local = distinct(l_loc, self.stamp)
             avail = np.maximum(self.cap[touched[used]] - fixed[used], 0.0)
             rate = self._fill(live, l_rep, local, avail)
-            self._set_rates(live, rate)
+            fl.set_rates(live, rate, self.now)
             new = fixed + np.bincount(l_loc, weights=rate[l_rep], minlength=n)
-        self._set_load(touched, new)
+        self.ledger.set(touched, new, self.now)
+
+    # --- the loop: hooks the reference overrides -------------------------------------------
 
     def _advance(self, t_next: float) -> None:
         self.now = t_next
-        if self.reference and self.n_act:  # eager bookkeeping, as the oracle
-            self._settle(np.flatnonzero(self.sending))
+
+    def _next_end(self) -> float:
+        """When the next transmission ends (inf if none is sending)."""
+        return self.flow.next_end()
+
+    def _end_transmissions(self, t_next: float, dt: float) -> None:
+        """End the flows whose transmission ends at ``t_next`` (within the tolerance)."""
+        fl = self.flow
+        if not fl.n_act:
+            return
+        # the reference's test, on projected times: proj = fin - (now - dt)
+        limit = t_next + dt * _TOL + 1e-15
+        cand = fl.ending(limit)  # soon <= fin: a superset
+        if len(cand):
+            ended = cand[(fl.fin[cand] <= limit) | (fl.soon[cand] <= self.now)]
+            if len(ended):
+                self._tx_done(ended)
+                self.dirty = True
 
     def _sample(self) -> None:
-        lk = self.fabric.links
-        ntier = int(lk.tier.max()) + 1 if len(lk.tier) else 0
-        tier_cap = np.bincount(lk.tier, weights=self.cap, minlength=ntier)
-        tier_load = np.bincount(lk.tier, weights=self.ledger.load, minlength=ntier)
-        self.samples_t.append(self.now)
-        self.samples_tier.append(
-            np.divide(tier_load, tier_cap, where=tier_cap > 0, out=np.zeros(ntier))
-        )
-        cap = self.cap[self.sample_links]
-        load = self.ledger.load[self.sample_links]
-        self.samples_link.append(np.divide(load, cap, where=cap > 0, out=np.zeros(len(cap))))
-
-    # --- the loop ------------------------------------------------------------------------
+        self.sampler.sample(self.now, self.fabric.links.tier, self.cap, self.ledger.load)
 
     def run(self) -> None:
+        smp, q = self.sampler, self.queue
         while True:
-            t_heap = self.heap[0][0] if self.heap else np.inf
-            act, proj = None, None
-            t_fin = self.fin.min() if self.n_act else np.inf
-            if self.reference and self.n_act:
-                act = np.flatnonzero(self.sending)
-                r = self.rate[act]
-                with np.errstate(divide="ignore"):
-                    proj = np.where(r > 0, self.rem[act] / r, np.inf)
-                t_fin = self.now + proj.min()
-            t_next = min(t_heap, t_fin)
-            if self.done == self.nt:
+            t_next = min(q.next_time(), self._next_end())
+            if self.task.done == self.nt:
                 break
             if t_next == np.inf:
                 self._stuck()
-            if self.next_tick < t_next:
-                self._advance(self.next_tick)
+            if smp.next_tick < t_next:
+                self._advance(smp.next_tick)
                 self._sample()
-                self.next_tick += self.interval
+                smp.next_tick += smp.interval
                 continue
             dt = t_next - self.now
             self._advance(t_next)
-            self.n_batches += 1
-            if proj is not None:
-                ended = proj <= dt * (1 + _TOL) + 1e-15
-                ended |= self.rem[act] <= self.t.size[act] * 1e-12
-                if ended.any():
-                    self._tx_done(act[ended])
-                    self.dirty = True
-            elif self.n_act:
-                # the reference's test, on projected times: proj = fin - (now - dt)
-                limit = t_next + dt * _TOL + 1e-15
-                cand = np.flatnonzero(self.soon <= limit)  # soon <= fin: a superset
-                if len(cand):
-                    ended = cand[(self.fin[cand] <= limit) | (self.soon[cand] <= self.now)]
-                    if len(ended):
-                        self._tx_done(ended)
-                        self.dirty = True
-            while self.heap and self.heap[0][0] <= self.now * (1 + 1e-15):
-                _, kind, _, ids = heapq.heappop(self.heap)
-                self.n_events += len(ids)
+            self.count.batches += 1
+            self._end_transmissions(t_next, dt)
+            for kind, ids in q.pop_due(self.now):
                 if kind == CAPACITY:
                     self._capacity(ids)
                 elif kind == DONE:
@@ -445,18 +379,18 @@ class _Sim:
                 self._rates()
                 self.dirty = False
             if self.progress is not None:
-                self.progress(self.done, self.nt)
-        if self.interval and self.done:
+                self.progress(self.task.done, self.nt)
+        if smp.interval and self.task.done:
             self._sample()
-        loaded = np.flatnonzero(self.ledger.load > 0)
-        self._set_load(loaded, np.zeros(len(loaded)))
+        loaded = self.ledger.loaded()
+        self.ledger.set(loaded, np.zeros(len(loaded)), self.now)
 
     def _stuck(self) -> None:
-        left = self.nt - self.done
-        act = np.flatnonzero(self.sending)
+        left = self.nt - self.task.done
+        act = self.flow.active()
         if len(act):
             f = int(act[0])
-            rep, links = self._entries(act[:1])
+            _, links = self.path.entries(act[:1])
             dead = links[self.cap[links] <= 0]
             why = f"its path crosses link {int(dead[0])} at capacity 0" if len(dead) else "rate 0"
             raise InputError(
@@ -467,27 +401,27 @@ class _Sim:
         raise InputError("dag", f"{left} tasks can never start (their dependencies never finish)")
 
     def result(self, wall: float) -> Result:
-        t = self.t
-        finish = self.task_finish[t.flow_task] if self.nf else np.zeros(0)
+        t, fl, tk, smp = self.t, self.flow, self.task, self.sampler
+        finish = tk.finish[t.flow_task] if self.nf else np.zeros(0)
         series = None
-        if self.interval:
+        if smp.interval:
             series = Series(
-                np.asarray(self.samples_t),
-                np.asarray(self.samples_tier),
-                np.asarray(self.samples_link).reshape(len(self.samples_t), -1),
-                self.sample_links,
+                np.asarray(smp.time),
+                np.asarray(smp.tier),
+                np.asarray(smp.link).reshape(len(smp.time), -1),
+                smp.links,
             )
-        makespan = float(np.nanmax(self.task_finish)) if self.nt else 0.0
+        makespan = float(np.nanmax(tk.finish)) if self.nt else 0.0
         return Result(
-            task_start=self.task_start,
-            task_finish=self.task_finish,
+            task_start=tk.start,
+            task_finish=tk.finish,
             flow_task=t.flow_task,
             size=t.size,
-            start=self.start,
-            tx_end=self.tx_end,
+            start=fl.start,
+            tx_end=fl.tx_end,
             finish=finish,
-            path_latency=self.path_lat,
-            paths=self.paths(),
+            path_latency=self.path.latency,
+            paths=self.path.paths(),
             link_bytes=self.ledger.bytes,
             link_busy=self.ledger.busy,
             link_peak_util=self.ledger.peak,
@@ -495,9 +429,9 @@ class _Sim:
             makespan=makespan,
             series=series,
             stats={
-                "events": self.n_events,
-                "batches": self.n_batches,
-                "rate_computations": self.n_rates,
+                "events": self.queue.popped,
+                "batches": self.count.batches,
+                "rate_computations": self.count.rate_computations,
                 "sim_wall_s": wall,
             },
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import queue
 import re
+import threading
 import time
 from typing import Any
 
@@ -181,9 +182,9 @@ def fail(
     flows = FlowSet(src, dst, sport.copy(), size)
     rebinds: queue.SimpleQueue = queue.SimpleQueue()
     if routing == "hpn":  # the hosts re-run path selection every `probe` seconds
-        t = t_fail + probe
+        t, reselect = t_fail + probe, _reselect(plan, flows, rebinds, seed)
         while t < total:
-            events.append((t, _reselect(plan, flows, rebinds, seed)))
+            events.append((t, reselect))
             t += probe
     tr = run_flows(plan, flows, rate, payload, events, rebinds=rebinds)
     interval = 8 * payload / rate
@@ -218,7 +219,17 @@ def _reselect(plan: LabPlan, flows: FlowSet, rebinds: queue.SimpleQueue, seed: i
     from hpn.lab.learn import learn_paths
     from hpn.lab.select import select
 
+    busy = threading.Lock()
+
     def run() -> dict:
+        if not busy.acquire(blocking=False):  # the previous probe is still learning
+            return {"action": "probe skipped"}
+        try:
+            return probe()
+        finally:
+            busy.release()
+
+    def probe() -> dict:
         t = time.monotonic()
         _, ok = learn_paths(plan, flows.src, flows.dst, flows.sport)
         bad = np.flatnonzero(~ok)

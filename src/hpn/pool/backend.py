@@ -55,6 +55,7 @@ class Cluster:
 
     @property
     def split(self) -> bool:
+        """Whether the cluster has prefill and decode partitions."""
         return self.prefill_gpus + self.decode_gpus > 0
 
     def roles(self) -> list[tuple[Role, int]]:
@@ -67,6 +68,7 @@ class Cluster:
         return [("worker", self.gpus // self.tp)]
 
     def instances(self, gpus: int) -> int:
+        """Instances of `gpus` GPUs."""
         return gpus // self.tp
 
 

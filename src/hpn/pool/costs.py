@@ -63,6 +63,7 @@ class Loader:
     source: str = ""
 
     def time(self, shard_bytes: float) -> float:
+        """Scale-up time for `shard_bytes` of weights per GPU."""
         return self.startup_s + shard_bytes / self.bandwidth
 
 
@@ -143,26 +144,33 @@ class CostModel:
 
     # --- compute -------------------------------------------------------------------------
     def prefill_time(self, model: str, lens: list[int]) -> float:
+        """Seconds to prefill one batch of prompts of lengths `lens`."""
         return prefill_latency(self.pre[model], lens)
 
     def decode_step(self, model: str, batch: int, ctx_sum: float) -> float:
+        """Seconds of one decode step over `batch` sequences holding `ctx_sum` tokens."""
         return decode_latency(self.dec[model], batch, ctx_sum)
 
     # --- memory and transfers ------------------------------------------------------------
     def memory_budget(self, tp: int) -> float:
+        """Bytes for weights plus KV on an instance of `tp` GPUs."""
         return MEMORY_FRACTION * self.gpu.memory_bytes * tp
 
     def kv_floor(self, model: LLM | str) -> float:
+        """KV bytes below which pre-loading is disabled (1,024 blocks of 16 tokens)."""
         m = self.models[model] if isinstance(model, str) else model
         return KV_FLOOR_BLOCKS * BLOCK_TOKENS * m.kv_bytes_per_token
 
     def weights(self, name: str | None) -> float:
+        """Weight bytes of model `name` (all shards); 0 for None."""
         return self.models[name].weight_bytes if name is not None else 0.0
 
     def kv_bytes(self, model: str, tokens: float) -> float:
+        """KV-cache bytes of `tokens` tokens of `model`."""
         return tokens * self.models[model].kv_bytes_per_token
 
     def kv_transfer_time(self, model: str, tokens: float) -> float:
+        """Seconds to move the KV of `tokens` tokens over the host link."""
         m = self.models[model]
         return tokens * m.kv_bytes_per_token / m.tp / (self.gpu.host_link * self.eta)
 
@@ -177,9 +185,11 @@ class CostModel:
         return shard / (self.gpu.host_link * self.eta)
 
     def prefetch_time(self, model: str) -> float:
+        """Seconds to pre-load the weights behind the running model."""
         m = self.models[model]
         return m.weight_bytes / m.tp / (self.gpu.host_link * self.eta)
 
     def device_copy_time(self, model: str) -> float:
+        """Seconds to move a pre-loaded model into place (on-device copy)."""
         m = self.models[model]
         return m.weight_bytes / m.tp / (self.gpu.hbm_bandwidth / 2)

@@ -16,6 +16,8 @@ GiB = 2**30
 
 @dataclass(frozen=True)
 class GPU:
+    """A GPU preset: memory, HBM bandwidth, dense BF16 TFLOPS, host link, NVLink."""
+
     name: str
     memory_bytes: float
     hbm_bandwidth: float  # bytes/s
@@ -37,6 +39,7 @@ GPUS: dict[str, GPU] = {
 
 
 def get_gpu(name: str) -> GPU:
+    """GPU preset by name (case-insensitive); InputError if unknown."""
     key = name.strip().lower()
     if key not in GPUS:
         raise InputError("gpu", f"unknown GPU {name!r}; known: {', '.join(GPUS)}")

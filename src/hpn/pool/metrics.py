@@ -44,6 +44,7 @@ class Recorder:
 
     @property
     def busy_gpu_s(self) -> float:
+        """GPU-seconds spent computing, all instances."""
         return sum(v for _, v in sorted(self.busy_by_instance.items()))
 
     def failed(self, req) -> None:
@@ -79,6 +80,7 @@ def slo_attainment_artifact(arrival: float, token_times, ttft_slo: float, tbt_sl
 
 
 def weighted_quantile(values, weights, q: float) -> float:
+    """The `q` quantile of `values` with `weights` (0 for no values)."""
     if len(values) == 0:
         return 0.0
     v = np.asarray(values, dtype=float)
@@ -90,6 +92,8 @@ def weighted_quantile(values, weights, q: float) -> float:
 
 @dataclass
 class PoolResult:
+    """What one simulated run measured (attainment under both accountings, TTFT/TBT, switches)."""
+
     policy: str
     gpu: str
     gpus: int
@@ -113,6 +117,7 @@ class PoolResult:
     per_model_artifact: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self, per_model: bool = False) -> dict:
+        """The JSON form; per-model attainment only when `per_model`."""
         d = asdict(self)
         if not per_model:
             d.pop("per_model")
@@ -120,6 +125,7 @@ class PoolResult:
         return d
 
     def worst_model(self, metric: str = "deadline") -> float:
+        """The lowest per-model attainment under `metric` (deadline or artifact)."""
         pm = self.per_model if metric == "deadline" else self.per_model_artifact
         return min(pm.values()) if pm else 1.0
 

@@ -34,6 +34,8 @@ LARGE = ("qwen2.5-32b", "qwen2.5-72b")
 
 @dataclass(frozen=True)
 class Mix:
+    """Models of a capacity-planning mix: names, catalog kinds, req/s each, GPU type."""
+
     names: tuple[str, ...]
     kinds: tuple[str, ...]
     rates: tuple[float, ...]
@@ -63,6 +65,7 @@ def tail_rates(n: int, low: float, high: float, mean: float) -> np.ndarray:
 
 
 def production() -> Mix:
+    """The built-in production mix (A §7.5): 47 models on H20."""
     kinds = [SMALL[i % len(SMALL)] for i in range(28)] + [LARGE[i % len(LARGE)] for i in range(19)]
     rates = tail_rates(47, 0.01, 1.13, 0.037)
     ranks = np.random.default_rng(47).permutation(47)

@@ -14,6 +14,8 @@ from hpn.errors import InputError
 
 @dataclass(frozen=True)
 class LLM:
+    """A catalog model: parameters, attention shape, default TP, latency profile key."""
+
     name: str
     n_params: float
     layers: int
@@ -30,6 +32,7 @@ class LLM:
 
     @property
     def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per token (K and V, all layers, BF16)."""
         return 2.0 * self.layers * self.kv_heads * self.head_dim * 2.0
 
 
@@ -67,10 +70,12 @@ ARTIFACT_MIX = ("qwen2.5-7b",) * 6 + ("yi-1.5-9b",) * 2 + ("llama-2-13b",) * 2
 
 
 def artifact_model(index: int) -> str:
+    """Catalog model of synthetic model `index` (the artifact's mod-10 mapping)."""
     return ARTIFACT_MIX[index % 10]
 
 
 def get_model(name: str, field: str = "model") -> LLM:
+    """Catalog model by name or alias; InputError naming `field` if unknown."""
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key not in MODELS:

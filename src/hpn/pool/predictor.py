@@ -62,19 +62,25 @@ class Predictor:
 
     @property
     def models(self) -> list[str]:
+        """The models the predictor knows."""
         return list(self.weights)
 
     def prefill_time(self, model: str, lens: list[int]) -> float:
+        """Estimated prefill time of a batch of prompts of lengths `lens`."""
         return prefill_latency(self.prefill[model], lens)
 
     def decode_step(self, model: str, batch: int, ctx_sum: float) -> float:
+        """Estimated decode-step time over `batch` sequences of `ctx_sum` tokens."""
         return decode_latency(self.decode[model], batch, ctx_sum)
 
     def switch_time(self, model: str) -> float:
+        """Estimated scale-up time of `model` (not pre-loaded)."""
         return self.switch_s[model]
 
     def kv_transfer_time(self, model: str, tokens: float) -> float:
+        """Estimated host <-> device KV transfer time of `tokens` tokens."""
         return tokens * self.kv_s_per_token[model]
 
     def memory_budget(self, tp: int) -> float:
+        """Bytes for weights plus KV on an instance of `tp` GPUs."""
         return self.memory_per_gpu * tp

@@ -14,6 +14,8 @@ EPS = 1e-9
 
 
 class Request:
+    """One request: identity, lengths, progress and SLO accounting in closed form."""
+
     __slots__ = (
         "rid",
         "model",
@@ -62,6 +64,7 @@ class Request:
 
     @property
     def remaining(self) -> int:
+        """Tokens still to generate."""
         return self.output_len - self.generated
 
     def emit(self, t1: float, d: float, n: int) -> None:
@@ -115,6 +118,7 @@ class Request:
         self.a_start, self.a_target, self.a_credit, self.a_total = start, target, credit, total
 
     def attainment_artifact(self) -> float:
+        """The artifact's attainment of the request; 0 if unfinished or failed."""
         if self.done_t < 0 or self.failed:
             return 0.0
         span = self.done_t - self.arrival

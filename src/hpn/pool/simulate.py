@@ -10,6 +10,7 @@ from hpn.errors import InputError
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
 from hpn.pool.gpus import get_gpu
+from hpn.pool.knobs import validate_options
 from hpn.pool.metrics import PoolResult, Recorder, summarize
 from hpn.pool.models import get_model
 from hpn.pool.policies import get_policy
@@ -57,7 +58,7 @@ def simulate(
     wall = time.perf_counter()
     cls = get_policy(policy)
     g = get_gpu(gpu)
-    opts = dict(options or {})
+    opts = validate_options(cls.name, options)
     cost = CostModel(g, switch=switch, loader=cls.loader(g, switch, opts))
     kinds = {name: get_model(kind) for name, kind in zip(trace.names, trace.kinds, strict=True)}
     tps = {m.tp for m in kinds.values()}

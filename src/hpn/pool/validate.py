@@ -34,6 +34,8 @@ HEADER = "Request Time,Model Name"
 
 @dataclass(frozen=True)
 class ValidateRow:
+    """One (file, policy) result of `validate`; attainments in %."""
+
     file: str
     policy: str
     requests: int
@@ -51,6 +53,8 @@ class ValidateRow:
 
 @dataclass
 class ValidateResult:
+    """Every row of one `validate` call, with the pool it ran on."""
+
     folder: str
     gpu: str
     gpus: int
@@ -58,6 +62,7 @@ class ValidateResult:
     rows: list[ValidateRow] = field(default_factory=list)
 
     def to_dict(self) -> dict:
+        """The JSON form."""
         return {
             "folder": self.folder,
             "gpu": self.gpu,

@@ -108,7 +108,11 @@ class Paths:
 @runtime_checkable
 class Router(Protocol):
     """A routing policy. ``keys`` identify flows (a 5-tuple hash, a flow id) so the choice of
-    a flow does not depend on its position; ``down`` marks links that must not be used."""
+    a flow does not depend on its position; ``down`` marks links that must not be used.
+
+    A policy may set ``per_connection = True`` when routing only the distinct (src, dst, key)
+    connections of a call gives each the path its flows get when all are routed: the engine
+    then routes every connection once."""
 
     name: str
 

@@ -14,6 +14,7 @@ from hpn.routing.shortest import Choice, EcmpRouter
 
 class IdealRouter(EcmpRouter):
     name = "ideal"
+    per_connection = False  # the round robin counts every flow, duplicates included
 
     def chooser(self, fabric, src, dst, keys):
         turn = np.zeros(fabric.num_nodes, np.int64)

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from hpn.errors import InputError
 from hpn.routing.base import Paths, register_router, validate_endpoints
+from hpn.routing.cache import per_fabric
 from hpn.topology.fabric import LinkTier, NodeKind
 
 if TYPE_CHECKING:
@@ -73,9 +73,14 @@ class _Graph:
         ids = np.flatnonzero(to_fwd)
         off, order = _csr(lk.src[ids], self.n)
         self.out_off, self.out_ids = off, ids[order]  # out-links into forwarding nodes
-        self.comp = np.cumsum(self.fwd) - 1  # compact switch index
         sw = ids[self.fwd[lk.src[ids]]]
-        m = int(self.fwd.sum())
+        # compact index of the switches with a usable link; the others (NVSwitches, whose
+        # links are NVLink) share index m: a row of no-path distances
+        net = np.zeros(self.n, bool)
+        net[lk.src[up]] = net[lk.dst[up]] = True
+        net &= self.fwd
+        m = self.m = int(net.sum())
+        self.comp = np.where(net, np.cumsum(net) - 1, m)
         self.switch_graph = sp.csr_matrix(
             (np.ones(len(sw)), (self.comp[lk.src[sw]], self.comp[lk.dst[sw]])), shape=(m, m)
         )
@@ -83,6 +88,12 @@ class _Graph:
         into = np.flatnonzero(up & self.fwd[lk.src] & ~self.fwd[lk.dst])
         self.att_off, order = _csr(lk.dst[into], self.n)
         self.att_ids = into[order]
+
+
+@per_fabric
+def _graph(fabric: Fabric) -> _Graph:
+    """The fabric's forwarding graph with every link up (built once per fabric)."""
+    return _Graph(fabric, None)
 
 
 def _targets(g: _Graph, fabric: Fabric, dst: np.ndarray):
@@ -112,8 +123,9 @@ class Choice:
     keys: np.ndarray  # the flow's key (as passed to the walk)
     hop: int
     count: np.ndarray  # equal-cost next hops of each flow
-    first: np.ndarray  # offset of each flow's candidates in ``cand``
-    cand: np.ndarray  # candidate link ids, per flow in port (link id) order
+    first: np.ndarray  # offset of each flow's candidates in ``cand`` (flows at one node
+    # for one destination class share them)
+    cand: np.ndarray  # candidate link ids, per (node, class) in port (link id) order
     prev: np.ndarray  # the link each flow arrived on (-1 at the first hop)
 
 
@@ -126,6 +138,8 @@ class EcmpRouter:
     """Shortest-path ECMP; the choice among equal-cost next hops is seeded per flow key."""
 
     name = "random"
+    per_connection = True  # a flow's path depends only on its (src, dst, key) among the
+    # distinct connections of a call: flows of one connection may be routed once
 
     def __init__(self, seed: int = 0):
         self.seed = int(seed)
@@ -154,7 +168,7 @@ class EcmpRouter:
         keys = np.arange(len(src), dtype=np.int64) if keys is None else np.asarray(keys)
         validate_endpoints(fabric, src, dst)
         keys, pick = self.chooser(fabric, src, dst, keys)
-        g = _Graph(fabric, down)
+        g = _Graph(fabric, down) if down is not None else _graph(fabric)
         nodes = fabric.nodes
         nvlink = (
             (nodes.kind[src] == NodeKind.GPU)
@@ -171,10 +185,7 @@ class EcmpRouter:
             )
             sig_tgt, sig_off = sig_rows[:, :-1], sig_rows[:, -1]
             cols, tinv = np.unique(sig_tgt[sig_tgt >= 0], return_inverse=True)
-            dist = csgraph.shortest_path(
-                g.switch_graph.T, method="D", unweighted=True, indices=g.comp[cols]
-            ).T  # (switches, target switches)
-            D = np.where(np.isfinite(dist), dist, _FAR).astype(np.int32)
+            D = _hops_to(g, g.comp[cols])  # (switches + 1, target switches)
             tcol = np.full(sig_tgt.shape, -1, np.int64)
             tcol[sig_tgt >= 0] = tinv
             dsig = np.full((D.shape[0], len(sig_rows)), _FAR, np.int32)
@@ -198,6 +209,42 @@ class EcmpRouter:
             part = net[lo : lo + _CHUNK]
             walk.walk(src[part], dst[part], inv[lo : lo + _CHUNK], keys[part], offsets[part], links)
         return Paths(offsets, links)
+
+
+def _hops_to(g: _Graph, targets: np.ndarray) -> np.ndarray:
+    """Hop distances (int32, _FAR: none) from every compact switch to each target, with a
+    last row of _FAR for the switches outside the switch graph.
+
+    One breadth-first search for all targets at once: each switch holds a bitset of the
+    targets it reaches within ``level`` hops, extended each level by OR-ing its
+    out-neighbours' sets (a Clos has a diameter of a few hops).
+    """
+    m, nt = g.m, len(targets)
+    D = np.full((m + 1, nt), _FAR, np.int32)
+    ok = np.flatnonzero(targets < m)
+    if not len(ok) or not m:
+        return D
+    a = g.switch_graph
+    words = (nt + 63) // 64
+    reach = np.zeros((m, words), np.uint64)
+    col = ok.astype(np.uint64)
+    np.bitwise_or.at(
+        reach, (targets[ok], ok // 64), np.left_shift(np.uint64(1), col % np.uint64(64))
+    )
+    D[targets[ok], ok] = 0
+    deg = np.diff(a.indptr)
+    rows = np.flatnonzero(deg > 0)
+    for level in range(1, m + 1):
+        nb = np.zeros_like(reach)
+        if len(rows):
+            nb[rows] = np.bitwise_or.reduceat(reach[a.indices], a.indptr[rows], axis=0)
+        fresh = nb & ~reach
+        if not fresh.any():
+            break
+        reach |= fresh
+        hit = np.unpackbits(fresh.view(np.uint8), axis=1, bitorder="little")[:, :nt]
+        D[:m][hit.astype(bool)] = level
+    return D
 
 
 def _nvlink_up(fabric: Fabric) -> np.ndarray:
@@ -237,7 +284,10 @@ class _Walk:
                 rep, pos = self._expand(s[ep])
                 dc = self.flat[self.out_comp[pos] + u[ep][rep]] + 1
                 best = np.full(len(ep), _FAR, np.int64)
-                np.minimum.at(best, rep, dc)
+                deg = np.bincount(rep, minlength=len(ep))
+                has = deg > 0  # entries are grouped by flow: one reduceat per flow
+                if len(dc):
+                    best[has] = np.minimum.reduceat(dc, (np.cumsum(deg) - deg)[has])
                 d[ep] = best
             bad = np.flatnonzero(d >= _FAR)
             if len(bad):
@@ -270,13 +320,19 @@ class _Walk:
                 chosen[li] = self._last_hop(v[li], dst[idx[li]])
             mid = np.flatnonzero(~last)
             if len(mid):
-                rep, where = self._expand(v[mid])
-                ok = self.flat[self.out_comp[where] + u[mid][rep]] == r[mid][rep] - 1
+                # candidates depend on (node, destination class) only: expand each once
+                cls, of = np.unique(v[mid] * self.nsig + u[mid], return_inverse=True)
+                cv, cu = cls // self.nsig, cls % self.nsig
+                rep, where = self._expand(cv)
+                cr = np.empty(len(cls), np.int64)
+                cr[of] = r[mid]  # hops left: a function of (node, class) on shortest paths
+                ok = self.flat[self.out_comp[where] + cu[rep]] == cr[rep] - 1
                 rep, cand = rep[ok], g.out_ids[where[ok]]
-                count = np.bincount(rep, minlength=len(mid))
-                if (count == 0).any():
+                c_count = np.bincount(rep, minlength=len(cls))
+                if (c_count == 0).any():
                     raise InputError("routing", "inconsistent distances (no next hop)")
-                first = np.concatenate(([0], np.cumsum(count)[:-1]))
+                count = c_count[of]
+                first = np.concatenate(([0], np.cumsum(c_count)[:-1]))[of]
                 prev = links[offsets[idx[mid]] + hop - 1] if hop else np.full(len(mid), -1)
                 pick = self.pick(Choice(v[mid], keys[idx[mid]], hop, count, first, cand, prev))
                 chosen[mid] = cand[first + pick]

@@ -3,7 +3,9 @@
 Write: GPUs first (one host node per GPU, its ToR links are its NIC ports), then NVSwitches,
 then network switches (ToRs plane-major, Aggs plane-major, cores); one link per line. The
 frontend network has no place in the format and is left out.
-Read: the 6-token SimAI header or the 3-token HPCC header; node ids are kept as in the file.
+Read: the 6-token SimAI header or the 3-token HPCC header; node ids are kept as in the file;
+pods, segments, rails, planes and backup hosts are inferred from the wiring
+(:mod:`hpn.topology.infer`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 from hpn.errors import InputError
 from hpn.topology.assembly import Assembly
 from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
+from hpn.topology.infer import infer_structure
 from hpn.units import parse_bandwidth, parse_duration
 
 
@@ -67,8 +70,9 @@ def _parse_column(texts: np.ndarray, parse, field: str) -> np.ndarray:
     return np.array([parse(t, field) for t in distinct], np.float64)[inverse.ravel()]
 
 
-def read_simai(path: str | Path) -> Fabric:
-    """A fabric from a SimAI (or HPCC) topology file; node ids as in the file."""
+def read_simai(path: str | Path, backup_hosts_per_segment: int | None = None) -> Fabric:
+    """A fabric from a SimAI (or HPCC) topology file; node ids as in the file. Backup hosts
+    are inferred from ToR port counts unless ``backup_hosts_per_segment`` is given."""
     p = Path(path)
     if not p.is_file():
         raise InputError(str(path), "no such file")
@@ -132,9 +136,6 @@ def read_simai(path: str | Path) -> Fabric:
     order = nic[np.argsort(a[nic], kind="stable")]
     first = np.searchsorted(a[order], a[order], side="left")
     port[order] = np.arange(len(order)) - first
-    plane = np.full(n, -1, np.int64)
-    plane[b[nic]] = port[nic]
-
     gpu_ids = np.flatnonzero(is_gpu)
     host = np.full(n, -1, np.int64)
     index = np.full(n, -1, np.int64)
@@ -142,6 +143,11 @@ def read_simai(path: str | Path) -> Fabric:
     index[gpu_ids] = gpu_ids % max(gps, 1)
     nv = switch_ids[:n_nvs]
     host[nv] = np.arange(n_nvs)
+    nvl = np.flatnonzero(tier == LinkTier.NVLINK)
+    host[b[nvl]] = host[a[nvl]]  # an NVSwitch serves its GPUs' host
+    attrs, meta = infer_structure(
+        n, kind, a, b, tier, port, cap, host, index, backup_hosts_per_segment
+    )
     asm = Assembly()
     # keep the file's ids: add nodes one contiguous run of a kind at a time
     runs = np.flatnonzero(np.diff(kind, prepend=-1, append=-1))
@@ -150,12 +156,11 @@ def read_simai(path: str | Path) -> Fabric:
             NodeKind(int(kind[s_])),
             int(e_ - s_),
             host=host[s_:e_],
-            index=index[s_:e_],
-            plane=plane[s_:e_],
+            **{k: v[s_:e_] for k, v in attrs.items()},
         )
     for t in np.unique(tier):
         m = tier == t
         for c, lt in sorted({(float(c), float(x)) for c, x in zip(cap[m], lat[m], strict=True)}):
             mm = m & (cap == c) & (lat == lt)
             asm.add_links(a[mm], b[mm], c, lt, LinkTier(int(t)), port=port[mm])
-    return asm.fabric(None, {"gpu_type": gpu_type, "source": str(path)})
+    return asm.fabric(None, {"gpu_type": gpu_type, "source": str(path), **meta})

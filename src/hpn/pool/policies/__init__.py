@@ -17,6 +17,7 @@ POLICIES: dict[str, type[Policy]] = {
 
 
 def get_policy(name: str) -> type[Policy]:
+    """Policy class by name (case-insensitive); InputError listing the known ones."""
     key = name.strip().lower()
     if key not in POLICIES:
         raise InputError("policy", f"unknown policy {name!r}; known: {', '.join(POLICIES)}")

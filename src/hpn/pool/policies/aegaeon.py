@@ -60,6 +60,8 @@ class _Decoder:
 
 
 class Aegaeon(Policy):
+    """Token-level autoscaling: grouped FCFS prefill, weighted round-robin decode."""
+
     name = "aegaeon"
     split = True
     summary = "token-level autoscaling: grouped FCFS prefill, weighted round-robin decode"
@@ -90,6 +92,7 @@ class Aegaeon(Policy):
 
     # --- prefill ---------------------------------------------------------------------------
     def on_arrival(self, req: Request) -> None:
+        """Join a queued group of the model, or open one on the least-loaded prefill instance."""
         g = self.open_group.get(req.model)
         if g is None or g.size >= self.max_group:
             inst = min(self.prefillers, key=self._prefill_load)

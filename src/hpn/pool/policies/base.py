@@ -69,4 +69,5 @@ class Policy:
         return None
 
     def on_arrival(self, req: Request) -> None:
+        """A request arrived (called by the backend's run loop at `req.arrival`)."""
         raise NotImplementedError

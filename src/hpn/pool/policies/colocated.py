@@ -19,6 +19,8 @@ MAX_PREFILL_TOKENS = 8192
 
 
 class Worker:
+    """Policy state of one worker instance: waiting and running requests."""
+
     __slots__ = ("waiting", "running", "assigned", "idle_since", "model")
 
     def __init__(self):
@@ -30,6 +32,8 @@ class Worker:
 
 
 class Colocated(Policy):
+    """Workers that prefill and decode on the same GPUs (continuous batching)."""
+
     split = False
 
     def __init__(self, backend, predictor, cluster, rates, slo=Slo(), max_batch=MAX_BATCH):
@@ -40,15 +44,18 @@ class Colocated(Policy):
             i.state = Worker()
 
     def admit(self, inst: Instance, req: Request) -> None:
+        """Queue `req` on `inst` and start work if it is idle."""
         w: Worker = inst.state
         w.waiting.append(req)
         w.assigned += 1
         self.kick(inst)
 
     def ready(self, inst: Instance, req: Request) -> bool:
+        """Whether `inst` holds the weights of `req`'s model."""
         return req.model in inst.models
 
     def kick(self, inst: Instance) -> None:
+        """Start the next operation on `inst`: prefill waiting requests first, else decode."""
         w: Worker = inst.state
         n_running = sum(len(v) for v in w.running.values())
         can_prefill = (

@@ -23,6 +23,8 @@ def spread(rates: dict[str, float], n: int) -> dict[str, int]:
 
 
 class Dedicated(Colocated):
+    """Every model on its own instances; no switching."""
+
     name = "dedicated"
     summary = "each model on its own GPUs (no sharing)"
 
@@ -38,6 +40,7 @@ class Dedicated(Colocated):
         self.unserved = [m for m in rates if m not in self.home]
 
     def on_arrival(self, req: Request) -> None:
+        """To the least-loaded instance of the request's model, or fail it."""
         insts = self.home.get(req.model)
         if not insts:
             self.backend.fail(req)

@@ -44,6 +44,8 @@ def rate_scale(n_params: float) -> int:
 
 
 class MuxServe(Colocated):
+    """Static multiplexing placed by MuxServe's memory accounting."""
+
     name = "muxserve"
     summary = "static multiplexing: models placed by MuxServe's memory accounting"
 
@@ -81,6 +83,7 @@ class MuxServe(Colocated):
             self.home[m] = inst
 
     def on_arrival(self, req: Request) -> None:
+        """To the instance the model was placed on, or fail it (unserved)."""
         inst = self.home.get(req.model)
         if inst is None:
             self.backend.fail(req)

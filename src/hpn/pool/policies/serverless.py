@@ -74,6 +74,8 @@ class _Router:
 
 
 class Serverless(Colocated):
+    """ServerlessLLM with its shipped defaults (module docstring)."""
+
     name = "serverless"
     summary = "ServerlessLLM: per-model autoscaling of whole engines (shipped defaults)"
 
@@ -107,6 +109,7 @@ class Serverless(Colocated):
 
     @classmethod
     def loader(cls, gpu, switch, options) -> Loader:
+        """Engine start-up plus the store's bandwidth (host memory or SSD)."""
         tier = options.get("tier", "dram")
         startup = options.get("startup_s", STARTUP_S)
         if tier == "ssd":
@@ -117,6 +120,7 @@ class Serverless(Colocated):
 
     # --- arrivals and the load balancer ----------------------------------------------------
     def on_arrival(self, req: Request) -> None:
+        """Queue at the model's router; the balancer and autoscaler take it from there."""
         r = self.routers.setdefault(req.model, _Router())
         r.count += 1
         r.idle = 0.0
@@ -145,6 +149,7 @@ class Serverless(Colocated):
             r.balancing = False
 
     def on_finished(self, inst: Instance, req: Request) -> None:
+        """A request left its engine."""
         self.engine_of[inst.iid].load -= 1
         self.routers[req.model].count -= 1
 

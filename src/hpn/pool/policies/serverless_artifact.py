@@ -47,6 +47,8 @@ class _Queue:
 
 
 class ServerlessArtifact(Policy):
+    """The authors' simulated ServerlessLLM (module docstring)."""
+
     name = "serverless-artifact"
     summary = "the Aegaeon artifact's simulated ServerlessLLM (early binding, QS 4, 15 s)"
 
@@ -70,6 +72,7 @@ class ServerlessArtifact(Policy):
 
     @classmethod
     def loader(cls, gpu, switch, options) -> Loader:
+        """The artifact simulator's swap: weights at 16 GB/s."""
         return Loader("artifact-sim swap", LOAD_BPS, 0.0, "Art aegaeon/sim/worker.py")
 
     # --- binding -------------------------------------------------------------------------
@@ -91,6 +94,7 @@ class ServerlessArtifact(Policy):
         return inst.state.stamp
 
     def on_arrival(self, req: Request) -> None:
+        """Apply the 15 s rule, then bind the request to one worker's queue (V02)."""
         now = self.backend.now()
         # a worker drops finished and failed requests at its next step (Art do_purge), so
         # by the next arrival they no longer count in its tail; the ones failed below do

@@ -12,7 +12,7 @@ from hpn.errors import InputError
 from hpn.routing.base import Paths
 from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
-MAX_FLOWS = 3_000_000
+MAX_FLOWS = 8_000_000  # the 8-pod GPT-3 example needs 4.9 M
 
 
 @dataclass(frozen=True)

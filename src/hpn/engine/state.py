@@ -1,0 +1,295 @@
+"""The simulator's state, grouped: flows, tasks, paths, the event queue and the sampler.
+
+Every structure holds arrays indexed by flow, task or link id; the event loop in
+:mod:`hpn.engine.sim` reads and updates them. Transmitting flows are also kept as a sorted
+index array (:attr:`FlowState.act`), and the next transmission ends are looked for among a
+few candidates, so a batch costs work in the flows that change, not in the flows of the DAG.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpn.routing.base import Paths
+
+START, DONE, CAPACITY = 2, 1, 0  # heap order at equal times: capacity, completions, starts
+
+
+def gather_rows(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, position) for every element of the rows ``start[i] : start[i] + length[i]``."""
+    rep = np.repeat(np.arange(len(start)), length)
+    base = np.repeat(start - np.concatenate(([0], np.cumsum(length)[:-1])), length)
+    return rep, base + np.arange(len(rep))
+
+
+ENDING = 2048  # flows kept as candidates for the next transmission ends
+
+
+@dataclass(eq=False)
+class FlowState:
+    """Per flow: bytes left at ``t_at`` (booked lazily), rate, projected ends, times.
+
+    ``act`` holds the transmitting flows (sorted, possibly with some that ended since; see
+    :meth:`active`). The next ends are looked for among a few candidates: every transmitting
+    flow with ``soon <= top`` is in ``cand`` (and ``soon <= fin``), so while the earliest end
+    among the candidates is at most ``top`` it is the earliest of all.
+    """
+
+    size: np.ndarray
+    rem: np.ndarray  # bytes left at t_at
+    t_at: np.ndarray  # when the rate last changed
+    rate: np.ndarray  # bytes/s
+    fin: np.ndarray  # projected end of transmission (inf: not sending)
+    soon: np.ndarray  # when rem falls to size * 1e-12 (<= fin)
+    start: np.ndarray
+    tx_end: np.ndarray
+    sending: np.ndarray  # bool: transmitting
+    act: np.ndarray  # the transmitting flows (and some that ended), sorted
+    n_act: int = 0  # transmitting flows
+    cand: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    inc: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # in cand
+    top: float = -np.inf
+
+    @classmethod
+    def of(cls, size: np.ndarray) -> FlowState:
+        n = len(size)
+        return cls(
+            size=size,
+            rem=size.copy(),
+            t_at=np.zeros(n),
+            rate=np.zeros(n),
+            fin=np.full(n, np.inf),
+            soon=np.full(n, np.inf),
+            start=np.full(n, np.nan),
+            tx_end=np.full(n, np.nan),
+            sending=np.zeros(n, bool),
+            act=np.zeros(0, np.int64),
+            inc=np.zeros(n, bool),
+        )
+
+    def active(self) -> np.ndarray:
+        """The transmitting flows, sorted."""
+        if len(self.act) != self.n_act:
+            self.act = self.act[self.sending[self.act]]
+        return self.act
+
+    def begin(self, flows: np.ndarray, now: float) -> bool:
+        """Mark unique ``flows`` as transmitting from ``now``; True if any was not."""
+        new = flows[~self.sending[flows]]
+        self.sending[flows] = True
+        self.t_at[flows] = now
+        if len(new):
+            self.act = np.union1d(self.active(), new)
+            self.n_act += len(new)
+        return len(new) > 0
+
+    def end(self, flows: np.ndarray, now: float) -> None:
+        """Flows whose last byte was sent at ``now``."""
+        self.tx_end[flows] = now
+        self.rem[flows] = 0.0
+        self.rate[flows] = 0.0
+        self.fin[flows] = self.soon[flows] = np.inf
+        self.n_act -= int(self.sending[flows].sum())
+        self.sending[flows] = False
+
+    def settle(self, flows: np.ndarray, now: float) -> None:
+        """Book the bytes ``flows`` sent since ``t_at`` (before their rate changes)."""
+        self.rem[flows] -= self.rate[flows] * (now - self.t_at[flows])
+        self.t_at[flows] = now
+
+    def set_rates(self, flows: np.ndarray, rate: np.ndarray, now: float) -> None:
+        self.settle(flows, now)
+        self.rate[flows] = rate
+        rem, tiny = self.rem[flows], self.size[flows] * 1e-12
+        on = rate > 0
+        r = np.where(on, rate, 1.0)
+        self.fin[flows] = np.where(on, now + rem / r, np.inf)
+        idle = np.where(rem <= tiny, -np.inf, np.inf)
+        soon = np.where(on, now + (rem - tiny) / r, idle)
+        self.soon[flows] = soon
+        add = flows[(soon <= self.top) & ~self.inc[flows]]
+        if len(add):
+            self.inc[add] = True
+            self.cand = np.concatenate([self.cand, add])
+
+    def _candidates(self) -> np.ndarray:
+        c = self.cand
+        gone = ~self.sending[c]
+        if gone.any():
+            self.inc[c[gone]] = False
+            c = self.cand = c[~gone]
+        return c
+
+    def _rebuild(self, top: float | None = None) -> None:
+        """New candidates: the ENDING earliest (by ``soon``), or all with soon <= top."""
+        a = self.active()
+        self.inc[self.cand] = False
+        s = self.soon[a]
+        if top is None:
+            k = min(ENDING, len(a) - 1)
+            top = float(np.partition(s, k)[k]) if len(a) else -np.inf
+        self.top = top
+        self.cand = a[s <= top]
+        self.inc[self.cand] = True
+
+    def next_end(self) -> float:
+        """The earliest projected end of transmission (inf if none)."""
+        if not self.n_act:
+            return np.inf
+        c = self._candidates()
+        m = self.fin[c].min() if len(c) else np.inf
+        if m <= self.top:
+            return float(m)
+        self._rebuild()
+        c = self.cand
+        m = self.fin[c].min() if len(c) else np.inf
+        return float(m) if m <= self.top else float(self.fin[self.active()].min())
+
+    def ending(self, limit: float) -> np.ndarray:
+        """The transmitting flows with ``soon <= limit``, sorted."""
+        if limit > self.top:
+            self._rebuild(limit)
+        c = self._candidates()
+        return np.sort(c[self.soon[c] <= limit])
+
+
+@dataclass(eq=False)
+class TaskState:
+    """Per task: start and finish times; dependencies as CSR with predecessor counts left."""
+
+    start: np.ndarray
+    finish: np.ndarray
+    succ: np.ndarray  # successors, grouped by predecessor
+    succ_off: np.ndarray
+    indeg: np.ndarray  # predecessors not finished yet
+    done: int = 0
+
+    @classmethod
+    def of(cls, n: int, before: np.ndarray, after: np.ndarray) -> TaskState:
+        order = np.argsort(before, kind="stable")
+        off = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(before, minlength=n), out=off[1:])
+        return cls(
+            start=np.full(n, np.nan),
+            finish=np.full(n, np.nan),
+            succ=after[order],
+            succ_off=off,
+            indeg=np.bincount(after, minlength=n).astype(np.int64),
+        )
+
+    def roots(self) -> np.ndarray:
+        return np.flatnonzero(self.indeg == 0)
+
+    def complete(self, tasks: np.ndarray, now: float) -> np.ndarray:
+        """Record ``tasks`` finished at ``now``; the successors that became ready."""
+        self.finish[tasks] = now
+        self.done += len(tasks)
+        off = self.succ_off
+        cnt = off[tasks + 1] - off[tasks]
+        if not cnt.sum():
+            return np.zeros(0, np.int64)
+        _, pos = gather_rows(off[tasks], cnt)
+        succ = self.succ[pos]
+        np.subtract.at(self.indeg, succ, 1)
+        return np.unique(succ[self.indeg[succ] == 0])
+
+
+@dataclass(eq=False)
+class PathTable:
+    """Each flow's path as a row ``links[start : start + length]`` of a shared link array:
+    flows of one connection share a row, and a re-route appends new rows."""
+
+    start: np.ndarray
+    length: np.ndarray
+    links: np.ndarray
+    latency: np.ndarray  # s per flow: the sum of its links' latencies
+
+    def entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(position in ``flows``, link id) for every hop of those flows."""
+        rep, pos = gather_rows(self.start[flows], self.length[flows])
+        return rep, self.links[pos]
+
+    def replace(self, flows: np.ndarray, new: Paths, link_latency: np.ndarray) -> None:
+        self.start[flows] = len(self.links) + new.offsets[:-1]
+        self.length[flows] = new.lengths
+        self.links = np.concatenate([self.links, new.links.astype(self.links.dtype)])
+        self.latency[flows] = new.per_flow_sum(link_latency)
+
+    def paths(self) -> Paths:
+        """Every flow's path as one CSR."""
+        n = len(self.start)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(self.length, out=offsets[1:])
+        _, pos = gather_rows(self.start, self.length)
+        return Paths(offsets, self.links[pos])
+
+
+@dataclass(eq=False)
+class EventQueue:
+    """Batches of ids on a heap: one entry per distinct (time, kind)."""
+
+    heap: list = field(default_factory=list)
+    seq: int = 0
+    popped: int = 0  # ids popped so far
+
+    def push(self, times: np.ndarray, kind: int, ids: np.ndarray) -> None:
+        if not len(ids):
+            return
+        if len(ids) == 1:
+            heapq.heappush(self.heap, (float(times[0]), kind, self.seq, ids))
+            self.seq += 1
+            return
+        order = np.lexsort((ids, times))
+        times, ids = times[order], ids[order]
+        cut = np.flatnonzero(np.diff(times)) + 1
+        if not len(cut):
+            heapq.heappush(self.heap, (float(times[0]), kind, self.seq, ids))
+            self.seq += 1
+            return
+        for ts, chunk in zip(np.split(times, cut), np.split(ids, cut), strict=True):
+            heapq.heappush(self.heap, (float(ts[0]), kind, self.seq, chunk))
+            self.seq += 1
+
+    def next_time(self) -> float:
+        return self.heap[0][0] if self.heap else np.inf
+
+    def pop_due(self, now: float):
+        """Yield (kind, ids) of every batch due at ``now``, in heap order."""
+        while self.heap and self.heap[0][0] <= now * (1 + 1e-15):
+            _, kind, _, ids = heapq.heappop(self.heap)
+            self.popped += len(ids)
+            yield kind, ids
+
+
+@dataclass(eq=False)
+class Sampler:
+    """Utilization per tier and of chosen links, every ``interval`` seconds."""
+
+    interval: float | None
+    links: np.ndarray
+    next_tick: float = np.inf
+    time: list = field(default_factory=list)
+    tier: list = field(default_factory=list)
+    link: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.next_tick = 0.0 if self.interval else np.inf
+
+    def sample(self, now: float, tiers: np.ndarray, cap: np.ndarray, load: np.ndarray) -> None:
+        ntier = int(tiers.max()) + 1 if len(tiers) else 0
+        tier_cap = np.bincount(tiers, weights=cap, minlength=ntier)
+        tier_load = np.bincount(tiers, weights=load, minlength=ntier)
+        self.time.append(now)
+        self.tier.append(np.divide(tier_load, tier_cap, where=tier_cap > 0, out=np.zeros(ntier)))
+        c, ld = cap[self.links], load[self.links]
+        self.link.append(np.divide(ld, c, where=c > 0, out=np.zeros(len(c))))
+
+
+@dataclass
+class Counters:
+    events: int = 0
+    batches: int = 0
+    rate_computations: int = 0

@@ -1,0 +1,30 @@
+"""The compiled max-min kernel against the numpy progressive filling: bit-identical."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpn.engine.kernels import HAVE_NUMBA, fill_rates
+
+pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba (the fast extra) not installed")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 60), st.integers(1, 40))
+def test_compiled_fill_is_bit_identical_to_numpy(seed, n_users, n_links):
+    rng = np.random.default_rng(seed)
+    hops = rng.integers(0, 6, n_users)  # users without links get inf
+    rows = np.repeat(np.arange(n_users), hops)
+    cols = rng.integers(0, n_links, len(rows))  # repeats are weights
+    cap = rng.choice([0.0, 1.0, 2.5, 4.0, 10.0, 1e10 / 3], n_links) * rng.choice([1.0, 1 / 7])
+    fast = fill_rates(rows, cols, n_users, n_links, cap, compiled=True)
+    ref = fill_rates(rows, cols, n_users, n_links, cap, compiled=False)
+    np.testing.assert_array_equal(fast, ref)
+
+
+def test_a_shared_link_and_a_private_one():
+    # users 0 and 1 share link 0 (capacity 10); user 1 also crosses link 1 (capacity 2)
+    rows, cols = np.array([0, 1, 1]), np.array([0, 0, 1])
+    rates = fill_rates(rows, cols, 2, 2, np.array([10.0, 2.0]), compiled=True)
+    np.testing.assert_array_equal(rates, [8.0, 2.0])
