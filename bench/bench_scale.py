@@ -35,7 +35,15 @@ CASES = {
     "pod-train": ["train", str(EX / "gpt3-175b-pod.toml")],
     "pod-train-ecmp": ["train", str(EX / "gpt3-175b-pod.toml"), "--routing", "ecmp"],
     "8pod-perm": [
-        "traffic", "--preset", "hpn", "--pods", "8", "--pattern", "permutation", "--size", "2MB"
+        "traffic",
+        "--preset",
+        "hpn",
+        "--pods",
+        "8",
+        "--pattern",
+        "permutation",
+        "--size",
+        "2MB",
     ],  # fmt: skip
     "8pod-train": ["train", str(EX / "gpt3-175b-8pods.toml")],
 }

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpn.engine.dag import FLOW, FlowDAG
 from hpn.engine import kernels
+from hpn.engine.dag import FLOW, FlowDAG
 from hpn.engine.kernels import fill_rates
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
