@@ -28,16 +28,17 @@ def flows_of(
     connections: int,
     seed: int = 0,
     senders: int = 2,
-    matrix: list[tuple[int, int, float]] | None = None,
+    matrix: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(src, dst, bytes) per connection: each pattern flow split over ``connections``."""
     f = plan.fabric
     if connections < 1:
         raise InputError("connections", f"must be >= 1, got {connections}")
-    if matrix is not None:
-        src = np.array([m[0] for m in matrix], np.int64)
-        dst = np.array([m[1] for m in matrix], np.int64)
-        nbytes = np.array([m[2] for m in matrix], float)
+    if matrix is not None:  # htsim's connection matrix or CSV, hosts = the lab's NICs
+        from hpn.workload.matrix import matrix_dag, read_matrix
+
+        t = matrix_dag(read_matrix(matrix), f).tasks
+        src, dst, nbytes = t.src, t.dst, t.size.astype(float)
     elif pattern == "polarization":
         from hpn.routing.polarization import job_flows
 
@@ -97,7 +98,7 @@ def traffic(
     payload: int = 1000,
     seed: int = 0,
     senders: int = 2,
-    matrix: list[tuple[int, int, float]] | None = None,
+    matrix: str | None = None,
     tables: dict | None = None,
 ) -> dict[str, Any]:
     """Send real UDP flows, read the counters, and compare every link with the model.

@@ -87,11 +87,17 @@ class Engine:
     ):
         self.hosts, self.spec, self.slo, self.cluster = hosts, spec, slo, cluster
         if profile is None:
-            profile = profiles.measure(hosts, spec, QUICK_LENS, QUICK_BATCHES, repeats=1)
+            n = sum(k for _, k in cluster.roles())
+            profile = profiles.measure(
+                hosts, spec, QUICK_LENS, QUICK_BATCHES, repeats=1, concurrent=min(n, 8)
+            )
         self.profile = profile
         self.sink = sink if sink is not None else Recorder()
         self.backend = EngineBackend(cluster, self.sink, hosts, spec)
-        self.predictor = profiles.predictor(profile, hosts, spec)
+        self.kv_bytes_per_token = {
+            m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
+        }
+        self.predictor = profiles.predictor(profile, self.kv_bytes_per_token)
         cls = get_policy(policy)
         rates = rates or {m: 1.0 for m in hosts}
         self.policy = cls(self.backend, self.predictor, cluster, rates, slo, **(options or {}))
@@ -108,6 +114,7 @@ class Engine:
     def start(self) -> None:
         """Run the scheduler loop on its own thread."""
         self.backend.reset_clock()
+        self.backend.forget_after = 60.0
         self._thread = threading.Thread(
             target=self.backend.loop, name="hpn-serve-scheduler", daemon=True
         )
