@@ -111,10 +111,16 @@ def traffic(
     src, dst, nbytes = flows_of(plan, pattern, size, connections, seed, senders, matrix)
     sport, sel = sports_for(plan, src, dst, routing, seed)
     paths, ok = learn_paths(plan, src, dst, sport)
+    unroutable = int((~ok).sum())
+    if unroutable:  # no path in this fabric (rail-only across rails: NVLink is not built)
+        if not ok.any():
+            raise InputError("pattern", "no connection of this pattern has a path in the lab")
+        src, dst, nbytes, sport = src[ok], dst[ok], nbytes[ok], sport[ok]
+        paths, ok = paths.take(np.flatnonzero(ok)), ok[ok]
     before = snapshot(plan)
     tr = run_flows(plan, FlowSet(src, dst, sport, nbytes), rate, payload)
     measured = snapshot(plan) - before
-    model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), paths)
+    model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), paths, ok)
     receivers = np.unique(dst)
     if tables is not None:
         tables.update(run_tables(plan, tr, src, dst, sport, nbytes, paths, measured, model))
@@ -141,6 +147,7 @@ def traffic(
         "send_errors": int(tr.send_errors.sum()),
         "duration_s": round(tr.duration, 3),
         "flows_routed": int(ok.sum()),
+        "flows_unroutable": unroutable,
         "selection": sel,
         "fct_s": _fct(tr.last_rx),
         "makespan_s": round(float(np.nanmax(tr.last_rx)), 4) if len(src) else 0.0,
