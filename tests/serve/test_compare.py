@@ -18,6 +18,7 @@ def _profile():
             "b": {"prefill": [0.002, 1e-5, 0.0], "decode": [0.004, 0.0, 1e-4]},
         },
         "switch_s": {"a": 0.25, "b": 0.5},
+        "cold_switch_s": {"a": 1.25, "b": 1.5},
         "weights": {"a": 2.5e7, "b": 5e7},
     }
 
@@ -28,6 +29,13 @@ def test_engine_cost_reads_the_profile():
     assert c.kv_transfer_time("a", 100) == pytest.approx(100 * 1000 / 1e8)
     assert c.prefill_time("a", [10]) == pytest.approx(0.002 + 1e-4)
     assert c.memory_budget(1) == 1 << 30
+
+
+def test_a_system_that_starts_an_engine_pays_the_cold_switch():
+    tr = Trace.build([0.0], [0], [10], [2], ["a"], ["engine"])
+    res = predict(tr, "serverless", Cluster(1, 0, 0, 1), _profile(), {"a": 1000.0}, Slo(10.0, 1.0))
+    assert res.finished == 1
+    assert res.ttft_p50_s >= 1.25  # the cold scale-up, not the 0.25 s copy
 
 
 def test_predict_follows_the_fitted_timeline():
