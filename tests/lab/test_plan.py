@@ -124,3 +124,24 @@ def test_configs_need_no_root(tmp_path):
         "route replace 10.0.0.0/24 via 100.64.0.24 dev hl0t0",
         "route replace 10.0.1.0/24 via 100.64.0.32 dev hl0t2",
     ]
+
+
+def test_failure_targets():
+    from hpn.lab.fail import parse_target
+
+    plan = _plan(segments=2, hosts_per_segment=2)
+    kind, links, _ = parse_target(plan, "link:host=1,nic=0,port=1")
+    f = plan.fabric
+    (ln,) = links  # the ToR -> NIC direction of host 1's port-1 link
+    assert kind == "link" and f.node_name(int(f.links.dst[ln])) == "host1/gpu0"
+    assert f.links.port[ln] == 1
+    kind, links, _ = parse_target(plan, "tor:segment=1,rail=0,plane=0")
+    assert kind == "tor" and len(links) == 2 + 2  # 2 NIC ports, 2 uplinks
+    for bad, field in (
+        ("cable:host=0", "target"),
+        ("link:host=9,nic=0,port=0", "target"),
+        ("link:host=0,nic=0,port=x", "target"),
+    ):
+        with pytest.raises(InputError) as e:
+            parse_target(plan, bad)
+        assert e.value.field == field

@@ -18,7 +18,7 @@ from .leftovers import NOTHING, lab_pids, leftovers
 pytestmark = pytest.mark.lab
 
 
-def test_static_lab_up_traffic_down(lab_name):
+def test_static_lab_up_traffic_down(lab_name, tmp_path):
     st = service.up(LabSpec(name=lab_name, control="static"))
     prefix = "hl" + lab_name
     assert st["status"] == "up"
@@ -31,6 +31,12 @@ def test_static_lab_up_traffic_down(lab_name):
     cmp = out["model_vs_measured"]
     assert cmp["links_compared"] == cmp["links_with_traffic_model"] > 16
     assert cmp["max_rel_error"] < 0.01 and cmp["model_bytes"] > 0
+    # the same flows as htsim or SimAI from a traffic matrix (hosts = the lab's NICs)
+    (tmp_path / "m.csv").write_text("src,dst,bytes\n0,2,20000\n3,1,20000\n")
+    m = service.traffic(lab_name, matrix=str(tmp_path / "m.csv"), connections=2, rate=1e6)
+    assert (
+        m["flows"] == 4 and m["packets_received"] == m["packets_sent"] == 4 * 10
+    )  # 10 kB per connection
     pids = lab_pids(prefix)
     gone = service.down(lab_name)
     assert gone["removed"]["namespaces"] == 12 and gone["left"] == 0

@@ -166,3 +166,32 @@ def test_hpn_selection_is_per_connection_not_per_flow(dual_plane):
     sel = HpnRouter(seed=1).select(f, np.full(6, 0), np.full(6, 136 * 8), keys)
     assert len(set(sel.sport[keys == 5])) == 1 and len(set(sel.sport[keys == 9])) == 1
     assert sel.plane[0] != sel.plane[1]
+
+
+def _tor_uplinks_used(f, hashing):
+    """Distinct ToR -> Agg links the cross-segment flows of segment 0's ToRs use (DCN+: 8
+    Aggs x 8 parallel links per ToR)."""
+    nd = f.nodes
+    gpus = np.flatnonzero((nd.kind == NodeKind.GPU) & (nd.segment == 0))
+    dst = np.flatnonzero((nd.kind == NodeKind.GPU) & (nd.segment == 1))
+    src = np.repeat(gpus, 4)
+    far = np.resize(dst, len(src))
+    p = make_router("ecmp", seed=1, hashing=hashing).route(f, src, far)
+    up = p.links[
+        (f.links.tier[p.links] == LinkTier.TOR_AGG)
+        & (nd.kind[f.links.src[p.links]] == NodeKind.TOR)
+    ]
+    per_tor = {}
+    for x in up:
+        per_tor.setdefault(int(f.links.src[x]), set()).add(int(x))
+    return min(len(v) for v in per_tor.values())
+
+
+def test_a_lag_hashed_on_the_ecmp_bits_uses_one_member_per_neighbour():
+    """ECMP over 8 Aggs, then a LAG over 8 parallel links: with the LAG taking the same hash
+    bits as ECMP the member is a function of the Agg (8 of 64 uplinks); other bits use all."""
+    f = build("dcn-plus", segments=2)
+    same_bits = HashConfig(tor_lag_offset=0)
+    assert _tor_uplinks_used(f, same_bits) == 8
+    assert _tor_uplinks_used(f, None) > 48
+    assert _tor_uplinks_used(f, {"lag": False}) > 48

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 NEEDS = "the engine tests need the `engine` extra (torch, transformers)"
@@ -9,6 +11,8 @@ NEEDS = "the engine tests need the `engine` extra (torch, transformers)"
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
+    pytest.importorskip("torch", reason=NEEDS)
+    pytest.importorskip("transformers", reason=NEEDS)
     from hpn.serve.store import make_models
 
     d = tmp_path_factory.mktemp("models")
@@ -20,8 +24,10 @@ def model_dir(tmp_path_factory):
 def spec():
     from hpn.serve.device import DeviceSpec
 
-    # a fast link so tests stay quick; switches still copy every byte
-    return DeviceSpec(memory_bytes=256 << 20, link_bps=2e9, threads=1)
+    # a fast link so tests stay quick; switches still copy every byte. FP32 on either
+    # device, so tokens compare exactly with generate() in FP32.
+    kind = os.environ.get("HPN_SERVE_DEVICE", "cpu")
+    return DeviceSpec(kind=kind, memory_bytes=256 << 20, link_bps=2e9, threads=1)
 
 
 @pytest.fixture(scope="session")
@@ -35,9 +41,10 @@ def flat_profile(hosts, step=0.004, switch=0.01):
     """A hand-made profile: the policies' estimates only steer decisions, not tokens."""
     fits = {m: {"prefill": [0.002, 1e-5, 0.0], "decode": [step, 0.0, 1e-4]} for m in hosts}
     return {
-        "device": {},
+        "device": {"kind": "cpu", "memory_bytes": 256 << 20, "link_bps": 2e9},
         "fits": fits,
         "switch_s": {m: switch for m in hosts},
+        "cold_switch_s": {m: 2 * switch for m in hosts},
         "weights": {m: h.nbytes for m, h in hosts.items()},
     }
 
@@ -47,10 +54,11 @@ def reference(host, prompt, n):
     import torch
     from transformers import AutoModelForCausalLM
 
-    m = AutoModelForCausalLM.from_pretrained(host.info.path, dtype=torch.float32)
+    dev = host.spec.torch_device
+    m = AutoModelForCausalLM.from_pretrained(host.info.path, dtype=torch.float32).to(dev)
     out = m.generate(
-        torch.tensor([prompt]),
-        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+        torch.tensor([prompt], device=dev),
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long, device=dev),
         max_new_tokens=n,
         min_new_tokens=n,
         do_sample=False,

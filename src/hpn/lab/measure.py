@@ -90,13 +90,19 @@ def port_balance(plan: LabPlan, load: np.ndarray, receivers: np.ndarray) -> dict
 
 
 def model_link_bytes(
-    plan: LabPlan, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, paths: Paths
+    plan: LabPlan,
+    src: np.ndarray,
+    dst: np.ndarray,
+    nbytes: np.ndarray,
+    paths: Paths,
+    routed: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Bytes per directed link the flow simulator predicts for these flows on these paths."""
+    """Bytes per directed link the flow simulator predicts for these flows on these paths
+    (``routed``: the flows whose path reaches their destination; others are left out)."""
     from hpn.engine import simulate
     from hpn.engine.dag import FlowDAG
 
-    keep = paths.lengths > 0
+    keep = paths.lengths > 0 if routed is None else np.asarray(routed, bool)
     dag = FlowDAG()
     idx = np.flatnonzero(keep)
     if not len(idx):

@@ -52,6 +52,16 @@ class HashConfig(Model):
     tor_offset: int = Field(0, ge=0, le=15, description="ToR hash offset (bits rotated out)")
     agg_offset: int = Field(10, ge=0, le=15, description="Agg hash offset (SONiC T1: 10)")
     core_offset: int = Field(0, ge=0, le=15, description="core hash offset")
+    lag: bool = Field(
+        True,
+        description="parallel links to one neighbour are a LAG: hash over neighbours (ECMP), "
+        "then over the LAG's members; false: one flat ECMP group over all links",
+    )
+    tor_lag_offset: int = Field(
+        8, ge=0, le=15, description="ToR LAG hash offset (equal to tor_offset: correlated)"
+    )
+    agg_lag_offset: int = Field(2, ge=0, le=15, description="Agg LAG hash offset")
+    core_lag_offset: int = Field(8, ge=0, le=15, description="core LAG hash offset")
     core_port_map: bool = Field(True, description="cores map in-port -> out-port per pod (P §7)")
 
     @field_validator("tor_hash", "agg_hash", "core_hash")
@@ -73,7 +83,8 @@ class HashConfig(Model):
     @classmethod
     def polarized(cls, **kw) -> HashConfig:
         """One seed and no offset anywhere: every tier takes the same bits of one CRC."""
-        return cls(**{"seeds": "same", "tor_offset": 0, "agg_offset": 0, "core_offset": 0, **kw})
+        zero = {f"{t}{o}": 0 for t in ("tor", "agg", "core") for o in ("_offset", "_lag_offset")}
+        return cls(**{"seeds": "same", **zero, **kw})
 
     def describe(self) -> str:
         """One line naming the hashing (for outputs and stored runs)."""
@@ -145,9 +156,9 @@ class HashEcmpRouter(EcmpRouter):
         in_rank = _in_rank(fabric) if cfg.core_port_map else None
         ports = _core_ports(fabric) if cfg.core_port_map else None
         fns = {
-            NodeKind.TOR: (cfg.tor_hash, cfg.tor_offset),
-            NodeKind.AGG: (cfg.agg_hash, cfg.agg_offset),
-            NodeKind.CORE: (cfg.core_hash, cfg.core_offset),
+            NodeKind.TOR: (cfg.tor_hash, cfg.tor_offset, cfg.tor_lag_offset),
+            NodeKind.AGG: (cfg.agg_hash, cfg.agg_offset, cfg.agg_lag_offset),
+            NodeKind.CORE: (cfg.core_hash, cfg.core_offset, cfg.core_lag_offset),
         }
 
         def pick(c: Choice) -> np.ndarray:
@@ -165,20 +176,57 @@ class HashEcmpRouter(EcmpRouter):
                 else:
                     h = fold16(get_hash(cfg.bond_hash)(t, self.seed))
                 out[i] = h.astype(np.int64) % c.count[i]
-            for node_kind, (fn, offset) in fns.items():
+            for node_kind, (fn, offset, lag_offset) in fns.items():
                 i = np.flatnonzero(k == node_kind)
                 if not len(i):
                     continue
                 h = fold16(
                     get_hash(fn)(tuples.take(c.keys[i]), self.switch_seeds(fabric, c.nodes[i]))
                 )
-                h = rotate16(h, offset)
-                out[i] = h.astype(np.int64) % c.count[i]
+                if cfg.lag:
+                    out[i] = _lag_pick(c, i, fabric, rotate16(h, offset), rotate16(h, lag_offset))
+                else:
+                    out[i] = rotate16(h, offset).astype(np.int64) % c.count[i]
                 if node_kind == NodeKind.CORE and in_rank is not None:
                     out[i] = _core_map(c, i, out[i], in_rank, fabric, ports)
             return out
 
         return np.arange(len(src), dtype=np.int64), pick
+
+
+def _lag_pick(c: Choice, i: np.ndarray, fabric: Fabric, h_ecmp, h_lag) -> np.ndarray:
+    """Two-stage choice of flows ``i``: neighbour ``h_ecmp mod m`` among the m distinct next-hop
+    switches (in order of their first link), then member ``h_lag mod L`` of the L parallel
+    links to it (in port order). Without parallel links this is ``h_ecmp mod count``."""
+    count, first = c.count[i], c.first[i]
+    flow = np.repeat(np.arange(len(i)), count)
+    pos = (
+        np.repeat(first, count)
+        + np.arange(count.sum())
+        - np.repeat(np.cumsum(count) - count, count)
+    )
+    nbr = fabric.links.dst[c.cand[pos]].astype(np.int64)
+    # rank of each candidate's neighbour within its flow, and of the candidate within (flow, nbr)
+    key = flow * (fabric.num_nodes + 1) + nbr
+    _, first_at, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    grp_first = first_at[inv]  # position of the group's first candidate
+    is_first = grp_first == np.arange(len(key))
+    starts = np.repeat(np.cumsum(count) - count, count)  # each flow's first candidate
+    cs = np.cumsum(is_first) - 1  # global group number at a group's first candidate
+    nbr_rank = cs[grp_first] - cs[starts]
+    m = np.bincount(flow[is_first], minlength=len(i))
+    members = np.bincount(inv)[inv]
+    member_rank = np.zeros(len(key), np.int64)
+    order = np.lexsort((np.arange(len(key)), inv))
+    run_start = np.searchsorted(inv[order], inv[order])
+    member_rank[order] = np.arange(len(key)) - run_start
+    want_nbr = (np.asarray(h_ecmp, np.int64) % np.maximum(m, 1))[flow]
+    want_mem = np.asarray(h_lag, np.int64)[flow] % members
+    hit = (nbr_rank == want_nbr) & (member_rank == want_mem)
+    out = np.zeros(len(i), np.int64)
+    out[flow[hit]] = pos[hit] - first[flow[hit]]
+    return out
 
 
 def _hash_config(table: dict | None) -> HashConfig:

@@ -68,6 +68,9 @@ class EngineBackend(Backend):
         Host copies of every model a request may name (`HostModel`, by name).
     spec
         Device, budget, threads and link of every instance.
+    cold_start
+        Scale-ups (other than of a pre-loaded model) build and initialise the model first,
+        as an engine start-up does (for policies with their own loader, e.g. serverless).
     """
 
     def __init__(
@@ -76,8 +79,10 @@ class EngineBackend(Backend):
         sink: MetricsSink,
         hosts: dict[str, HostModel],
         spec: DeviceSpec,
+        cold_start: bool = False,
     ):
         super().__init__(cluster, sink)
+        self.cold_start = cold_start
         self.hosts = hosts
         self.spec = spec
         self.workers = {
@@ -90,8 +95,12 @@ class EngineBackend(Backend):
         self._seq = itertools.count()
         self._t0 = time.perf_counter()
         self._pending = 0  # operations started and not yet completed
+        self._undelivered = 0  # arrivals of `run` not yet handed to the policy
         self._ops: dict[int, _DecodeOp] = {}
         self._stop = threading.Event()
+        # decode-loop accounting: steps, seconds in steps, in forwards, in decode operations
+        self.steps, self.step_s, self.forward_s, self.decode_s = 0, 0.0, 0.0, 0.0
+        self.forget_after: float | None = None  # seconds after finishing; None: keep
         self._error: tuple[BaseException, str] | None = None
         self.kv_bytes_per_token = {
             m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
@@ -137,8 +146,9 @@ class EngineBackend(Backend):
             if r.rid not in self.seqs:
                 self.register(r, self.synthetic(r))
         self.reset_clock()
+        self._undelivered += len(arrivals)
         for r in arrivals:
-            self.call_at(r.arrival, on_arrival, r)
+            self.call_at(r.arrival, self._deliver, on_arrival, r)
         self.loop(until, idle_exit=True)
 
     def loop(self, until: float = math.inf, idle_exit: bool = False) -> None:
@@ -149,7 +159,7 @@ class EngineBackend(Backend):
             while heap and heap[0][0] <= now:
                 _, _, fn, args = heapq.heappop(heap)
                 fn(*args)
-            done = now >= until or (idle_exit and not heap and not self._pending)
+            done = now >= until or (idle_exit and self._idle())
             if done and self._events.empty():
                 return
             nxt = min(heap[0][0] if heap else math.inf, until)
@@ -158,6 +168,17 @@ class EngineBackend(Backend):
             except queue.Empty:
                 continue
             fn(*args)
+
+    def _idle(self) -> bool:
+        """No operation running and every request delivered and finished or failed
+        (policies may keep periodic timers, e.g. serverless's autoscaler tick)."""
+        if self._pending or self._undelivered:
+            return False
+        return all(r.done_t >= 0 or r.failed for r in self.reqs.values())
+
+    def _deliver(self, on_arrival, r: Request) -> None:
+        self._undelivered -= 1
+        on_arrival(r)
 
     def stop(self) -> None:
         self._stop.set()
@@ -180,6 +201,16 @@ class EngineBackend(Backend):
         w.ready.add(model)
         super().place(inst, model)
 
+    def evict(self, inst: Instance) -> None:
+        """Drop every model's weights on `inst` now (after any copy already queued)."""
+        w = self.workers[inst.iid]
+        for m in inst.models | {inst.resident}:
+            if m is not None:
+                w.evict(m)
+        if inst.prefetched is not None:
+            w.h2d.submit(w.evict, inst.prefetched)
+        super().evict(inst)
+
     def load(self, inst: Instance, model: str, on_done) -> None:
         if inst.resident == model:
             on_done(Done("load", inst, (), self.now()))
@@ -199,7 +230,7 @@ class EngineBackend(Backend):
 
         def copy():
             if model not in w.ready:
-                w.copy_in(model)
+                w.copy_in(model, self.cold_start)
             self.post(self._done, self._loaded, inst, model, on_done)
 
         w.h2d.submit(copy)  # behind a running pre-load of `model`: waits for it, no copy
@@ -238,37 +269,47 @@ class EngineBackend(Backend):
         def job():
             t0 = time.perf_counter()
             toks = prefill(w.module(model), seqs, self.spec.torch_device)
+            finals = []
             for s, tok in zip(seqs, toks, strict=True):
                 s.kv_on = inst.iid
                 s.take(tok)
+                finals.append(s.finished)
                 if s.finished:
                     s.kv = None
             t = self.now()
-            self.post(
-                self._done, self._prefilled, inst, reqs, toks, t, time.perf_counter() - t0, on_done
-            )
+            took = time.perf_counter() - t0
+            self.post(self._done, self._prefilled, inst, reqs, toks, finals, t, took, on_done)
 
         w.compute.submit(job)
 
-    def _prefilled(self, inst, reqs, toks, t, took, on_done) -> None:
-        for r, tok in zip(reqs, toks, strict=True):
-            self._token(r, tok, t)
+    def _prefilled(self, inst, reqs, toks, finals, t, took, on_done) -> None:
+        for r, tok, final in zip(reqs, toks, finals, strict=True):
+            self._token(r, tok, t, final)
             r.kv_at = inst
         inst.busy = False
         self.sink.busy(inst, took)
         on_done(Done("prefill", inst, tuple(reqs), t))
 
-    def _token(self, r: Request, tok: int, t: float) -> None:
+    def _token(self, r: Request, tok: int, t: float, final: bool) -> None:
+        """Apply one token (scheduler thread). `final`: the worker ended the request with
+        it (the seq itself may already be ahead of the events applied so far)."""
         seq = self.seqs[r.rid]
-        if seq.finished and r.generated + 1 < r.output_len:  # stopped early (EOS)
+        if final and r.generated + 1 < r.output_len:  # stopped early (EOS)
             r.output_len = r.generated + 1
         self.emit_tokens(r, t, 0.0, 1)
         if seq.on_token is not None:
             seq.on_token(r, seq, tok, t)
+        if r.done_t >= 0 and self.forget_after is not None:
+            self.call_at(self.now() + self.forget_after, self._forget, r.rid)
+
+    def _forget(self, rid: int) -> None:
+        """Drop a finished request's state (a long-running server)."""
+        self.seqs.pop(rid, None)
+        self.reqs.pop(rid, None)
 
     def _tokens(self, items) -> None:
-        for r, tok, t in items:
-            self._token(r, tok, t)
+        for r, tok, t, final in items:
+            self._token(r, tok, t, final)
 
     def decode(self, inst, batches, budget, on_done, stop_on_finish=False) -> None:
         op = _DecodeOp(inst, [list(b) for b in batches if b], budget, on_done, stop_on_finish)
@@ -312,7 +353,12 @@ class EngineBackend(Backend):
                 if ending or (not joins and not any(db.seqs for db in dbs)):
                     op.closed = True
             for index, reqs in joins:
-                new = [self._resident_seq(r, w) for r in reqs if not self.seqs[r.rid].finished]
+                running = {s.rid for db in dbs for s in db.seqs}
+                new = [
+                    self._resident_seq(r, w)
+                    for r in reqs
+                    if r.rid not in running and not self.seqs[r.rid].finished
+                ]
                 if index >= len(dbs):
                     model = reqs[0].model
                     dbs.append(DecodeBatch(w.module(model), [], dev))
@@ -324,6 +370,7 @@ class EngineBackend(Backend):
                 break
             out = []
             stop = False
+            step_t0 = time.perf_counter()
             for db in dbs:
                 if not db.seqs:
                     continue
@@ -332,7 +379,7 @@ class EngineBackend(Backend):
                 keep = []
                 for i, (s, tok) in enumerate(zip(db.seqs, toks, strict=True)):
                     s.take(tok)
-                    out.append((self.reqs[s.rid], tok, t))
+                    out.append((self.reqs[s.rid], tok, t, s.finished))
                     if s.finished:
                         finished.append(self.reqs[s.rid])
                         stop = True
@@ -340,6 +387,8 @@ class EngineBackend(Backend):
                         keep.append(i)
                 db.drop(keep)
             self.post(self._tokens, out)
+            self.steps += 1
+            self.step_s += time.perf_counter() - step_t0
             if first:
                 first = False
                 if op.budget is not None:
@@ -350,10 +399,12 @@ class EngineBackend(Backend):
                     op.joins = []
                 break
         for db in dbs:
+            self.forward_s += db.forward_s
             for s in db.split():
                 s.kv_on = op.inst.iid
         for r in finished:
             self.seqs[r.rid].kv = None
+        self.decode_s += time.perf_counter() - t_start
         t = self.now()
         self.post(self._done, self._decoded, op, tuple(finished), t, time.perf_counter() - t_start)
 

@@ -70,6 +70,15 @@ def cluster_for(policy: str, prefill: int, decode: int, workers: int) -> Cluster
     return cl
 
 
+def cold_start(cls, options: dict) -> bool:
+    """Whether a policy's system starts an engine per scale-up (its own `loader` charges
+    a start-up), so the engine builds the model afresh instead of reusing one."""
+    from hpn.pool.gpus import get_gpu
+
+    loader = cls.loader(get_gpu("h800"), "optimized", options)
+    return loader is not None and loader.startup_s > 0
+
+
 class Engine:
     """A policy driving real models on `cluster` instances of `spec`."""
 
@@ -87,12 +96,19 @@ class Engine:
     ):
         self.hosts, self.spec, self.slo, self.cluster = hosts, spec, slo, cluster
         if profile is None:
-            profile = profiles.measure(hosts, spec, QUICK_LENS, QUICK_BATCHES, repeats=1)
+            n = sum(k for _, k in cluster.roles())
+            profile = profiles.measure(
+                hosts, spec, QUICK_LENS, QUICK_BATCHES, repeats=1, concurrent=min(n, 8)
+            )
         self.profile = profile
         self.sink = sink if sink is not None else Recorder()
-        self.backend = EngineBackend(cluster, self.sink, hosts, spec)
-        self.predictor = profiles.predictor(profile, hosts, spec)
         cls = get_policy(policy)
+        self.cold_start = cold_start(cls, options or {})
+        self.backend = EngineBackend(cluster, self.sink, hosts, spec, self.cold_start)
+        self.kv_bytes_per_token = {
+            m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
+        }
+        self.predictor = profiles.predictor(profile, self.kv_bytes_per_token, self.cold_start)
         rates = rates or {m: 1.0 for m in hosts}
         self.policy = cls(self.backend, self.predictor, cluster, rates, slo, **(options or {}))
         self._rid = 0
@@ -108,6 +124,7 @@ class Engine:
     def start(self) -> None:
         """Run the scheduler loop on its own thread."""
         self.backend.reset_clock()
+        self.backend.forget_after = 60.0
         self._thread = threading.Thread(
             target=self.backend.loop, name="hpn-serve-scheduler", daemon=True
         )

@@ -17,6 +17,7 @@ import csv
 import json
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,61 +55,40 @@ def measure(
     lens=LENS,
     batches=BATCHES,
     repeats: int = 2,
+    concurrent: int = 1,
 ) -> dict:
-    """Time the grid on one instance of `spec` (this thread); returns the profile dict."""
-    import torch
-
-    from hpn.serve.runner import DecodeBatch, Seq, prefill
-
+    """Time the grid on `concurrent` instances of `spec` running it at once (threads, as
+    the engine's instances do; on CPU they share the cores and the interpreter, so a
+    profile for N instances is measured with N busy); returns the profile dict."""
     if len(lens) * len(batches) > MAX_POINTS:
         raise InputError("grid", f"at most {MAX_POINTS} (length, batch) points")
-    torch.set_num_threads(spec.threads)
-    dev = spec.torch_device
+    if not 1 <= concurrent <= 64:
+        raise InputError("concurrent", f"must be 1..64, got {concurrent}")
     shapes: dict[str, list[str]] = {}
     for name, h in hosts.items():
         shapes.setdefault(shape_key(h), []).append(name)
-    rows, switch, fits_by_model = [], {}, {}
-    rng = np.random.default_rng(0)
+    rows, switch, switch_cold, fits_by_model = [], {}, {}, {}
     for key, names in sorted(shapes.items()):
         host = hosts[names[0]]
-        dm = DeviceModel(host, spec)
-        link = Link(spec)
-        took = []
-        for _ in range(repeats + 1):
-            dm.evict()
-            took.append(dm.load(link))
-        sw = statistics.median(took[1:])
-        pts = []
-        for L in lens:
-            for B in batches:
-                if L + DECODE_STEPS + 1 > host.info.max_len:
-                    continue
-                pre, steps = [], []
-                for _ in range(repeats + 1):
-                    seqs = [
-                        Seq(i, names[0], rng.integers(10, host.info.vocab, L).tolist(), 10**6)
-                        for i in range(B)
-                    ]
-                    _sync(spec)
-                    t0 = time.perf_counter()
-                    for s, tok in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
-                        s.take(tok)
-                    _sync(spec)
-                    pre.append(time.perf_counter() - t0)
-                    db = DecodeBatch(dm.module, seqs, dev)
-                    for _ in range(DECODE_STEPS):
-                        t0 = time.perf_counter()
-                        for s, tok in zip(db.seqs, db.step(), strict=True):
-                            s.take(tok)
-                        _sync(spec)
-                        steps.append(time.perf_counter() - t0)
-                pts.append(
-                    (L, B, statistics.median(pre[1:]), statistics.median(steps[DECODE_STEPS:]))
-                )
-        dm.evict()
-        rows += [(key, L, B, p, d) for L, B, p, d in pts]
+        results: list = [None] * concurrent
+
+        def work(k: int, host=host, results=results) -> None:
+            results[k] = _measure_shape(host, spec, lens, batches, repeats, seed=k)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(concurrent)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        sw = statistics.median(r[0] for r in results)
+        sw_cold = statistics.median(r[2] for r in results)
+        for i, (L, B, _, _) in enumerate(results[0][1]):
+            p = statistics.median(r[1][i][2] for r in results)
+            d = statistics.median(r[1][i][3] for r in results)
+            rows.append((key, L, B, p, d))
         for n in names:
             switch[n] = sw
+            switch_cold[n] = sw_cold
     fitted = fit_rows(rows, spec)
     for key, names in shapes.items():
         for n in names:
@@ -120,6 +100,7 @@ def measure(
             "link_bps": spec.link_bps,
             "threads": spec.threads,
             "dtype": spec.dtype,
+            "concurrent": concurrent,
         },
         "grid": {"input_len": list(lens), "batch_size": list(batches)},
         "points": [
@@ -128,8 +109,56 @@ def measure(
         ],
         "fits": fits_by_model,
         "switch_s": switch,
+        "cold_switch_s": switch_cold,
         "weights": {n: h.nbytes for n, h in hosts.items()},
+        "layers": {n: h.info.layers for n, h in hosts.items()},
     }
+
+
+def _measure_shape(host: HostModel, spec: DeviceSpec, lens, batches, repeats: int, seed: int):
+    """(median switch seconds, [(L, B, prefill s, decode step s)]) on one instance."""
+    import torch
+
+    from hpn.serve.runner import DecodeBatch, Seq, prefill
+
+    torch.set_num_threads(spec.threads)
+    dev = spec.torch_device
+    rng = np.random.default_rng(seed)
+    dm = DeviceModel(host, spec)
+    link = Link(spec)
+    took, cold = [], []
+    for _ in range(repeats + 1):
+        dm.evict()
+        cold.append(dm.load(link, cold=True))
+        dm.evict()
+        took.append(dm.load(link))
+    pts = []
+    for L in lens:
+        for B in batches:
+            if L + DECODE_STEPS + 1 > host.info.max_len:
+                continue
+            pre, steps = [], []
+            for _ in range(repeats + 1):
+                seqs = [
+                    Seq(i, host.info.name, rng.integers(10, host.info.vocab, L).tolist(), 10**6)
+                    for i in range(B)
+                ]
+                _sync(spec)
+                t0 = time.perf_counter()
+                for s, tok in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
+                    s.take(tok)
+                _sync(spec)
+                pre.append(time.perf_counter() - t0)
+                db = DecodeBatch(dm.module, seqs, dev)
+                for _ in range(DECODE_STEPS):
+                    t0 = time.perf_counter()
+                    for s, tok in zip(db.seqs, db.step(), strict=True):
+                        s.take(tok)
+                    _sync(spec)
+                    steps.append(time.perf_counter() - t0)
+            pts.append((L, B, statistics.median(pre[1:]), statistics.median(steps[DECODE_STEPS:])))
+    dm.evict()
+    return statistics.median(took[1:]), pts, statistics.median(cold[1:])
 
 
 def _sync(spec: DeviceSpec) -> None:
@@ -173,30 +202,64 @@ def load(path: str | Path) -> dict:
     return doc
 
 
-def predictor(profile: dict, hosts: dict[str, HostModel], spec: DeviceSpec):
-    """The policies' estimates on the engine (`pool.Predictor`) from a fitted profile."""
+def predictor(profile: dict, kv_bytes_per_token: dict[str, float], cold: bool = False):
+    """The policies' estimates (`pool.Predictor`) from a fitted profile: the engine's and
+    the simulator's prediction of it use this same one. `cold`: scale-ups start the model
+    afresh (`cold_switch_s`)."""
     from hpn.pool.predictor import Predictor
 
-    missing = sorted(set(hosts) - set(profile["fits"]))
+    names = sorted(kv_bytes_per_token)
+    missing = [m for m in names if m not in profile["fits"] or m not in profile["switch_s"]]
     if missing:
         raise InputError("profile", f"no fit for {', '.join(missing)}; run hpn serve profile")
-    link = spec.link_bps or _measured_bps(profile, hosts)
+    dev = profile["device"]
+    link = dev.get("link_bps") or _measured_bps(profile)
+    kvb = {m: float(kv_bytes_per_token[m]) for m in names}
     return Predictor(
-        prefill={m: tuple(profile["fits"][m]["prefill"]) for m in hosts},
-        decode={m: tuple(profile["fits"][m]["decode"]) for m in hosts},
-        switch_s={m: float(profile["switch_s"][m]) for m in hosts},
-        kv_s_per_token={
-            m: h.info.kv_bytes_per_token(spec.elem_bytes) / link for m, h in hosts.items()
-        },
-        weights={m: float(h.nbytes) for m, h in hosts.items()},
-        kv_bytes_per_token={
-            m: float(h.info.kv_bytes_per_token(spec.elem_bytes)) for m, h in hosts.items()
-        },
-        memory_per_gpu=float(spec.memory_bytes),
-        gpu_memory=float(spec.memory_bytes),
+        prefill={m: tuple(profile["fits"][m]["prefill"]) for m in names},
+        decode={m: tuple(profile["fits"][m]["decode"]) for m in names},
+        switch_s={m: switch_seconds(profile, m, cold) for m in names},
+        kv_s_per_token={m: kvb[m] / link for m in names},
+        weights={m: float(profile["weights"][m]) for m in names},
+        kv_bytes_per_token=kvb,
+        layers={m: int(profile.get("layers", {}).get(m, 0)) for m in names},
+        memory_per_gpu=float(dev["memory_bytes"]),
+        gpu_memory=float(dev["memory_bytes"]),
     )
 
 
-def _measured_bps(profile: dict, hosts) -> float:
-    rates = [hosts[m].nbytes / s for m, s in profile["switch_s"].items() if m in hosts and s > 0]
+def switch_seconds(profile: dict, model: str, cold: bool = False) -> float:
+    """Measured scale-up seconds of `model` (cold: with the model built afresh)."""
+    if cold:
+        if model not in profile.get("cold_switch_s", {}):
+            raise InputError("profile", "no cold_switch_s: profile again (hpn serve profile)")
+        return float(profile["cold_switch_s"][model])
+    return float(profile["switch_s"][model])
+
+
+def _measured_bps(profile: dict) -> float:
+    w = profile["weights"]
+    rates = [w[m] / s for m, s in profile["switch_s"].items() if m in w and s > 0]
     return statistics.median(rates) if rates else 1e9
+
+
+def profile_models(
+    models: str,
+    out: str | Path,
+    device: str | None = None,
+    memory: int | None = None,
+    link_bps: float | None = None,
+    threads: int | None = None,
+    concurrent: int = 1,
+    lens=LENS,
+    batches=BATCHES,
+) -> dict:
+    """The service behind ``hpn serve profile``: measure, fit, write `out` (JSON)."""
+    from hpn.serve.device import default_spec
+    from hpn.serve.engine import load_hosts
+
+    spec = default_spec(device, concurrent, memory_bytes=memory, link_bps=link_bps, threads=threads)
+    hosts = load_hosts(models, spec)
+    prof = measure(hosts, spec, lens, batches, concurrent=concurrent)
+    save(prof, out)
+    return prof

@@ -10,6 +10,7 @@ caches back per request when its membership changes or the operation ends.
 from __future__ import annotations
 
 import inspect
+import time
 from dataclasses import dataclass, field
 
 
@@ -125,6 +126,7 @@ class DecodeBatch:
         self.seqs: list[Seq] = []
         self.cache = None
         self.mask = None
+        self.forward_s = 0.0  # time inside the model's forward (for the overhead figure)
         self.assemble(seqs)
 
     def assemble(self, seqs: list[Seq]) -> None:
@@ -200,6 +202,7 @@ class DecodeBatch:
             [self.mask, torch.ones(len(self.seqs), 1, dtype=torch.long, device=self.device)], 1
         )
         pos = self.lens.view(-1, 1)
+        t0 = time.perf_counter()
         with torch.inference_mode():
             out = self.module(
                 input_ids=ids,
@@ -208,6 +211,10 @@ class DecodeBatch:
                 use_cache=True,
                 **{cache_kw(self.module): self.cache},
             )
-            toks = sample(out.logits[:, -1, :], self.seqs)
+            logits = out.logits[:, -1, :]
+            if logits.is_cuda:
+                torch.cuda.synchronize()
+        self.forward_s += time.perf_counter() - t0
+        toks = sample(logits, self.seqs)
         self.lens = self.lens + 1
         return toks

@@ -1,0 +1,158 @@
+"""Engine speed (issue 15 §5), each figure a ratio against a reference run in this process.
+
+1. Model switch: optimised (weights copied from host memory into the device pool; and a
+   pre-loaded model made resident) vs unoptimised (the model built from its config, i.e.
+   initialised, and its weights read from disk), as Aegaeon compares (-97 %).
+2. Decode throughput of the engine's batched decode vs transformers' `generate()` on the
+   same model, prompts and batch.
+3. Scheduler overhead per decode step at batch 8 on the full `EngineBackend` path: time
+   outside the model's forward / step time (target <= 10 %).
+
+Usage: python bench/bench_serve.py [--size 20m] [--device cpu|cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+
+def _median_time(fn, n: int = 3) -> float:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default="20m")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=48)
+    a = ap.parse_args()
+
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from hpn.pool.backend import Cluster
+    from hpn.pool.metrics import Recorder
+    from hpn.pool.requests import Request
+    from hpn.serve.backend import EngineBackend
+    from hpn.serve.device import default_spec
+    from hpn.serve.runner import DecodeBatch, Seq, prefill
+    from hpn.serve.store import make_models
+    from hpn.serve.weights import DeviceModel, HostModel
+
+    torch.set_num_threads(1)
+    tmp = tempfile.mkdtemp(prefix="hpn-bench-serve-")
+    (info,) = make_models(tmp, 1, [a.size], seed=0)
+    spec = default_spec(a.device, 1, link_bps=None, memory_bytes=4 << 30)
+    host = HostModel(info, spec)
+    dev = spec.torch_device
+    print(f"model {info.name}: {host.nbytes / 1e6:.0f} MB ({spec.dtype}) on {spec.kind}")
+
+    # 1. switch ------------------------------------------------------------------------------
+    from hpn.serve.device import Link
+
+    dm = DeviceModel(host, spec)
+    link = Link(spec)
+    dm.load(link)  # builds the skeleton once (start-up, not a switch)
+
+    def optimised():
+        dm.evict()
+        dm.load(link)
+
+    def unoptimised():
+        cfg = AutoConfig.from_pretrained(info.path)
+        m = AutoModelForCausalLM.from_config(cfg, dtype=spec.torch_dtype)
+        sd = load_file(str(info.path / "model.safetensors"))
+        m.load_state_dict(sd, strict=False)
+        m.tie_weights()
+        m.to(dev)
+
+    t_opt = _median_time(optimised)
+    t_unopt = _median_time(unoptimised)
+    pre = DeviceModel(host, spec)
+    pre.load(link)
+    t_pre = 0.0  # a pre-loaded model is made resident without a copy (pointer swap)
+    print(
+        f"switch: optimised {t_opt * 1e3:.1f} ms, unoptimised {t_unopt * 1e3:.1f} ms "
+        f"({100 * (t_opt / t_unopt - 1):+.1f} %); pre-loaded {t_pre * 1e3:.1f} ms"
+    )
+
+    # 2. decode throughput -------------------------------------------------------------------
+    prompts = [[10 + i, 20 + i, 30, 40, 50 + i, 60, 70][: 3 + i % 5] for i in range(a.batch)]
+    n = a.tokens
+    ref = AutoModelForCausalLM.from_pretrained(info.path, dtype=spec.torch_dtype).to(dev).eval()
+    width = max(len(p) for p in prompts)
+    ids = torch.zeros(a.batch, width, dtype=torch.long)
+    mask = torch.zeros(a.batch, width, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p) :] = torch.tensor(p)
+        mask[i, width - len(p) :] = 1
+    ids, mask = ids.to(dev), mask.to(dev)
+
+    def generate():
+        with torch.inference_mode():
+            ref.generate(
+                ids,
+                attention_mask=mask,
+                max_new_tokens=n,
+                min_new_tokens=n,
+                do_sample=False,
+                pad_token_id=0,
+                eos_token_id=None,
+            )
+
+    def engine():
+        seqs = [Seq(i, info.name, p, n) for i, p in enumerate(prompts)]
+        for s, t in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
+            s.take(t)
+        b = DecodeBatch(dm.module, seqs, dev)
+        while b.seqs:
+            for s, t in zip(b.seqs, b.step(), strict=True):
+                s.take(t)
+            b.drop([i for i, s in enumerate(b.seqs) if not s.finished])
+
+    generate()
+    engine()
+    t_gen = _median_time(generate)
+    t_eng = _median_time(engine)
+    tok = a.batch * n
+    print(
+        f"decode throughput (batch {a.batch}, {n} tokens each): engine {tok / t_eng:.0f} tok/s, "
+        f"generate() {tok / t_gen:.0f} tok/s, ratio {t_gen / t_eng:.2f}"
+    )
+
+    # 3. scheduler overhead at batch 8 on the backend path --------------------------------------
+    be = EngineBackend(Cluster(1, 0, 0, 1), Recorder(), {info.name: host}, spec)
+    inst = be.instances[0]
+    be.place(inst, info.name)
+    reqs = [Request(i, info.name, 0.0, len(p), n, 10.0, 0.1) for i, p in enumerate(prompts)]
+    for r, p in zip(reqs, prompts, strict=True):
+        be.register(r, Seq(r.rid, info.name, p, n))
+
+    def go(_):
+        be.prefill(inst, reqs, lambda d: be.decode(inst, [reqs], None, lambda d2: be.stop()))
+
+    be.call_at(0.0, go, None)
+    be.loop()
+    over_step = 1 - be.forward_s / be.step_s
+    over_op = 1 - be.forward_s / be.decode_s
+    print(
+        f"scheduler overhead at batch {a.batch}: {100 * over_step:.1f} % of step time outside "
+        f"the forward ({be.steps} steps, {1e3 * be.step_s / be.steps:.1f} ms/step); "
+        f"{100 * over_op:.1f} % of the whole decode operation"
+    )
+    be.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,204 @@
+"""The simulator checked against the engine (issue 15 §4), end to end.
+
+1. Generate a scaled-down market of checkpoints (or use --models DIR).
+2. Profile this device (`hpn.serve.profile.measure`, fitted by `pool.calibration`).
+3. For each policy: start `hpn serve` in a subprocess, replay a synthetic market trace
+   against it (`hpn.serve.replay`), and predict the same replay with the simulator fed the
+   profile (`hpn.serve.compare.predict`).
+4. Print both attainments side by side (and write them as JSON with --out).
+
+Usage: python bench/serve_vs_sim.py [--models DIR] [--duration 120] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from hpn.pool.policies.base import Slo
+from hpn.pool.traces import market
+from hpn.serve import profile as profiles
+from hpn.serve.compare import engine_trace, predict
+from hpn.serve.device import DeviceSpec
+from hpn.serve.engine import cluster_for, load_hosts
+from hpn.serve.replay import replay
+from hpn.serve.store import make_models
+
+SERVER = (
+    "import sys, json; from hpn.serve.server import serve_models; from hpn.pool.policies.base "
+    "import Slo; a = json.loads(sys.argv[1]); a['slo'] = Slo(*a.pop('slo')); serve_models(**a)"
+)
+
+
+def start_server(args: dict, port: int, env: dict) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", SERVER, json.dumps(args)], env=env)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        if p.poll() is not None:
+            raise SystemExit(f"server exited with {p.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return p
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    p.kill()
+    raise SystemExit("server did not come up")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", help="checkpoint folder (default: generate into a temp dir)")
+    ap.add_argument("--count", type=int, default=8)
+    ap.add_argument("--sizes", default="4m")
+    ap.add_argument("--policies", default="aegaeon,serverless")
+    ap.add_argument("--prefill", type=int, default=1)
+    ap.add_argument("--decode", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=3)
+    ap.add_argument("--rate", type=float, default=0.1, help="req/s per model")
+    ap.add_argument("--duration", type=float, default=120.0, help="trace seconds")
+    ap.add_argument("--max-input", type=int, default=256)
+    ap.add_argument("--max-output", type=int, default=64)
+    ap.add_argument("--len-scale", type=float, default=0.25, help="ShareGPT lengths x this")
+    ap.add_argument("--link", type=float, default=1e8, help="host link bytes/s")
+    ap.add_argument("--memory", type=int, default=256 << 20, help="instance budget bytes")
+    ap.add_argument("--ttft", type=float, default=5.0)
+    ap.add_argument("--tbt", type=float, default=0.2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--port", type=int, default=18431)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--out")
+    ap.add_argument(
+        "--profile-each", action="store_true", help="profile again before each policy's replay"
+    )
+    ap.add_argument(
+        "--single",
+        dest="concurrent",
+        action="store_false",
+        help="profile one instance alone (default: all instances busy at once)",
+    )
+    a = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="hpn-serve-check-")
+    models = a.models
+    if models is None:
+        models = os.path.join(tmp, "models")
+        make_models(models, a.count, a.sizes.split(","), seed=a.seed, max_len=1024)
+    spec = DeviceSpec(
+        kind=a.device,
+        memory_bytes=a.memory,
+        link_bps=a.link if a.device == "cpu" else None,
+        dtype="float32" if a.device == "cpu" else "bfloat16",
+    )
+    hosts = load_hosts(models, spec)
+    n_inst = max(a.prefill + a.decode, a.workers)
+
+    def measure_profile(tag: str) -> tuple[dict, Path]:
+        t0 = time.perf_counter()
+        prof = profiles.measure(hosts, spec, concurrent=n_inst if a.concurrent else 1)
+        path = Path(tmp) / f"profile-{tag}.json"
+        profiles.save(prof, path)
+        print(f"profiled {len(hosts)} models in {time.perf_counter() - t0:.0f} s -> {path}")
+        return prof, path
+
+    prof, prof_path = measure_profile("first")
+    kvb = {m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()}
+    served = sorted(hosts)
+
+    slo = Slo(a.ttft, a.tbt)
+    tr = market(
+        len(served),
+        a.rate,
+        a.duration,
+        seed=a.seed,
+        in_scale=a.len_scale,
+        out_scale=a.len_scale,
+    )
+    etr = engine_trace(tr, served, a.max_input, a.max_output)
+    env = dict(os.environ)
+    rows = []
+    for k, pol in enumerate(a.policies.split(",")):
+        if a.profile_each and k:  # the machine's load drifts: profile next to each replay
+            prof, prof_path = measure_profile(pol)
+        cl = cluster_for(pol, a.prefill, a.decode, a.workers)
+        sim = predict(etr, pol, cl, prof, kvb, slo)
+        args = dict(
+            models=models,
+            policy=pol,
+            prefill=a.prefill,
+            decode=a.decode,
+            workers=a.workers,
+            port=a.port,
+            profile=str(prof_path),
+            device=a.device,
+            memory=a.memory,
+            link_bps=a.link if a.device == "cpu" else None,
+            threads=1,
+            slo=[slo.ttft, slo.tbt],
+        )
+        proc = start_server(args, a.port, env)
+        try:
+            eng, sent = replay(
+                etr,
+                f"http://127.0.0.1:{a.port}",
+                slo=slo,
+                max_input=a.max_input,
+                max_output=a.max_output,
+            )
+            m = httpx.get(f"http://127.0.0.1:{a.port}/metrics", timeout=10).text
+            switches = sum(
+                float(line.split()[-1])
+                for line in m.splitlines()
+                if line.startswith("hpn_switches_total{")
+            )
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+        bad = [
+            (r.rid, r.error, len(r.tokens or []), r.output_len)
+            for r in sent
+            if r.error or len(r.tokens or []) < r.output_len
+        ]
+        if bad:
+            print(f"{pol}: {len(bad)} requests unfinished, e.g. {bad[:3]}")
+        row = {
+            "policy": pol,
+            "requests": len(etr),
+            "engine_attainment": eng.slo_attainment,
+            "sim_attainment": sim.slo_attainment,
+            "engine_attainment_artifact": eng.slo_attainment_artifact,
+            "sim_attainment_artifact": sim.slo_attainment_artifact,
+            "engine_ttft_p50_s": eng.ttft_p50_s,
+            "sim_ttft_p50_s": sim.ttft_p50_s,
+            "engine_tbt_p99_s": eng.tbt_p99_s,
+            "sim_tbt_p99_s": sim.tbt_p99_s,
+            "engine_switches": switches,
+            "sim_switches": sim.switches,
+            "engine_finished": eng.finished,
+            "sim_finished": sim.finished,
+        }
+        rows.append(row)
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}))
+    print(f"{'policy':<11} {'engine':>8} {'sim':>8} {'diff':>7}   (deadline attainment)")
+    for r in rows:
+        d = 100 * (r["engine_attainment"] - r["sim_attainment"])
+        print(
+            f"{r['policy']:<11} {100 * r['engine_attainment']:7.1f}% "
+            f"{100 * r['sim_attainment']:7.1f}% {d:+6.1f}"
+        )
+    if a.out:
+        Path(a.out).write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
