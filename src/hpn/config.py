@@ -56,7 +56,11 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
     msg = first.get("msg", "invalid value")
     ctx = first.get("ctx") or {}
     if "error" in ctx and isinstance(ctx["error"], InputError):
-        msg = ctx["error"].message
+        inner = ctx["error"]
+        msg = inner.message
+        head = loc.split(".")[0] if loc else ""
+        if inner.field and (not loc or inner.field.split(".")[0] == head):
+            field = ".".join(p for p in (prefix, inner.field) if p)  # it names the field already
     msg = msg.removeprefix("Value error, ")
     value = first.get("input")
     if isinstance(value, str | int | float | bool) and repr(value) not in msg:

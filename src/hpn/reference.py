@@ -90,6 +90,33 @@ def _default(field: Any) -> str:
     return "-" if d is None else f"`{d!r}`"
 
 
+def _command_models() -> list[tuple[str, type[BaseModel], str]]:
+    """Each command's config tables (one section per table model), from :data:`hpn.app.COMMANDS`."""
+    from hpn.app import COMMANDS
+
+    out: list[tuple[str, type[BaseModel], str]] = []
+    for name in COMMANDS:
+        cmd = COMMANDS.get(name)
+        out.append((f"Command `hpn {name}`", cmd.config, f"a config for `hpn {name}`"))
+        for table, field in cmd.config.model_fields.items():
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                out.append((f"`hpn {name}`: [{table}]", ann, f"[{table}]"))
+    return out
+
+
+def _section(title: str, model: type[BaseModel], where: str) -> list[str]:
+    out = [f"## {title}", "", f"Where: {where}. Model: `{model.__module__}.{model.__name__}`."]
+    if model.__doc__:
+        out += ["", " ".join(model.__doc__.split())]
+    out += ["", "| field | type | default | meaning |", "|---|---|---|---|"]
+    for name, field in model.model_fields.items():
+        desc = (field.description or "").replace("|", "\\|")
+        out.append(f"| `{name}` | {_type(field)} | {_default(field)} | {desc} |")
+    out.append("")
+    return out
+
+
 def config_markdown() -> str:
     out = [
         "# Config reference",
@@ -99,15 +126,8 @@ def config_markdown() -> str:
         "(`400G`, `4GiB`, `10us`).",
         "",
     ]
-    for title, model, where in _models():
-        out += [f"## {title}", "", f"Where: {where}. Model: `{model.__module__}.{model.__name__}`."]
-        if model.__doc__:
-            out += ["", " ".join(model.__doc__.split())]
-        out += ["", "| field | type | default | meaning |", "|---|---|---|---|"]
-        for name, field in model.model_fields.items():
-            desc = (field.description or "").replace("|", "\\|")
-            out.append(f"| `{name}` | {_type(field)} | {_default(field)} | {desc} |")
-        out.append("")
+    for title, model, where in _models() + _command_models():
+        out += _section(title, model, where)
     return "\n".join(out)
 
 

@@ -1,6 +1,7 @@
-"""The `hpn` command line: thin, it only parses and calls the layers.
+"""The `hpn` command line: thin, it only turns flags into configs, calls the app and prints.
 
-Each command family lives in its own module and is registered here.
+Computing commands are generated from the application layer's commands (:mod:`hpn.cli.gen`);
+the run store, plots, dashboard and demo commands are small typer functions.
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ import sys
 import typer
 from pydantic import ValidationError
 
-from hpn.cli import collective, dash, demo, plot, pool, route, runs, sweep, topo, traffic, train
-from hpn.cli import fail as fail_cli
+from hpn.cli import dash, demo, gen, plot, runs, sweep
 from hpn.config import one_line
 from hpn.errors import InputError
 
@@ -22,16 +22,29 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.add_typer(topo.app, name="topo")
-app.add_typer(pool.app, name="pool")
-app.add_typer(route.app, name="route")
+GROUPS = {
+    "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",
+    "route": "Routing as switches and hosts do it: paths, path selection, polarization.",
+    "pool": "Serving pool (Aegaeon): simulate policies, goodput, capacity.",
+}
+_groups = {name: typer.Typer(help=text, no_args_is_help=True) for name, text in GROUPS.items()}
+
+
+def _add_app_commands() -> None:
+    from hpn.app import COMMANDS
+
+    for name in COMMANDS:
+        group, _, word = name.rpartition(" ")
+        parent = _groups[group] if group else app
+        gen.add(parent, COMMANDS.get(name), COMMANDS.summary(name), word)
+
+
+_add_app_commands()
+for _name, _sub in _groups.items():
+    app.add_typer(_sub, name=_name)
 app.add_typer(runs.app, name="runs")
+_groups["pool"].command("policies")(gen.pool_policies)
 app.command("demo")(demo.demo)
-app.command("traffic")(traffic.traffic)
-app.command("collective")(collective.collective)
-app.command("train")(train.train)
-app.command("fail")(fail_cli.fail)
-app.command("reliability")(fail_cli.reliability)
 app.command("sweep")(sweep.sweep)
 app.command("plot")(plot.plot)
 app.command("dash")(dash.dash)

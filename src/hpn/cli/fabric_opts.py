@@ -1,4 +1,4 @@
-"""Fabric options shared by every command that builds a fabric.
+"""Fabric options shared by every command that builds a fabric (the ``[fabric]`` table).
 
 The preset comes from ``--preset``, else the config file, else ``hpn``.
 Precedence: preset defaults < ``--config`` file (its ``[fabric]`` table, or the top level) <
@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
-from hpn.config import Model, load_toml
+from hpn.config import Model
 from hpn.errors import InputError
-from hpn.topology import Fabric, build, make_spec
+from hpn.topology import Fabric, build, spec_from_table
 from hpn.topology.presets import PRESETS
 
 _FABRIC = "Fabric"
@@ -25,7 +25,11 @@ PresetOpt = Annotated[
 ]
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", help="TOML file with a \\[fabric] table.", rich_help_panel=_FABRIC),
+    typer.Option(
+        "--config",
+        help="TOML file: the command's tables (\\[fabric], ...) or fabric fields only.",
+        rich_help_panel=_FABRIC,
+    ),
 ]
 SetOpt = Annotated[
     list[str] | None,
@@ -63,14 +67,6 @@ SpeedOpt = Annotated[
 ]
 
 
-def _routing_help() -> str:
-    from hpn.routing import ROUTERS
-
-    return "Routing policy: " + "; ".join(f"{n} ({r.summary})" for n, r in ROUTERS.items())
-
-
-RoutingOpt = Annotated[str, typer.Option(help=_routing_help())]
-
 FrontendOpt = Annotated[
     bool,
     typer.Option("--frontend", help="Also build the frontend network.", rich_help_panel=_FABRIC),
@@ -102,9 +98,9 @@ def parse_sets(sets: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def spec_from_options(
+def fabric_table(
+    table: dict[str, Any] | None = None,
     preset: str | None = None,
-    config: Path | None = None,
     sets: list[str] | None = None,
     *,
     pods: int | None = None,
@@ -117,14 +113,12 @@ def spec_from_options(
     k: int | None = None,
     speed: str | None = None,
     frontend: bool = False,
-) -> Model:
-    """A validated fabric spec from the shared CLI options."""
+) -> dict[str, Any]:
+    """The ``[fabric]`` table: a config file's table overridden by the shared flags."""
     fields: dict[str, Any] = {}
-    if config is not None:
-        data = load_toml(config)
-        table = data.get("fabric", data)
+    if table is not None:
         if not isinstance(table, dict):
-            raise InputError(f"{config}: fabric", "expected a table")
+            raise InputError("fabric", "expected a table")
         preset = preset or table.get("preset")
         fields.update({k_: v for k_, v in table.items() if k_ != "preset"})
     preset = preset or "hpn"
@@ -140,9 +134,7 @@ def spec_from_options(
         "--speed": ("speed", speed),
         "--frontend": ("frontend", True if frontend else None),
     }
-    if preset not in PRESETS:
-        raise InputError("--preset", f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
-    known = PRESETS[preset].spec.model_fields
+    known = PRESETS.get(preset, "--preset").spec.model_fields
     for flag, (name, value) in flags.items():
         if value is None:
             continue
@@ -155,7 +147,12 @@ def spec_from_options(
                 "--set", f"{name!r} is not a field of preset {preset!r}; fields: {', '.join(known)}"
             )
         fields[name] = value
-    return make_spec(preset, fields)
+    return {"preset": preset, **fields}
+
+
+def spec_from_options(*args: Any, **kwargs: Any) -> Model:
+    """A validated fabric spec from the shared CLI options."""
+    return spec_from_table(fabric_table(None, *args, **kwargs))
 
 
 def fabric_from_options(*args: Any, **kwargs: Any) -> Fabric:
@@ -163,7 +160,7 @@ def fabric_from_options(*args: Any, **kwargs: Any) -> Fabric:
     return build(spec_from_options(*args, **kwargs))
 
 
-_FABRIC_PARAMS: tuple[tuple[str, Any, Any], ...] = (
+FABRIC_PARAMS: tuple[tuple[str, Any, Any], ...] = (
     ("preset", PresetOpt, None),
     ("config", ConfigOpt, None),
     ("sets", SetOpt, None),
@@ -178,43 +175,20 @@ _FABRIC_PARAMS: tuple[tuple[str, Any, Any], ...] = (
     ("speed", SpeedOpt, None),
     ("frontend", FrontendOpt, False),
 )
+"""``(name, annotation, default)`` of the shared fabric options."""
 
-
-def fabric_command(fn):
-    """Give a typer command the shared fabric options; it receives the validated ``spec``.
-
-    ``fn`` declares a keyword parameter ``spec``; the wrapper adds ``--preset``, ``--config``,
-    ``--set`` and the named flags to its signature, builds the spec from them and calls
-    ``fn(spec=spec, ...)``. A command whose own ``config`` argument is a job file (train, fail)
-    keeps it; the file's ``[fabric]`` table, if any, is then the fabric config.
-    """
-    import functools
-    import inspect
-
-    sig = inspect.signature(fn, eval_str=True)
-    own = [p for p in sig.parameters.values() if p.name != "spec"]
-    names = {p.name for p in own}
-    added = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
-        for name, ann, default in _FABRIC_PARAMS
-        if name not in names
-    ]
-
-    @functools.wraps(fn)
-    def wrapper(**kwargs: Any):
-        fab = {p.name: kwargs.pop(p.name) for p in added}
-        file = fab.pop("config", None)
-        if "config" in names and kwargs.get("config") is not None:
-            file = kwargs["config"] if "fabric" in load_toml(kwargs["config"]) else None
-        spec = spec_from_options(fab.pop("preset", None), file, fab.pop("sets", None), **fab)
-        return fn(spec=spec, **kwargs)
-
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    wrapper.__signature__ = sig.replace(
-        parameters=[
-            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind in kinds else p for p in own
-        ]
-        + added
-    )
-    wrapper.__annotations__ = {}
-    return wrapper
+FABRIC_FLAGS = (
+    "--preset",
+    "--config",
+    "--set",
+    "--pods",
+    "--segments",
+    "--single-plane",
+    "--single-tor",
+    "--no-rail",
+    "--agg-oversubscription",
+    "--chip",
+    "--k",
+    "--speed",
+    "--frontend",
+)

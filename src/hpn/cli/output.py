@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import numpy as np
@@ -40,3 +42,33 @@ def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
     for k, v in rows:
         table.add_row(k, f"{v:,}" if isinstance(v, int) else str(v))
     return table
+
+
+PROGRESS_MIN = 20_000
+"""Smallest total (events, flows, trials) worth a progress bar."""
+
+
+@contextmanager
+def progress_bar(what: str = "simulating") -> Iterator[Callable[[int, int], None] | None]:
+    """A ``progress(done, total)`` callback drawing a bar on stderr; None off a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    bar = Progress(console=stderr, transient=True)
+    task: list[Any] = []
+
+    def update(done: int, total: int) -> None:
+        if not task:
+            if total < PROGRESS_MIN:
+                return
+            task.append(bar.add_task(what, total=total))
+            bar.start()
+        bar.update(task[0], completed=done)
+
+    try:
+        yield update
+    finally:
+        if task:
+            bar.stop()

@@ -1,19 +1,19 @@
 """``--out`` and ``--plot`` for computing commands, and :func:`save` to record their run.
 
-A command adds ``out: OutOpt = None, plot: PlotOpt = False`` to its parameters and calls
-``save("name", outcome, out, plot, json_out)`` once it has its result. The run folder is named on
+Generated commands (:mod:`hpn.cli.gen`) get both and call ``save(name, outcome, out, plot,
+json_out)`` with the application layer's outcome. The run folder is named on
 stderr (with ``--json`` only on a terminal), so stdout keeps to one JSON object.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from hpn.app.base import Outcome
 from hpn.store.record import check_out
-from hpn.store.runnable import Outcome
 
 __all__ = ["OutOpt", "PlotOpt", "check_out", "save"]
 
@@ -37,7 +37,7 @@ PlotOpt = Annotated[
 
 def save(
     command: str,
-    outcome: Outcome,
+    outcome: Outcome[Any],
     out: Path | None = None,
     plot: bool = False,
     json: bool | None = None,
@@ -55,7 +55,7 @@ def save(
     folder = record_run(
         command,
         outcome.config or {},
-        outcome.result,
+        outcome.result.to_json(),
         outcome.tables,
         plots=plot,
         out=out,

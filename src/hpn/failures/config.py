@@ -26,7 +26,11 @@ class RecoveryCfg(Model):
 
 
 class FailCfg(RecoveryCfg):
-    faults: list[str] = Field(default_factory=list, description="fault specs (--fault)")
+    faults: list[str] = Field(
+        default_factory=list,
+        description="fault specs KIND:key=value,... (see docs/guide/failures.md)",
+        json_schema_extra={"flag": "--fault"},
+    )
     stacked: bool = Field(False, description="stacked dual-ToR: a ToR fault kills the pair")
     routing: str | None = Field(
         None, description="routing policy (default: the fabric's, hpn on HPN presets, else ecmp)"

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hpn.config import Model, one_line
-from hpn.errors import InputError
+from hpn.registry import Registry
 from hpn.topology.dcn_plus import build_dcn_plus
 from hpn.topology.fabric import Fabric
 from hpn.topology.fat_tree import build_fat_tree
@@ -25,11 +25,11 @@ class Preset:
     summary: str
 
 
-PRESETS: dict[str, Preset] = {}
+PRESETS: Registry[Preset] = Registry("preset")
 
 
 def register(name: str, spec: type[Model], build: Callable[[Any], Fabric], summary: str) -> None:
-    PRESETS[name] = Preset(name, spec, build, summary)
+    PRESETS.add(name, Preset(name, spec, build, summary), summary)
 
 
 register("hpn", HpnSpec, build_hpn, "HPN: dual-ToR, rail-optimized, dual-plane, 15:1 core")
@@ -40,12 +40,11 @@ register("fat-tree", FatTreeSpec, build_fat_tree, "k-ary fat tree")
 
 def make_spec(preset: str, fields: dict[str, Any] | None = None) -> Model:
     """A validated spec of ``preset`` with ``fields`` overriding its defaults."""
-    if preset not in PRESETS:
-        raise InputError("preset", f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
+    entry = PRESETS.get(preset, "preset")
     fields = dict(fields or {})
     fields.pop("preset", None)
     try:
-        return PRESETS[preset].spec(**fields)
+        return entry.spec(**fields)
     except ValidationError as e:
         raise one_line(e, "fabric") from None
 

@@ -1,0 +1,157 @@
+"""The application layer: one service per command, a config model in, a typed result out.
+
+:data:`COMMANDS` lists every command (lazily: a module is imported when its command is used).
+Commands with an ``example`` are also runnables (:mod:`hpn.store.runnable`): sweeps, the
+dashboard and the demo run them from a plain config dict. See :mod:`hpn.app.base` for the shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpn.app.base import Command, Outcome, Result
+from hpn.registry import Registry
+from hpn.store import runnable as _runnable
+
+__all__ = ["COMMANDS", "Command", "Outcome", "Result", "command"]
+
+COMMANDS: Registry[Command[Any]] = Registry("command")
+"""Every command, by its CLI path (``"pool simulate"``)."""
+
+
+def command(name: str) -> Command[Any]:
+    """The command ``name`` (an InputError naming the known ones otherwise)."""
+    return COMMANDS.get(name)
+
+
+def _add(
+    name: str,
+    target: str,
+    summary: str,
+    example: dict[str, Any] | None = None,
+    limits: dict[str, tuple[float, float]] | None = None,
+) -> None:
+    COMMANDS.lazy(name, target, summary)
+    if example is not None:
+        _runnable.register(name, target, summary, example=example, limits=limits or {})
+
+
+_add(
+    "topo summary",
+    "hpn.app.topo:SUMMARY",
+    "Counts, oversubscription, paths and limits of a fabric.",
+    example={"fabric": {"preset": "hpn"}},
+    limits={"fabric.pods": (1, 16), "fabric.segments": (1, 64), "fabric.k": (2, 64)},
+)
+_add(
+    "traffic",
+    "hpn.app.traffic:COMMAND",
+    "A traffic pattern on a fabric, simulated at flow level.",
+    example={
+        "fabric": {"preset": "hpn", "segments": 2},
+        "traffic": {"pattern": "permutation", "size": "2MB", "seed": 1},
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "traffic.endpoints": (2, 4096)},
+)
+_POOL_LIMITS = {"pool.models": (1, 200), "pool.gpus": (1, 512), "pool.rate": (0.001, 10)}
+_add(
+    "pool simulate",
+    "hpn.app.pool:SIMULATE",
+    "A serving pool: a trace through a policy; SLO attainment, TTFT/TBT, switches.",
+    example={"pool": {"policy": "aegaeon", "models": 20, "gpus": 8, "duration": "120s"}},
+    limits=_POOL_LIMITS,
+)
+_add(
+    "pool goodput",
+    "hpn.app.pool:GOODPUT",
+    "Most models at a rate each that a pool serves at >= 90 % SLO attainment.",
+    example={"pool": {"policy": "aegaeon", "rate": 0.1, "gpus": 8, "duration": "120s"}},
+    limits=_POOL_LIMITS,
+)
+_add(
+    "pool capacity",
+    "hpn.app.pool:CAPACITY",
+    "Fewest GPUs that keep every model of a mix at >= 90 % SLO attainment.",
+    example={"pool": {"mix": "production", "policy": "aegaeon", "duration": "10min"}},
+)
+_add("topo import", "hpn.app.topo:IMPORT", "Read a fabric file and print its summary.")
+_add(
+    "topo export",
+    "hpn.app.topo:EXPORT",
+    "Write a fabric as JSON (lossless), GraphML or a SimAI/ns-3 topology file.",
+)
+_add(
+    "topo bom",
+    "hpn.app.topo:BOM",
+    "Bill of materials: switches, optics, cables, switch power, heat-sink check, cost.",
+)
+_add(
+    "topo draw",
+    "hpn.app.topo:DRAW",
+    "Draw one segment: hosts, ToRs by rail and plane, the Aggs above.",
+)
+_add(
+    "route paths",
+    "hpn.app.route:PATHS",
+    "Equal-cost path counts between NIC pairs, and the path-search space (P Table 1).",
+)
+_add(
+    "route select",
+    "hpn.app.route:SELECT",
+    "HPN precise path selection: a UDP source port per connection, on distinct paths.",
+)
+_add(
+    "collective",
+    "hpn.app.collective:COMMAND",
+    "An nccl-tests-style sweep of one collective (algbw, busbw per size).",
+    example={
+        "fabric": {"preset": "hpn", "segments": 1},
+        "collective": {"op": "allreduce", "gpus": 64, "sizes": "1M,64M,1G"},
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "collective.gpus": (2, 4096)},
+)
+_add(
+    "route polarization",
+    "hpn.app.route:POLARIZATION",
+    "Hash polarization: ToR-port and Agg-downlink balance of cross-segment DP traffic.",
+    example={
+        "fabric": {"preset": "hpn", "segments": 2, "dual_plane": False},
+        "polarization": {"routing": "ecmp", "seed": 1},
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (2, 15)},
+)
+_add(
+    "train",
+    "hpn.app.train:COMMAND",
+    "One LLM training iteration (1F1B, TP/PP/DP/EP) of one or more jobs on a fabric.",
+    example={
+        "fabric": {"preset": "hpn", "segments": 1},
+        "train": {"routing": "ecmp", "seed": 1},
+        "job": [
+            {
+                "name": "llama-7b",
+                "model": {"layers": 32, "hidden": 4096, "heads": 32, "seq_len": 2048},
+                "parallel": {"tp": 8, "pp": 2, "dp": 4, "global_batch": 32},
+            }
+        ],
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15)},
+)
+_add(
+    "fail",
+    "hpn.app.fail:FAIL",
+    "A job's iterations across injected faults: throughput, halts, crashes.",
+    example={
+        "fabric": {"preset": "hpn", "segments": 1},
+        "iteration": {"gpus": 32, "compute": "100ms", "allreduce": "1GB"},
+        "fail": {"faults": ["link:host=1,nic=3,port=0,at=2s,repair=5s"], "routing": "hpn"},
+    },
+    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "iteration.gpus": (2, 4096)},
+)
+_add(
+    "reliability",
+    "hpn.app.fail:RELIABILITY",
+    "Monte Carlo of failures over months: crashes, degraded hours, goodput loss, cost.",
+    example={"fabric": {"preset": "hpn"}, "reliability": {"gpus": 3072, "months": 12}},
+    limits={"reliability.trials": (1, 100_000), "reliability.months": (0.01, 120)},
+)

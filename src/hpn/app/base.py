@@ -1,0 +1,151 @@
+"""The shape of every command: a config model in, a typed result out.
+
+A command is a :class:`Command`: its pydantic ``config`` model (the whole TOML a run is
+described by: ``[fabric]``, ``[traffic]``, ...) and its ``service`` (``config -> Outcome``);
+its one-line summary is registered with it in :data:`hpn.app.COMMANDS`. The CLI generates
+its flags from the config's fields (:mod:`hpn.cli.gen`); the store's runnables, sweeps, the
+dashboard and the demo call :meth:`Command.run_config` with a plain dict. Results are
+dataclasses deriving :class:`Result`: typed fields, their JSON form (:meth:`Result.to_json`)
+and the key figures a terminal shows (:meth:`Result.rows`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import ValidationError
+
+from hpn.config import Model, one_line
+from hpn.errors import InputError
+
+C = TypeVar("C", bound=Model)
+R = TypeVar("R", bound="Result")
+
+OMIT = {"omit_if_none": True}
+"""Field metadata: leave the key out of the JSON form when the value is None."""
+
+
+class Result:
+    """Base of typed results (subclasses are dataclasses, fields in JSON order)."""
+
+    title: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of the result (``result.json``, ``--json``)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            if v is None and f.metadata.get("omit_if_none"):
+                continue
+            out[f.name] = v.to_json() if isinstance(v, Result) else v
+        return out
+
+    def rows(self) -> list[tuple[str, Any]]:
+        """Key figures for a terminal: ``(label, value)`` rows."""
+        return list(self.to_json().items())
+
+    def heading(self) -> str:
+        return self.title
+
+    def sections(self) -> list[tuple[str, list[tuple[str, Any]]]]:
+        """Key-figure tables to print: ``(heading, rows)`` each (default: one)."""
+        return [(self.heading(), self.rows())]
+
+    def lines(self) -> list[str] | None:
+        """Plain-text lines to print instead of the tables (None: the tables)."""
+        return None
+
+    def footer(self) -> str | None:
+        """A line printed after the tables."""
+        return None
+
+    @classmethod
+    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+        """Build from a domain function's dict; a key the class does not declare is an error."""
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        extra = [k for k in data if k not in names]
+        if extra:
+            raise TypeError(f"{cls.__qualname__}: undeclared result field(s) {extra}")
+        return cls(**data)
+
+
+@dataclass
+class Outcome(Generic[R]):
+    """What a service computed: the typed result, its tables, the resolved config."""
+
+    result: R
+    tables: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] | None = None  # resolved config, JSON form
+    wall_s: float | None = None  # None: measured by Command.run
+
+
+@dataclass(frozen=True)
+class FileInput:
+    """A file the CLI reads into config tables: a positional argument or a ``--name`` option.
+
+    ``load(path)`` returns the tables (``{"job": [...]}``), merged over ``--config``.
+    """
+
+    name: str
+    help: str
+    load: Callable[[Any], dict[str, Any]]
+    argument: bool = True
+
+
+@dataclass(frozen=True)
+class Command(Generic[C]):
+    """One command: name, config model, service, and how the CLI presents it.
+
+    Parameters
+    ----------
+    name
+        ``"traffic"``, ``"pool simulate"``: the CLI path and the runnable name.
+    config
+        Pydantic model of the whole config (one field per TOML table).
+    service
+        ``service(config) -> Outcome``; raises :class:`~hpn.errors.InputError` on bad input.
+    flags
+        Config tables whose fields become CLI flags (``("traffic",)``); ``"fabric"`` gets the
+        shared fabric flags.
+    stored
+        Whether a run is recorded (``--out``, ``--plot``).
+    files
+        Files the CLI reads into config tables (:class:`FileInput`): ``hpn train JOB.toml``.
+    progress
+        Whether the service takes ``progress=`` (a bar on a terminal).
+    """
+
+    name: str
+    config: type[C]
+    service: Callable[..., Outcome[Any]]
+    flags: tuple[str, ...] = ()
+    stored: bool = True
+    files: tuple[FileInput, ...] = ()
+    progress: bool = False
+
+    def parse(self, data: dict[str, Any] | None) -> C:
+        """Validate a config dict (a TOML document) into the config model."""
+        try:
+            return self.config.model_validate(data or {})
+        except ValidationError as e:
+            raise one_line(e) from None
+
+    def run(self, config: C, **kw: Any) -> Outcome[Any]:
+        """Call the service, timing it unless it timed itself."""
+        t0 = time.perf_counter()
+        out = self.service(config, **kw)
+        if out.config is None:
+            out.config = config.model_dump(mode="json")
+        if out.wall_s is None:
+            out.wall_s = time.perf_counter() - t0
+        return out
+
+    def run_config(self, data: dict[str, Any]) -> Outcome[Any]:
+        """A run from a plain dict (runnables: sweeps, dashboard, demo)."""
+        if not isinstance(data, dict):
+            raise InputError("config", f"expected a table, got {type(data).__name__}")
+        return self.run(self.parse(data))

@@ -1,0 +1,236 @@
+"""``hpn fail`` (a job's iterations across injected faults) and ``hpn reliability`` (Monte Carlo
+over months of failures)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from hpn.app.base import OMIT, Command, FileInput, Outcome, Result
+from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
+from hpn.config import Model
+from hpn.errors import InputError
+from hpn.failures.config import FailCfg, ReliabilityCfg
+from hpn.failures.workload import SimpleStep
+from hpn.workload.training.config import JobConfig
+
+
+class FailConfig(Model):
+    """``hpn fail``: ``[fabric]``, ``[fail]`` and the job: ``[iteration]`` or ``[job]``."""
+
+    fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
+    fail: FailCfg = Field(default_factory=FailCfg)
+    iteration: SimpleStep | None = Field(None, description="a simple data-parallel step")
+    job: JobConfig | None = Field(None, description="a training job (one iteration)")
+
+    @model_validator(mode="after")
+    def _one_job(self) -> FailConfig:
+        if (self.iteration is None) == (self.job is None):
+            raise InputError("config", "give exactly one of an [iteration] or a [job] table")
+        return self
+
+
+@dataclass
+class FailResult(Result):
+    preset: str | None
+    design: str
+    routing: str
+    routing_detail: str
+    seed: int
+    job: str
+    gpus: int
+    faults: list[dict[str, Any]]
+    timeout_s: float
+    checkpoint_interval_s: float
+    restart_s: float
+    baseline_samples_per_s: float
+    samples_per_s_during_fault: float
+    throughput_loss: float
+    halted_s: float
+    crashed: bool
+    crashes: int
+    lost_work_s: float
+    job_time_lost_s: float
+    fault_window_s: float
+    iteration_s: float
+    slowest_iteration_s: float
+    iterations: int
+    samples_per_iteration: float
+    horizon_s: float
+    simulations: int
+    crash_events: list[Any]
+    wall_s: float
+
+    title = "hpn fail"
+
+    def rows(self) -> list[tuple[str, Any]]:
+        return [
+            ("fabric / design", f"{self.preset} / {self.design}"),
+            ("job", f"{self.job} on {self.gpus} GPUs"),
+            ("faults", "; ".join(f["fault"] for f in self.faults)),
+            ("baseline samples/s", f"{self.baseline_samples_per_s:.1f}"),
+            ("samples/s during fault", f"{self.samples_per_s_during_fault:.1f}"),
+            ("throughput loss", f"{self.throughput_loss:.2%}"),
+            ("halted", f"{self.halted_s:.1f} s"),
+            ("crashed", f"{self.crashed} ({self.crashes})"),
+            ("lost work", f"{self.lost_work_s:.0f} s"),
+            ("job time lost", f"{self.job_time_lost_s:.1f} s"),
+            (
+                "iteration healthy / slowest",
+                f"{self.iteration_s:.3f} / {self.slowest_iteration_s:.3f} s",
+            ),
+            ("simulations", self.simulations),
+        ]
+
+
+def fail(cfg: FailConfig) -> Outcome[FailResult]:
+    """Run a job's iterations across injected faults: throughput, halts, crashes."""
+    from hpn.failures import run_fail
+    from hpn.failures.workload import simple_iteration, training_iteration
+    from hpn.routing import router_for
+    from hpn.topology import build
+
+    c = cfg.fail
+    if not c.faults:
+        raise InputError(
+            "--fault", "give at least one fault, e.g. link:host=0,nic=0,at=10s,repair=30s"
+        )
+    fabric = build(cfg.fabric)
+    router = router_for(fabric, c.routing, seed=c.seed, hashing=cfg.routing.hashing())
+    if cfg.iteration is not None:
+        it = simple_iteration(fabric, cfg.iteration)
+    else:
+        it = training_iteration(fabric, cfg.job, router)
+    result, tables = run_fail(
+        fabric,
+        it,
+        list(c.faults),
+        stacked=c.stacked,
+        routing=c.routing,
+        seed=c.seed,
+        recovery=c.recovery(c.since_checkpoint),
+        duration=c.duration,
+        router=router,
+    )
+    res = FailResult.from_dict(result)
+    return Outcome(res, tables, wall_s=res.wall_s)
+
+
+def load_job_file(path: Path) -> dict[str, Any]:
+    """``hpn fail``'s job file: an ``[iteration]`` table or one training job, maybe ``[fabric]``."""
+    from hpn.failures.workload import read_config
+    from hpn.workload.training import load_jobs
+
+    data, fabric = read_config(path)
+    if "iteration" in data:
+        extra = set(data) - {"iteration", "fabric"}
+        if extra:
+            raise InputError(str(path), f"unexpected tables {sorted(extra)} next to [iteration]")
+        return dict(data)
+    jobs, _ = load_jobs(path)
+    if len(jobs) != 1:
+        raise InputError(str(path), f"hpn fail runs one job, the file has {len(jobs)}")
+    out: dict[str, Any] = {"job": jobs[0]}
+    if fabric is not None:
+        out["fabric"] = fabric
+    return out
+
+
+# --- reliability ---------------------------------------------------------------------------
+
+
+class ReliabilityConfig(Model):
+    """``hpn reliability``: ``[fabric]`` and ``[reliability]``."""
+
+    fabric: FabricSpec = fabric_field()
+    reliability: ReliabilityCfg = Field(default_factory=ReliabilityCfg)
+
+
+@dataclass
+class ReliabilityResult(Result):
+    preset: str
+    design: str
+    gpus: int
+    months: float
+    trials: int
+    seed: int
+    exposure: dict[str, Any]
+    expected_per_month: dict[str, Any]
+    crashes_per_month: dict[str, float]
+    halted_hours_per_month: dict[str, float]
+    degraded_hours_per_month: dict[str, float]
+    restart_and_lost_work_hours_per_month: dict[str, float]
+    goodput_loss_fraction: dict[str, float]
+    degraded_loss: float
+    checkpoint_overhead_fraction: float
+    gpu_hours_lost_per_month: dict[str, float]
+    rates: dict[str, Any]
+    recovery: dict[str, Any]
+    price_per_gpu_hour: float | None = field(default=None, metadata=OMIT)
+    cost_per_month: dict[str, float] | None = field(default=None, metadata=OMIT)
+
+    title = "hpn reliability"
+
+    def rows(self) -> list[tuple[str, Any]]:
+        def s(x: dict[str, float], fmt: str = ".3g") -> str:
+            return f"{x['mean']:{fmt}} (p50 {x['p50']:{fmt}}, p99 {x['p99']:{fmt}})"
+
+        ex = self.exposure
+        rows: list[tuple[str, Any]] = [
+            ("fabric / design", f"{self.preset} / {self.design}"),
+            ("job", f"{self.gpus} GPUs, {self.months:g} months x {self.trials} trials"),
+            ("exposure", f"{ex['nic_tor_links']} NIC-ToR links, {ex['tors']} ToRs"),
+            ("crashes per month", s(self.crashes_per_month)),
+            ("halted hours per month", s(self.halted_hours_per_month)),
+            ("degraded hours per month", s(self.degraded_hours_per_month)),
+            ("goodput loss", s(self.goodput_loss_fraction)),
+            ("GPU-hours lost per month", s(self.gpu_hours_lost_per_month, ".4g")),
+        ]
+        if self.cost_per_month is not None:
+            rows.append(("cost per month", s(self.cost_per_month, ",.0f")))
+        return rows
+
+
+def reliability(
+    cfg: ReliabilityConfig, progress: Progress | None = None
+) -> Outcome[ReliabilityResult]:
+    """Monte Carlo of failures over months: crashes, degraded hours, goodput loss, cost."""
+    from hpn.failures.montecarlo import exposure
+    from hpn.failures.montecarlo import reliability as run
+    from hpn.failures.semantics import design_of
+    from hpn.topology import build
+    from hpn.workload.collectives import place
+
+    c, spec = cfg.reliability, cfg.fabric
+    fabric = build(spec)
+    design = design_of(fabric, c.stacked)
+    ex = exposure(fabric, place(fabric, c.gpus, first_host=c.first_host).ranks)
+    r = run(
+        ex,
+        design,
+        c.months,
+        c.trials,
+        c.seed,
+        c.rates(),
+        c.recovery(),
+        c.degraded_loss,
+        c.price,
+        progress,
+    )
+    return Outcome(ReliabilityResult.from_dict({"preset": spec.preset, **r}))
+
+
+FAIL = Command(
+    "fail",
+    FailConfig,
+    fail,
+    flags=("fabric", "fail", "routing"),
+    files=(FileInput("config", "Job config: a training job or [iteration].", load_job_file),),
+)
+RELIABILITY = Command(
+    "reliability", ReliabilityConfig, reliability, flags=("fabric", "reliability"), progress=True
+)

@@ -1,0 +1,245 @@
+"""``hpn pool ...``: simulate a serving pool, find its goodput, size it for a model mix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from hpn.app.base import Command, Outcome, Result
+from hpn.config import Model
+from hpn.errors import InputError
+from hpn.units import parse_duration
+
+_POLICY = "serving policy: aegaeon, serverless, muxserve or dedicated"
+
+
+def _round(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in d.items()}
+
+
+def _slo(ttft: str, tbt: str) -> Any:
+    from hpn.pool.simulate import Slo
+
+    return Slo(parse_duration(ttft, "ttft-slo"), parse_duration(tbt, "tbt-slo"))
+
+
+# --- simulate ------------------------------------------------------------------------------
+
+
+class SimulateOptions(Model):
+    """The ``[pool]`` table of ``pool simulate``."""
+
+    policy: str = Field("aegaeon", description=_POLICY)
+    trace: str | None = Field(None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder")
+    models: int | None = Field(None, description="synthetic market: number of models")
+    rate: float = Field(0.1, description="synthetic market: req/s per model")
+    duration: str = Field("300s", description="synthetic market / ServeGen window length")
+    zipf: float | None = Field(
+        None, description="synthetic: Zipf popularity exponent (default uniform)"
+    )
+    cv: float = Field(1.0, description="synthetic: inter-arrival CV (1 = Poisson, else Gamma)")
+    trace_models: int = Field(10, description="Azure trace: models to spread requests over")
+    prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
+    decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
+    gpus: int | None = Field(
+        None, description="GPUs (policies without a split; aegaeon splits 3:5)"
+    )
+    gpu: str = Field("h800", description="h20, h100, h800, a100 or a10")
+    ttft_slo: str = Field("10s", description="TTFT SLO")
+    tbt_slo: str = Field("100ms", description="TBT SLO")
+    switch: str = Field("optimized", description="model switch: optimized or unoptimized")
+    seed: int = Field(0, description="random seed (synthetic traces, Azure model assignment)")
+
+
+class SimulateConfig(Model):
+    """``hpn pool simulate``: ``[pool]``."""
+
+    pool: SimulateOptions = Field(default_factory=SimulateOptions)
+
+
+@dataclass
+class SimulateResult(Result):
+    policy: str
+    gpu: str
+    gpus: int
+    models: int
+    requests: int
+    slo_attainment: float
+    slo_attainment_artifact: float
+    finished: int
+    failed: int
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tbt_p50_s: float
+    tbt_p99_s: float
+    switches: int
+    gpu_utilization: float
+    models_per_gpu: float
+    span_s: float
+    wall_s: float
+    unserved_models: int
+
+    def heading(self) -> str:
+        return f"pool simulate: {self.policy}"
+
+
+def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
+    """Run a trace through a policy and report SLO attainment, TTFT/TBT, switches."""
+    from hpn.pool.simulate import simulate as run
+    from hpn.pool.traces import detect_format, load_trace, market
+
+    p = cfg.pool
+    span = parse_duration(p.duration, "duration")
+    if (p.trace is None) == (p.models is None):
+        raise InputError("trace", "give either --trace FILE or --models M (synthetic market)")
+    if p.trace is not None:
+        fmt = detect_format(p.trace)
+        opts = {
+            "azure": {"models": p.trace_models, "seed": p.seed},
+            "servegen": {"duration": span, "seed": p.seed},
+        }.get(fmt, {})
+        tr = load_trace(p.trace, fmt, **opts)
+    else:
+        assert p.models is not None
+        tr = market(p.models, p.rate, span, seed=p.seed, zipf=p.zipf, cv=p.cv)
+    slo = _slo(p.ttft_slo, p.tbt_slo)
+    res = run(tr, p.policy, p.gpu, p.gpus, p.prefill_gpus, p.decode_gpus, slo, p.switch)
+    return Outcome(SimulateResult.from_dict(_round(res.to_dict())))
+
+
+# --- goodput -------------------------------------------------------------------------------
+
+
+class GoodputOptions(Model):
+    """The ``[pool]`` table of ``pool goodput``."""
+
+    policy: str = Field("aegaeon", description=_POLICY)
+    rate: float = Field(0.1, gt=0, description="req/s per model")
+    prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
+    decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
+    gpus: int | None = Field(None, description="GPUs (aegaeon splits 3:5)")
+    gpu: str = Field("h800", description="h20, h100, h800, a100 or a10")
+    duration: str = Field("300s", description="length of each simulated trace")
+    ttft_slo: str = Field("10s", description="TTFT SLO")
+    tbt_slo: str = Field("100ms", description="TBT SLO")
+    metric: str = Field("deadline", description="deadline (per-token deadlines) or artifact")
+    switch: str = Field("optimized", description="model switch: optimized or unoptimized")
+    seed: int = Field(0, description="random seed")
+
+
+class GoodputConfig(Model):
+    """``hpn pool goodput``: ``[pool]``."""
+
+    pool: GoodputOptions = Field(default_factory=GoodputOptions)
+
+
+@dataclass
+class GoodputResult(Result):
+    policy: str
+    rate: float
+    metric: str
+    max_models: int
+    attainment_at_max: float
+    models_per_gpu: float
+    models_per_decode_gpu: float | None
+    evaluated: dict[str, float]
+    unserved: dict[str, int]
+
+    def heading(self) -> str:
+        return f"pool goodput: {self.policy}"
+
+    def rows(self) -> list[tuple[str, Any]]:
+        skip = ("evaluated", "unserved")
+        rows = [(k, v) for k, v in _round(self.to_json()).items() if k not in skip]
+        return [*rows, ("evaluated", self.evaluated), ("unserved", self.unserved)]
+
+
+def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult]:
+    """Largest number of models (at ``rate`` each) served with >= 90 % SLO attainment."""
+    from hpn.pool.search import goodput as search
+
+    p = cfg.pool
+    out = search(
+        p.policy,
+        p.rate,
+        parse_duration(p.duration, "duration"),
+        p.seed,
+        metric=p.metric,
+        gpu=p.gpu,
+        gpus=p.gpus,
+        prefill_gpus=p.prefill_gpus,
+        decode_gpus=p.decode_gpus,
+        slo=_slo(p.ttft_slo, p.tbt_slo),
+        switch=p.switch,
+    )
+    models = [int(k) for k in out["evaluated"]]
+    slo = {
+        "policy": [p.policy] * len(models),
+        "load": [m * p.rate for m in models],  # req/s over all models
+        "models": models,
+        "slo_attainment": [out["evaluated"][str(m)] for m in models],
+    }
+    return Outcome(GoodputResult.from_dict(out), {"slo": slo})
+
+
+# --- capacity ------------------------------------------------------------------------------
+
+
+class CapacityOptions(Model):
+    """The ``[pool]`` table of ``pool capacity``."""
+
+    mix: str = Field("production", description="production or a mix TOML file")
+    policy: str = Field("aegaeon", description=_POLICY)
+    gpu: str | None = Field(None, description="GPU type (default: the mix's, h20 for production)")
+    duration: str = Field("30min", description="length of the simulated trace")
+    ttft_slo: str = Field("10s", description="TTFT SLO")
+    tbt_slo: str = Field("100ms", description="TBT SLO")
+    metric: str = Field("deadline", description="deadline or artifact")
+    seed: int = Field(0, description="random seed")
+
+
+class CapacityConfig(Model):
+    """``hpn pool capacity``: ``[pool]``."""
+
+    pool: CapacityOptions = Field(default_factory=CapacityOptions)
+
+
+@dataclass
+class CapacityResult(Result):
+    policy: str
+    gpu: str
+    metric: str
+    models: int
+    gpus: int
+    groups: list[dict[str, Any]]
+    duration_s: float
+
+    def heading(self) -> str:
+        return f"pool capacity: {self.policy}"
+
+    def rows(self) -> list[tuple[str, Any]]:
+        rows = [(k, v) for k, v in self.to_json().items() if k != "groups"]
+        return rows + [(f"tp={g['tp']}", _round(g)) for g in self.groups]
+
+
+def capacity(cfg: CapacityConfig) -> Outcome[CapacityResult]:
+    """Fewest GPUs that keep every model of a mix at >= 90 % SLO attainment."""
+    from hpn.pool.mixes import load_mix
+    from hpn.pool.search import capacity as search
+
+    p = cfg.pool
+    m = load_mix(p.mix)
+    sim: dict[str, Any] = {"slo": _slo(p.ttft_slo, p.tbt_slo)}
+    if p.gpu:
+        sim["gpu"] = p.gpu
+    out = search(
+        m, p.policy, parse_duration(p.duration, "duration"), p.seed, metric=p.metric, **sim
+    )
+    return Outcome(CapacityResult.from_dict(out), {"groups": out["groups"]})
+
+
+SIMULATE = Command("pool simulate", SimulateConfig, simulate, flags=("pool",))
+GOODPUT = Command("pool goodput", GoodputConfig, goodput, flags=("pool",))
+CAPACITY = Command("pool capacity", CapacityConfig, capacity, flags=("pool",))

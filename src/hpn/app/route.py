@@ -1,0 +1,271 @@
+"""``hpn route ...``: equal-cost paths, HPN source-port selection, hash polarization."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from hpn.app.base import Command, Outcome, Result
+from hpn.app.common import FabricSpec, fabric_field
+from hpn.config import Model
+from hpn.errors import InputError
+
+_HASH = "switch hash: crc32, crc32c, crc16, crc16-arc, xor16, mix64"
+
+
+class HashOptions(Model):
+    """Switch and host hashing (``--hash``, ``--seeds``, ``--bond``)."""
+
+    tor_hash: str = Field(
+        "crc32",
+        description=_HASH + " (every tier unless set per tier)",
+        json_schema_extra={"flag": "--hash"},
+    )
+    agg_hash: str | None = Field(None, description="Agg hash (default: tor_hash)")
+    core_hash: str | None = Field(None, description="core hash (default: tor_hash)")
+    seeds: str = Field("same", description="hash seeds: same, tier or switch")
+    bond_hash: str = Field(
+        "l34",
+        description="host port choice: l34 (Linux bonding layer3+4), rr (RoCE LAG round "
+        "robin) or a hash",
+        json_schema_extra={"flag": "--bond"},
+    )
+
+    def hashing(self) -> dict[str, str]:
+        """The router's ``hashing`` table, every tier resolved."""
+        return {
+            "tor_hash": self.tor_hash,
+            "agg_hash": self.agg_hash or self.tor_hash,
+            "core_hash": self.core_hash or self.tor_hash,
+            "seeds": self.seeds,
+            "bond_hash": self.bond_hash,
+        }
+
+
+class PolarizationOptions(HashOptions):
+    """The ``[polarization]`` table."""
+
+    routing: str = Field("ecmp", description="routing policy")
+    seed: int = Field(1, description="hash seed")
+    hosts: int = Field(16, description="hosts of the job in each of 2 segments")
+    senders: int = Field(2, description="peers each GPU sends to")
+    connections: int = Field(4, ge=1, description="connections per peer")
+
+
+class PolarizationConfig(Model):
+    """``hpn route polarization``: ``[fabric]`` and ``[polarization]``."""
+
+    fabric: FabricSpec = fabric_field()
+    polarization: PolarizationOptions = Field(default_factory=PolarizationOptions)
+
+
+@dataclass
+class PolarizationResult(Result):
+    routing: str
+    hashing: dict[str, Any] | str | None
+    flows: int
+    receiving_nics: int
+    tor_port_load_ratio: float | None
+    tor_port_max_share: float
+    tor_port_mean_share: float
+    idle_port_nics: int
+    agg_downlink_max_over_mean: float
+    agg_downlinks_used: int
+    agg_downlinks: int
+    preset: str
+    dual_plane: bool
+    seed: int
+
+    title = "hash polarization (P Fig 13)"
+
+    def rows(self) -> list[tuple[str, Any]]:
+        h = self.hashing if isinstance(self.hashing, dict) else {}
+        ratio = self.tor_port_load_ratio
+        planes = "dual-plane" if self.dual_plane else "single-plane"
+        return [
+            ("fabric", f"{self.preset} ({planes})"),
+            (
+                "routing",
+                f"{self.routing}, hash {h.get('tor_hash')}, seeds {h.get('seeds')}, "
+                f"bond {h.get('bond_hash')}",
+            ),
+            ("flows", self.flows),
+            ("ToR port load ratio (worst NIC)", "inf (a port idle)" if ratio is None else ratio),
+            (
+                "largest port share (worst / mean NIC)",
+                f"{self.tor_port_max_share:.0%} / {self.tor_port_mean_share:.0%}",
+            ),
+            ("Agg downlink max / mean", self.agg_downlink_max_over_mean),
+            ("Agg downlinks used", f"{self.agg_downlinks_used} of {self.agg_downlinks}"),
+        ]
+
+
+def polarization(cfg: PolarizationConfig) -> Outcome[PolarizationResult]:
+    """The Fig 13 scenario: cross-segment DP traffic on one rail; ToR-port and Agg balance."""
+    from hpn.routing.polarization import polarization as run
+    from hpn.topology import build
+
+    o, spec = cfg.polarization, cfg.fabric
+    hashing = o.hashing()
+    out = run(build(spec), o.routing, o.seed, o.hosts, o.senders, o.connections, hashing=hashing)
+    out.update(
+        preset=spec.preset,
+        dual_plane=bool(getattr(spec, "dual_plane", False)),
+        seed=o.seed,
+        hashing=hashing,
+    )
+    return Outcome(PolarizationResult.from_dict(out))
+
+
+# --- paths ---------------------------------------------------------------------------------
+
+
+class PathsConfig(Model):
+    """``hpn route paths``: ``[fabric]``."""
+
+    fabric: FabricSpec = fabric_field()
+
+
+@dataclass
+class PathsResult(Result):
+    pairs: dict[str, Any]
+    search_space: int
+    search_space_both_planes: int
+    preset: str | None
+    paper_table1: dict[str, Any]
+
+    def heading(self) -> str:
+        return f"{self.preset}: equal-cost paths between NICs"
+
+    def rows(self) -> list[tuple[str, Any]]:
+        rows: list[tuple[str, Any]] = [
+            (f"{name} (per plane)", f"{v['paths']:,} ({', '.join(map(str, v['per_plane']))})")
+            for name, v in self.pairs.items()
+        ]
+        return rows + [
+            ("search space in a pod, per plane", f"{self.search_space:,}"),
+            ("paper Table 1: HPN pod", "O(60); 3-tier designs O(2048)-O(4096)"),
+        ]
+
+
+def paths(cfg: PathsConfig) -> Outcome[PathsResult]:
+    """Equal-cost path counts between NIC pairs, and the path-search space (P Table 1)."""
+    from hpn.routing.paths import PAPER_TABLE1, path_report
+    from hpn.topology import build
+
+    f = build(cfg.fabric)
+    rep = path_report(f)
+    rep["preset"] = getattr(f.spec, "preset", None)
+    rep["paper_table1"] = PAPER_TABLE1
+    return Outcome(PathsResult.from_dict(rep))
+
+
+# --- select --------------------------------------------------------------------------------
+
+
+class SelectOptions(HashOptions):
+    """The ``[select]`` table."""
+
+    src: str = Field(description="sending NIC as HOST:NIC")
+    dst: str = Field(description="receiving NIC as HOST:NIC")
+    connections: int = Field(8, ge=1, le=4096, description="connections (queue pairs) to open")
+    seed: int = Field(0, description="hash seed")
+
+
+class SelectConfig(Model):
+    """``hpn route select``: ``[fabric]`` and ``[select]``."""
+
+    fabric: FabricSpec = fabric_field()
+    select: SelectOptions
+
+
+@dataclass
+class SelectResult(Result):
+    src: str
+    dst: str
+    connections: list[dict[str, Any]]
+    distinct_paths: int
+    paths_available: int
+    planes: list[int]
+
+    def heading(self) -> str:
+        return f"path selection {self.src} -> {self.dst}"
+
+    def rows(self) -> list[tuple[str, Any]]:
+        rows: list[tuple[str, Any]] = [
+            (f"sport {c['sport']}", f"plane {c['plane']}  {' > '.join(c['hops'])}")
+            for c in self.connections
+        ]
+        n = len(self.connections)
+        return [*rows, ("distinct paths", f"{self.distinct_paths} of {n} connections")]
+
+
+def parse_nic(text: str, field: str) -> tuple[int, int]:
+    host, sep, nic = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return int(host), int(nic)
+    except ValueError:
+        raise InputError(field, f"expected HOST:NIC such as 12:3, got {text!r}") from None
+
+
+def _gpu(f: Any, host: int, nic: int, field: str) -> int:
+    import numpy as np
+
+    nd = f.nodes
+    hit = np.flatnonzero((nd.host == host) & (nd.index == nic) & np.isin(nd.kind, (0, 3)))
+    if not len(hit):
+        hosts = int(nd.host.max()) + 1
+        raise InputError(field, f"no NIC {host}:{nic}; hosts are 0..{hosts - 1}")
+    return int(hit[0])
+
+
+def select(cfg: SelectConfig) -> Outcome[SelectResult]:
+    """HPN precise path selection: a UDP source port per connection, on distinct paths."""
+    import numpy as np
+
+    from hpn.routing.hpn_select import HpnRouter
+    from hpn.topology import build
+
+    o = cfg.select
+    f = build(cfg.fabric)
+    s = _gpu(f, *parse_nic(o.src, "--src"), "--src")
+    d = _gpu(f, *parse_nic(o.dst, "--dst"), "--dst")
+    if s == d:
+        raise InputError("--dst", "must differ from --src")
+    n = o.connections
+    router = HpnRouter(seed=o.seed, hashing=o.hashing())
+    sel = router.select(f, np.full(n, s), np.full(n, d))
+    nd, lk = f.nodes, f.links
+    conns = []
+    for i in range(n):
+        p = sel.paths[i]
+        aggs = [int(x) for x in lk.dst[p] if nd.kind[x] == 5]
+        conns.append(
+            {
+                "sport": int(sel.sport[i]),
+                "plane": int(sel.plane[i]),
+                "agg": f.node_name(aggs[0]) if aggs else None,
+                "links": [int(x) for x in p],
+                "hops": [f.node_name(int(x)) for x in lk.dst[p]],
+            }
+        )
+    result = SelectResult(
+        src=o.src,
+        dst=o.dst,
+        connections=conns,
+        distinct_paths=len({tuple(c["links"]) for c in conns}),
+        paths_available=int(sel.distinct_paths_found[0]),
+        planes=np.bincount(sel.plane, minlength=2).tolist(),
+    )
+    return Outcome(result)
+
+
+POLARIZATION = Command(
+    "route polarization", PolarizationConfig, polarization, flags=("fabric", "polarization")
+)
+PATHS = Command("route paths", PathsConfig, paths, flags=("fabric",), stored=False)
+SELECT = Command("route select", SelectConfig, select, flags=("fabric", "select"), stored=False)
