@@ -78,6 +78,9 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out")
     ap.add_argument(
+        "--profile-each", action="store_true", help="profile again before each policy's replay"
+    )
+    ap.add_argument(
         "--single",
         dest="concurrent",
         action="store_false",

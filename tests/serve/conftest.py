@@ -44,6 +44,7 @@ def flat_profile(hosts, step=0.004, switch=0.01):
         "device": {"kind": "cpu", "memory_bytes": 256 << 20, "link_bps": 2e9},
         "fits": fits,
         "switch_s": {m: switch for m in hosts},
+        "cold_switch_s": {m: 2 * switch for m in hosts},
         "weights": {m: h.nbytes for m, h in hosts.items()},
     }
 

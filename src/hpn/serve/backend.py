@@ -68,6 +68,9 @@ class EngineBackend(Backend):
         Host copies of every model a request may name (`HostModel`, by name).
     spec
         Device, budget, threads and link of every instance.
+    cold_start
+        Scale-ups (other than of a pre-loaded model) build and initialise the model first,
+        as an engine start-up does (for policies with their own loader, e.g. serverless).
     """
 
     def __init__(
@@ -76,8 +79,10 @@ class EngineBackend(Backend):
         sink: MetricsSink,
         hosts: dict[str, HostModel],
         spec: DeviceSpec,
+        cold_start: bool = False,
     ):
         super().__init__(cluster, sink)
+        self.cold_start = cold_start
         self.hosts = hosts
         self.spec = spec
         self.workers = {
@@ -225,7 +230,7 @@ class EngineBackend(Backend):
 
         def copy():
             if model not in w.ready:
-                w.copy_in(model)
+                w.copy_in(model, self.cold_start)
             self.post(self._done, self._loaded, inst, model, on_done)
 
         w.h2d.submit(copy)  # behind a running pre-load of `model`: waits for it, no copy

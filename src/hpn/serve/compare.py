@@ -21,7 +21,7 @@ from hpn.pool.policies.base import Slo
 from hpn.pool.requests import Request
 from hpn.pool.traces.base import Trace
 from hpn.serve.backend import BLOCK_TOKENS, KV_FLOOR_BLOCKS
-from hpn.serve.profile import predictor
+from hpn.serve.profile import predictor, switch_seconds
 
 
 class EngineCost(CostModel):
@@ -33,9 +33,12 @@ class EngineCost(CostModel):
         A profile (`hpn.serve.profile.measure`): fits, switch_s, weights, device.
     kv_bytes_per_token
         KV bytes per token of each model in the engine's dtype.
+    cold
+        Scale-ups start the model afresh (a policy whose system starts an engine per
+        scale-up, as the engine then does: `engine.cold_start`).
     """
 
-    def __init__(self, profile: dict, kv_bytes_per_token: dict[str, float]):
+    def __init__(self, profile: dict, kv_bytes_per_token: dict[str, float], cold: bool = False):
         dev = profile["device"]
         link = dev.get("link_bps") or 1e12  # unthrottled (CUDA): KV moves ~free
         budget = float(dev["memory_bytes"])
@@ -43,6 +46,7 @@ class EngineCost(CostModel):
         super().__init__(gpu, eta=1.0)
         self.budget = budget
         self.profile = profile
+        self.cold = cold
         self.kvb = dict(kv_bytes_per_token)
         for name in profile["fits"]:
             if name in self.kvb:
@@ -73,7 +77,7 @@ class EngineCost(CostModel):
         return tokens * self.kvb[model] / self.gpu.host_link
 
     def switch_time(self, model: str) -> float:
-        return float(self.profile["switch_s"][model])
+        return switch_seconds(self.profile, model, self.cold)
 
     def prefetch_time(self, model: str) -> float:
         return float(self.profile["switch_s"][model])
@@ -103,14 +107,17 @@ def predict(
 ) -> PoolResult:
     """Simulate `trace` (model names = served models) on the profiled device."""
     wall = time.perf_counter()
-    cost = EngineCost(profile, kv_bytes_per_token)
+    from hpn.serve.engine import cold_start
+
+    cls = get_policy(policy)
+    cold = cold_start(cls, {})
+    cost = EngineCost(profile, kv_bytes_per_token, cold)
     sink = Recorder()
     from hpn.pool.simulated import SimulatedBackend
 
     backend = SimulatedBackend(cost, cluster, sink)
-    cls = get_policy(policy)
     rates = rates or {m: 1.0 for m in trace.names}
-    pol = cls(backend, predictor(profile, kv_bytes_per_token), cluster, rates, slo)
+    pol = cls(backend, predictor(profile, kv_bytes_per_token, cold), cluster, rates, slo)
     reqs = requests_of(trace, slo)
     end = trace.duration + drain
     backend.run(reqs, pol.on_arrival, until=end)

@@ -70,6 +70,15 @@ def cluster_for(policy: str, prefill: int, decode: int, workers: int) -> Cluster
     return cl
 
 
+def cold_start(cls, options: dict) -> bool:
+    """Whether a policy's system starts an engine per scale-up (its own `loader` charges
+    a start-up), so the engine builds the model afresh instead of reusing one."""
+    from hpn.pool.gpus import get_gpu
+
+    loader = cls.loader(get_gpu("h800"), "optimized", options)
+    return loader is not None and loader.startup_s > 0
+
+
 class Engine:
     """A policy driving real models on `cluster` instances of `spec`."""
 
@@ -93,12 +102,13 @@ class Engine:
             )
         self.profile = profile
         self.sink = sink if sink is not None else Recorder()
-        self.backend = EngineBackend(cluster, self.sink, hosts, spec)
+        cls = get_policy(policy)
+        self.cold_start = cold_start(cls, options or {})
+        self.backend = EngineBackend(cluster, self.sink, hosts, spec, self.cold_start)
         self.kv_bytes_per_token = {
             m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
         }
-        self.predictor = profiles.predictor(profile, self.kv_bytes_per_token)
-        cls = get_policy(policy)
+        self.predictor = profiles.predictor(profile, self.kv_bytes_per_token, self.cold_start)
         rates = rates or {m: 1.0 for m in hosts}
         self.policy = cls(self.backend, self.predictor, cluster, rates, slo, **(options or {}))
         self._rid = 0

@@ -67,7 +67,7 @@ def measure(
     shapes: dict[str, list[str]] = {}
     for name, h in hosts.items():
         shapes.setdefault(shape_key(h), []).append(name)
-    rows, switch, fits_by_model = [], {}, {}
+    rows, switch, switch_cold, fits_by_model = [], {}, {}, {}
     for key, names in sorted(shapes.items()):
         host = hosts[names[0]]
         results: list = [None] * concurrent
@@ -81,12 +81,14 @@ def measure(
         for t in threads:
             t.join()
         sw = statistics.median(r[0] for r in results)
+        sw_cold = statistics.median(r[2] for r in results)
         for i, (L, B, _, _) in enumerate(results[0][1]):
             p = statistics.median(r[1][i][2] for r in results)
             d = statistics.median(r[1][i][3] for r in results)
             rows.append((key, L, B, p, d))
         for n in names:
             switch[n] = sw
+            switch_cold[n] = sw_cold
     fitted = fit_rows(rows, spec)
     for key, names in shapes.items():
         for n in names:
@@ -107,6 +109,7 @@ def measure(
         ],
         "fits": fits_by_model,
         "switch_s": switch,
+        "cold_switch_s": switch_cold,
         "weights": {n: h.nbytes for n, h in hosts.items()},
         "layers": {n: h.info.layers for n, h in hosts.items()},
     }
@@ -123,8 +126,10 @@ def _measure_shape(host: HostModel, spec: DeviceSpec, lens, batches, repeats: in
     rng = np.random.default_rng(seed)
     dm = DeviceModel(host, spec)
     link = Link(spec)
-    took = []
+    took, cold = [], []
     for _ in range(repeats + 1):
+        dm.evict()
+        cold.append(dm.load(link, cold=True))
         dm.evict()
         took.append(dm.load(link))
     pts = []
@@ -153,7 +158,7 @@ def _measure_shape(host: HostModel, spec: DeviceSpec, lens, batches, repeats: in
                     steps.append(time.perf_counter() - t0)
             pts.append((L, B, statistics.median(pre[1:]), statistics.median(steps[DECODE_STEPS:])))
     dm.evict()
-    return statistics.median(took[1:]), pts
+    return statistics.median(took[1:]), pts, statistics.median(cold[1:])
 
 
 def _sync(spec: DeviceSpec) -> None:
@@ -197,9 +202,10 @@ def load(path: str | Path) -> dict:
     return doc
 
 
-def predictor(profile: dict, kv_bytes_per_token: dict[str, float]):
+def predictor(profile: dict, kv_bytes_per_token: dict[str, float], cold: bool = False):
     """The policies' estimates (`pool.Predictor`) from a fitted profile: the engine's and
-    the simulator's prediction of it use this same one."""
+    the simulator's prediction of it use this same one. `cold`: scale-ups start the model
+    afresh (`cold_switch_s`)."""
     from hpn.pool.predictor import Predictor
 
     names = sorted(kv_bytes_per_token)
@@ -212,7 +218,7 @@ def predictor(profile: dict, kv_bytes_per_token: dict[str, float]):
     return Predictor(
         prefill={m: tuple(profile["fits"][m]["prefill"]) for m in names},
         decode={m: tuple(profile["fits"][m]["decode"]) for m in names},
-        switch_s={m: float(profile["switch_s"][m]) for m in names},
+        switch_s={m: switch_seconds(profile, m, cold) for m in names},
         kv_s_per_token={m: kvb[m] / link for m in names},
         weights={m: float(profile["weights"][m]) for m in names},
         kv_bytes_per_token=kvb,
@@ -220,6 +226,15 @@ def predictor(profile: dict, kv_bytes_per_token: dict[str, float]):
         memory_per_gpu=float(dev["memory_bytes"]),
         gpu_memory=float(dev["memory_bytes"]),
     )
+
+
+def switch_seconds(profile: dict, model: str, cold: bool = False) -> float:
+    """Measured scale-up seconds of `model` (cold: with the model built afresh)."""
+    if cold:
+        if model not in profile.get("cold_switch_s", {}):
+            raise InputError("profile", "no cold_switch_s: profile again (hpn serve profile)")
+        return float(profile["cold_switch_s"][model])
+    return float(profile["switch_s"][model])
 
 
 def _measured_bps(profile: dict) -> float:

@@ -50,6 +50,14 @@ class HostModel:
         self.nbytes = sum(t.numel() * t.element_size() for t in self.unique)
         self.eos = self.config.eos_token_id
 
+    def fresh(self):
+        """A newly built and initialised module of the same class (host memory)."""
+        from transformers import AutoModelForCausalLM
+
+        with _build_lock:
+            m = AutoModelForCausalLM.from_config(self.config, dtype=self.spec.torch_dtype)
+        return m.eval()
+
     def skeleton(self):
         """An uninitialised module of the same class on the meta device."""
         import torch
@@ -71,12 +79,18 @@ class DeviceModel:
         self._skeleton = None
         self.copy_s = 0.0
 
-    def load(self, link: Link) -> float:
-        """Allocate device tensors, copy the weights over `link`, bind them; seconds taken."""
+    def load(self, link: Link, cold: bool = False) -> float:
+        """Allocate device tensors, copy the weights over `link`, bind them; seconds taken.
+
+        `cold`: start the model as a fresh engine does first (build and initialise the
+        transformers module from its config), the scale-up of a system without Aegaeon's
+        reusable engine (ServerlessLLM's engine start-up)."""
         import torch
 
         t0 = time.perf_counter()
-        if self._skeleton is None:
+        if cold:
+            self._skeleton = self.host.fresh()
+        elif self._skeleton is None:
             self._skeleton = self.host.skeleton()
         dev = self.spec.torch_device
         copies = {id(t): torch.empty_like(t, device=dev) for t in self.host.unique}

@@ -79,9 +79,9 @@ class Worker:
             raise RuntimeError(f"instance {self.iid}: {model} is not on the device")
         return s.module
 
-    def copy_in(self, model: str) -> float:
+    def copy_in(self, model: str, cold: bool = False) -> float:
         """Scale up `model` (on the h2d lane): seconds the copy took."""
-        took = self.slot(model).load(self.h2d_link)
+        took = self.slot(model).load(self.h2d_link, cold)
         self.ready.add(model)
         return took
 
