@@ -125,6 +125,7 @@ DEMO = "demo: --out onto a file raises FileExistsError"
 POOL_SLO = "pool: a zero TTFT SLO is accepted"
 POOL_ZIPF = "pool: a negative Zipf exponent is accepted"
 FAIL_DURATION = "failures: a zero --duration is accepted"
+LAB_SIZE = "lab: a zero --size is reported as no lab being up (checked after the lab)"
 GRID = "sweep: points are not validated before running (needs a validate-only entry per command)"
 
 # --- the table ---------------------------------------------------------------------------------
@@ -494,4 +495,37 @@ CORPUS += cases(
 CORPUS += cases(
     "demo",
     [("--out {F}/afile", ("--out",), {"known": DEMO})],
+)
+CORPUS += cases(
+    "lab up",
+    [
+        ("--preset nope", ("--preset", "hpn")),
+        ("--segments 0", ("segments",)),
+        ("--name X!", ("name",)),
+    ],
+)
+CORPUS += cases("lab down", [("--name X!", ("name",)), ("--name toolong", ("name",))])
+CORPUS += cases("lab status", [("--name X!", ("name",))])
+CORPUS += cases(
+    "lab fail",
+    [("--name X!", ("name",)), ("--connections 0", ("connections",)), ("--repair -1", ("repair",))],
+)
+CORPUS += cases(
+    "lab traffic",
+    [
+        ("--name X!", ("name",)),
+        ("--connections 0", ("connections",)),
+        ("--size 0", ("size",), {"known": LAB_SIZE}),
+    ],
+)
+CORPUS += cases("lab configs", [("--preset nope", ("--preset",)), ("--segments 0", ("segments",))])
+CORPUS += cases(
+    "pool validate",
+    [
+        ("{F}/missing", ("missing",)),
+        ("{F}/afile", ("afile", "not a folder")),
+        ("{F}/adir", ("adir", "no Aegaeon workload CSV")),
+        ("{F}/adir --workers 0", ("workers",)),
+        ("{F}/adir --gpus 0", ("gpus",)),
+    ],
 )
