@@ -380,6 +380,30 @@ CORPUS += cases(
 )
 CORPUS += cases("pool policies", [("extra", ("extra",))])
 CORPUS += cases(
+    "pool simulate",
+    [
+        ("--models 2 --gpus 2 --policy aegaeon --target 2", ("--target", "serverless")),
+        ("--models 2 --gpus 2 --policy serverless --keep-alive forever", ("keep-alive",)),
+        ("--models 2 --gpus 2 --policy serverless --tier tape", ("tier", "dram")),
+        ("--models 2 --gpus 2 --policy muxserve --kv-fraction 1", ("kv_fraction",)),
+    ],
+)
+CORPUS += cases(
+    "pool validate",
+    [
+        ("{F}/adir", ("folder", "no Aegaeon workload CSV")),
+        ("{F}/nope", ("folder", "not a folder")),
+        ("{F}/afile", ("folder", "not a folder")),
+        ("{F} --workers 0", ("--workers",)),
+        ("{F} --gpus 1", ("--gpus",)),
+        ("{F} --workload replay", ("workload", "simulator")),
+        ("{F} --policy vllm", ("policy", "choose from")),
+        ("{F} --reference {F}/bad.toml", ("bad.toml", "file,policy,attainment")),
+        ("{F} --reference {F}/nope.csv", ("reference", "no such file")),
+        ("{F} --policy aegaeon", ("absurd.csv",)),
+    ],
+)
+CORPUS += cases(
     "route paths",
     [("--preset nope", ("--preset",)), ("--segments 0", ("segments",))],
 )
