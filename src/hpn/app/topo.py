@@ -155,6 +155,9 @@ def export(cfg: ExportConfig) -> Outcome[WroteResult]:
     o = cfg.export
     if o.format not in FORMATS:
         raise InputError("--format", f"choose from {', '.join(FORMATS)}, got {o.format!r}")
+    from hpn.store.record import check_out_file
+
+    check_out_file(Path(o.out))
     write(build(cfg.fabric), o.format, Path(o.out), o.gpu_type)
     return Outcome(WroteResult(o.out, o.format))
 
@@ -176,10 +179,12 @@ class DrawConfig(Model):
 
 def draw(cfg: DrawConfig) -> Outcome[WroteResult]:
     """Draw one segment: hosts, ToRs by rail and plane, the Aggs above."""
+    from hpn.store.record import check_out_file
     from hpn.topology import build
     from hpn.topology.draw import draw_segment
 
     o = cfg.draw
+    check_out_file(Path(o.out), suffixes=(".png", ".svg", ".pdf"))
     draw_segment(build(cfg.fabric), Path(o.out), pod=o.pod, segment=o.segment)
     return Outcome(WroteResult(o.out))
 
