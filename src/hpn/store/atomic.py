@@ -31,7 +31,7 @@ def file_mode() -> int:
     return 0o666 & ~umask()
 
 
-def write_with(path: str | Path, writer: Callable[[Path], None]) -> Path:
+def write_with(path: str | Path, writer: Callable[[Path], object]) -> Path:
     """Call ``writer(tmp)`` on a temporary path next to ``path``, then rename it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
