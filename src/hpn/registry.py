@@ -79,6 +79,8 @@ class Registry(Generic[T]):
     # -- lookup ----------------------------------------------------------------------------
     def get(self, name: str, field: str | None = None) -> T:
         """The entry ``name``; an unknown name is an InputError listing the known ones."""
+        if not isinstance(name, str):
+            raise InputError(field or self.field, f"expected a {self.kind} name, got {name!r}")
         if name in self._items:
             return self._items[name]
         if name in self._lazy:
