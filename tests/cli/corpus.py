@@ -471,3 +471,41 @@ CORPUS += cases(
     "demo",
     [("--out {F}/afile", ("--out",), {"known": DEMO})],
 )
+# the lab (tests/lab): every case is refused before anything is built or written
+CORPUS += cases(
+    "lab up",
+    [
+        ("--hosts-per-segment 0", ("hosts_per_segment|--hosts-per-segment",)),
+        ("--rate-scale 1", ("rate_scale|--rate-scale",)),
+        ("--control ospf", ("control|--control",)),
+        ("--name BAD", ("name",)),
+        ("--preset dcn-plus", ("preset", "hpn, rail-only or fat-tree")),
+        ("--segments 8 --hosts-per-segment 32 --rails 8", ("lab", "namespaces")),
+    ],
+)
+CORPUS += cases("lab status", [("--name BAD", ("name",))])
+CORPUS += cases("lab down", [("--name toolong", ("name",))])
+CORPUS += cases(
+    "lab traffic",
+    [
+        ("--name zz9", ("lab", "no lab")),
+        ("--payload 10", ("payload|--payload",)),
+        ("--connections 0", ("connections|--connections",)),
+        ("--routing ideal", ("routing|--routing",)),
+    ],
+)
+CORPUS += cases(
+    "lab fail",
+    [
+        ("--name zz9", ("lab", "no lab")),
+        ("--repair 100", ("repair|--repair",)),
+        ("--probe 0", ("probe|--probe",)),
+    ],
+)
+CORPUS += cases(
+    "lab configs",
+    [
+        ("--out {F}/afile", ("out", "not a directory")),
+        ("--aggs-per-plane 0", ("aggs_per_plane|--aggs-per-plane",)),
+    ],
+)
