@@ -74,6 +74,11 @@ _add(
     "Fewest GPUs that keep every model of a mix at >= 90 % SLO attainment.",
     example={"pool": {"mix": "production", "policy": "aegaeon", "duration": "10min"}},
 )
+_add(
+    "pool validate",
+    "hpn.app.pool_validate:VALIDATE",
+    "Every policy on every Aegaeon workload file of a folder, beside a reference.",
+)
 _add("topo import", "hpn.app.topo:IMPORT", "Read a fabric file and print its summary.")
 _add(
     "topo export",
