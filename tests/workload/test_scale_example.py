@@ -4,7 +4,7 @@ from pathlib import Path
 
 from hpn.topology import build, spec_from_table
 from hpn.workload.training import load_jobs
-from hpn.workload.training.plan import make_plan
+from hpn.workload.training.planner import make_plan
 
 EX = Path(__file__).parents[2] / "examples" / "train"
 
