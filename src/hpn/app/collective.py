@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from hpn.app.base import Command, Outcome, Result
-from hpn.app.common import FabricSpec, fabric_field
+from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.units import format_size, parse_duration, parse_size_list
 
@@ -45,6 +45,7 @@ class CollectiveConfig(Model):
     """``hpn collective``: ``[fabric]`` and ``[collective]``."""
 
     fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
     collective: CollectiveOptions = Field(default_factory=CollectiveOptions)
 
 
@@ -105,6 +106,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         p.seed,
         knobs,
         p.jobs,
+        hashing=cfg.routing.hashing(),
     )
     out["preset"] = getattr(fabric.spec, "preset", None)
     result = CollectiveResult.from_dict(out)
@@ -122,4 +124,4 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     return Outcome(result, tables, wall_s=result.wall_s)
 
 
-COMMAND = Command("collective", CollectiveConfig, run, flags=("fabric", "collective"))
+COMMAND = Command("collective", CollectiveConfig, run, flags=("fabric", "collective", "routing"))

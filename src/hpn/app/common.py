@@ -37,3 +37,21 @@ FabricSpec = Annotated[
 def fabric_field() -> Any:
     """The ``fabric`` field of a command config (default: the ``hpn`` preset)."""
     return Field(default_factory=dict, validate_default=True, description="the fabric")
+
+
+class RoutingTable(Model):
+    """The ``[routing]`` table shared by every command that routes (hash settings).
+
+    Each field becomes a flag on every such command (``--ecmp-seeds``); :meth:`hashing` turns
+    the table into the ``hashing=`` argument of the domain functions (None: their defaults).
+    """
+
+    def hashing(self) -> dict[str, Any] | None:
+        """The fields that were set, as a ``hashing`` dict (None when none was)."""
+        given = self.model_dump(exclude_unset=True)
+        return given or None
+
+
+def routing_field() -> Any:
+    """The ``routing`` field of a command config."""
+    return Field(default_factory=RoutingTable, description="hash settings of the routing")

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from hpn.app.base import OMIT, Command, FileInput, Outcome, Result
-from hpn.app.common import FabricSpec, Progress, fabric_field
+from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.errors import InputError
 from hpn.failures.config import FailCfg, ReliabilityCfg
@@ -22,6 +22,7 @@ class FailConfig(Model):
     """``hpn fail``: ``[fabric]``, ``[fail]`` and the job: ``[iteration]`` or ``[job]``."""
 
     fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
     fail: FailCfg = Field(default_factory=FailCfg)
     iteration: SimpleStep | None = Field(None, description="a simple data-parallel step")
     job: JobConfig | None = Field(None, description="a training job (one iteration)")
@@ -99,7 +100,7 @@ def fail(cfg: FailConfig) -> Outcome[FailResult]:
             "--fault", "give at least one fault, e.g. link:host=0,nic=0,at=10s,repair=30s"
         )
     fabric = build(cfg.fabric)
-    router = router_for(fabric, c.routing, seed=c.seed)
+    router = router_for(fabric, c.routing, seed=c.seed, hashing=cfg.routing.hashing())
     if cfg.iteration is not None:
         it = simple_iteration(fabric, cfg.iteration)
     else:
@@ -227,7 +228,7 @@ FAIL = Command(
     "fail",
     FailConfig,
     fail,
-    flags=("fabric", "fail"),
+    flags=("fabric", "fail", "routing"),
     files=(FileInput("config", "Job config: a training job or [iteration].", load_job_file),),
 )
 RELIABILITY = Command(

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from hpn.app.base import Command, Outcome, Result
-from hpn.app.common import FabricSpec, Progress, fabric_field
+from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.units import format_duration, format_size, parse_size
 
@@ -30,6 +30,7 @@ class TrafficConfig(Model):
     """``hpn traffic``: ``[fabric]`` and ``[traffic]``."""
 
     fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
     traffic: TrafficOptions = Field(default_factory=TrafficOptions)
 
 
@@ -80,7 +81,7 @@ def run(cfg: TrafficConfig, progress: Progress | None = None) -> Outcome[Traffic
     import numpy as np
 
     from hpn.engine import simulate
-    from hpn.routing import make_router
+    from hpn.routing import router_for
     from hpn.store.engine_tables import result_tables, sample_interval
     from hpn.topology import build
     from hpn.workload import make_pattern
@@ -90,7 +91,7 @@ def run(cfg: TrafficConfig, progress: Progress | None = None) -> Outcome[Traffic
     size = parse_size(t.size, "traffic.size")
     t0 = time.perf_counter()
     dag = make_pattern(t.pattern, fabric, size, seed=t.seed, limit=t.endpoints)
-    router = make_router(t.routing, seed=t.seed)
+    router = router_for(fabric, t.routing, seed=t.seed, hashing=cfg.routing.hashing())
     interval = sample_interval(fabric, dag)
     res = simulate(fabric, dag, router, seed=t.seed, progress=progress, sample_interval=interval)
     wall = time.perf_counter() - t0
@@ -128,6 +129,6 @@ COMMAND = Command(
     "traffic",
     TrafficConfig,
     run,
-    flags=("fabric", "traffic"),
+    flags=("fabric", "traffic", "routing"),
     progress=True,
 )

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from hpn.app.base import Command, FileInput, Outcome, Result
-from hpn.app.common import FabricSpec, fabric_field
+from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.units import format_duration
 from hpn.workload.training.config import JobConfig
@@ -26,6 +26,7 @@ class TrainConfig(Model):
     """``hpn train``: ``[fabric]``, ``[train]`` and one ``[[job]]`` table per job."""
 
     fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
     train: TrainOptions = Field(default_factory=TrainOptions)
     job: list[JobConfig] = Field(min_length=1, description="the jobs, placed one after another")
 
@@ -80,7 +81,9 @@ def run(cfg: TrainConfig) -> Outcome[TrainResult]:
     from hpn.workload.training import train
 
     t = cfg.train
-    result, tables = train(build(cfg.fabric), list(cfg.job), t.routing, t.seed)
+    result, tables = train(
+        build(cfg.fabric), list(cfg.job), t.routing, t.seed, hashing=cfg.routing.hashing()
+    )
     res = TrainResult.from_dict(result)
     return Outcome(res, tables, wall_s=res.wall_s)
 
@@ -100,6 +103,6 @@ COMMAND = Command(
     "train",
     TrainConfig,
     run,
-    flags=("fabric", "train"),
+    flags=("fabric", "train", "routing"),
     files=(FileInput("config", "Job TOML: one job, or [[job]] tables.", load_job_file),),
 )
