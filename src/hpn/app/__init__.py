@@ -74,6 +74,14 @@ _add(
     "Fewest GPUs that keep every model of a mix at >= 90 % SLO attainment.",
     example={"pool": {"mix": "production", "policy": "aegaeon", "duration": "10min"}},
 )
+_add(
+    "pool replay",
+    "hpn.app.serve:REPLAY",
+    "Replay a trace against an OpenAI-compatible server; the simulator's metrics of it.",
+)
+_add("serve make-models", "hpn.app.serve:MAKE_MODELS", "Write seeded random checkpoints.")
+_add("serve profile", "hpn.app.serve:PROFILE", "Fit this device's latencies (cost model).")
+_add("serve start", "hpn.app.serve:SERVE", "Serve a model folder over HTTP (127.0.0.1).")
 _add("topo import", "hpn.app.topo:IMPORT", "Read a fabric file and print its summary.")
 _add(
     "topo export",

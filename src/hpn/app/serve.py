@@ -54,7 +54,9 @@ class DeviceOptions(Model):
 class MakeModelsOptions(Model):
     """The ``[models]`` table of ``serve make-models``."""
 
-    dir: str = Field(..., description="folder to write the checkpoints into")
+    dir: str = Field(
+        ..., description="folder to write the checkpoints into", json_schema_extra={"flag": None}
+    )
     count: int = Field(8, ge=1, le=256, description="number of checkpoints")
     sizes: list[str] = Field(["5m", "20m"], description="parameter counts, in turn (1m..2b)")
     seed: int = Field(0, ge=0, description="seed of model i is seed + i")
@@ -180,7 +182,11 @@ def serve(cfg: ServeConfig) -> Outcome[ServeResult]:
 class ReplayOptions(Model):
     """The ``[replay]`` table of ``pool replay``."""
 
-    trace: str = Field(..., description="trace file (Aegaeon/Azure CSV) or ServeGen folder")
+    trace: str = Field(
+        ...,
+        description="trace file (Aegaeon/Azure CSV) or ServeGen folder",
+        json_schema_extra={"flag": None},
+    )
     url: str = Field("http://127.0.0.1:8000", description="the server's base URL")
     time_scale: float = Field(1.0, gt=0, description="arrival times x this")
     map: str | None = Field(None, description="trace model -> served model: a=b,c=d")
