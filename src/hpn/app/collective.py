@@ -31,7 +31,7 @@ class CollectiveOptions(Model):
         None, description="ring, tree, hd, hier, nvls, direct or pxn (default per op)"
     )
     routing: str = Field("ecmp", description="routing policy")
-    seed: int = Field(1, description="seed for the routing")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the routing")
     channels: int | None = Field(
         None, description="rings/trees per collective (default: GPUs per host)"
     )

@@ -103,7 +103,9 @@ class _SimulateFields(Model):
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
-    seed: int = Field(0, description="random seed (synthetic traces, Azure model assignment)")
+    seed: int = Field(
+        0, ge=0, le=2**63 - 1, description="random seed (synthetic traces, Azure model assignment)"
+    )
 
 
 class SimulateOptions(PolicyKnobs, _SimulateFields):
@@ -191,7 +193,7 @@ class _GoodputFields(Model):
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline (per-token deadlines) or artifact")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
-    seed: int = Field(0, description="random seed")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
 
 class GoodputOptions(PolicyKnobs, _GoodputFields):
@@ -265,7 +267,7 @@ class _CapacityFields(Model):
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline or artifact")
-    seed: int = Field(0, description="random seed")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
 
 class CapacityOptions(PolicyKnobs, _CapacityFields):

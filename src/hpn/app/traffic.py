@@ -20,7 +20,7 @@ class TrafficOptions(Model):
     pattern: str = Field("permutation", description="permutation, all-to-all, incast or rail-ring")
     size: str = Field("2MB", description="bytes per flow, e.g. 2MB")
     routing: str = Field("ecmp", description="routing policy")
-    seed: int = Field(1, description="seed for the pattern and the routing")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the pattern and the routing")
     endpoints: int | None = Field(
         None, description="use only the first N endpoints (GPUs or hosts)"
     )

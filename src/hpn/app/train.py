@@ -19,7 +19,7 @@ class TrainOptions(Model):
     """The ``[train]`` table."""
 
     routing: str = Field("ecmp", description="routing policy")
-    seed: int = Field(1, description="seed for the routing")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the routing")
 
 
 class TrainConfig(Model):

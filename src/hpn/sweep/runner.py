@@ -44,6 +44,22 @@ def _recover(index: Index, folder: Path, keys: set[str], done: set[str]) -> int:
     return n
 
 
+def _validate(command: str, pts: list) -> None:
+    """Parse every point's config with the command's model: a bad value or an unknown key in
+    the grid is refused (naming the point) before any point runs."""
+    from hpn.app import COMMANDS
+
+    try:
+        cmd = COMMANDS.get(command)
+    except InputError:
+        return  # a plugin runnable: no config model to check against
+    for p in pts:
+        try:
+            cmd.parse(p.config)
+        except InputError as e:
+            raise InputError(f"sweep point {p.label}", str(e)) from None
+
+
 def _clean(folder: Path) -> None:
     """With the lock held: drop what a killed driver left (staging folders, temp files)."""
     clear_stale(folder)
@@ -72,6 +88,7 @@ def run_sweep(
     root = root or runs_root()
     name = sweep_id(spec)
     pts = points(spec)  # every point checked before anything is written
+    _validate(spec.command, pts)
     check_out(None, root)
     folder = sweep_dir(spec, root)
     folder.mkdir(parents=True, exist_ok=True)
