@@ -435,7 +435,7 @@ CORPUS += cases(
 CORPUS += cases(
     "runs list",
     [
-        ("--limit -5", ("--limit",), {"known": "runs: a negative --limit lists nothing, exit 0"}),
+        ("--limit -5", ("--limit",)),
         ("--limit abc", ("--limit",)),
         ("", ("HPN_RUNS_DIR",), {"env": RO}),
     ],

@@ -155,10 +155,11 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
         raise InputError("trace", "give either --trace FILE or --models M (synthetic market)")
     if p.trace is not None:
         fmt = detect_format(p.trace)
-        opts = {
+        per_format: dict[str, dict[str, Any]] = {
             "azure": {"models": p.trace_models, "seed": p.seed},
             "servegen": {"duration": span, "seed": p.seed},
-        }.get(fmt, {})
+        }
+        opts = per_format.get(fmt, {})
         tr = load_trace(p.trace, fmt, **opts)
     else:
         assert p.models is not None

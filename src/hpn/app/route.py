@@ -240,7 +240,7 @@ def select(cfg: SelectConfig) -> Outcome[SelectResult]:
     router = HpnRouter(seed=o.seed, hashing=o.hashing())
     sel = router.select(f, np.full(n, s), np.full(n, d))
     nd, lk = f.nodes, f.links
-    conns = []
+    conns: list[dict[str, Any]] = []
     for i in range(n):
         p = sel.paths[i]
         aggs = [int(x) for x in lk.dst[p] if nd.kind[x] == 5]

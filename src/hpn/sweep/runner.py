@@ -47,15 +47,13 @@ def _recover(index: Index, folder: Path, keys: set[str], done: set[str]) -> int:
 def _validate(command: str, pts: list) -> None:
     """Parse every point's config with the command's model: a bad value or an unknown key in
     the grid is refused (naming the point) before any point runs."""
-    from hpn.app import COMMANDS
-
     try:
-        cmd = COMMANDS.get(command)
+        runnable = get(command)
     except InputError:
-        return  # a plugin runnable: no config model to check against
+        return  # unknown: refused when the first point runs
     for p in pts:
         try:
-            cmd.parse(p.config)
+            runnable.validate(p.config)
         except InputError as e:
             raise InputError(f"sweep point {p.label}", str(e)) from None
 
