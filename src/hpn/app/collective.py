@@ -10,6 +10,7 @@ from pydantic import Field
 from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
 from hpn.config import Model
+from hpn.routing.config import RoutingTable
 from hpn.units import format_size, parse_duration, parse_size_list
 
 
@@ -30,7 +31,9 @@ class CollectiveOptions(Model):
     algo: str | None = Field(
         None, description="ring, tree, hd, hier, nvls, direct or pxn (default per op)"
     )
-    routing: str = Field("ecmp", description="routing policy")
+    routing: str | None = Field(
+        None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
+    )
     seed: int = Field(1, description="seed for the routing")
     channels: int | None = Field(
         None, description="rings/trees per collective (default: GPUs per host)"
@@ -46,6 +49,7 @@ class CollectiveConfig(Model):
 
     fabric: FabricSpec = fabric_field()
     collective: CollectiveOptions = Field(default_factory=CollectiveOptions)
+    routing: RoutingTable = Field(default_factory=RoutingTable)
 
 
 @dataclass
@@ -105,6 +109,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         p.seed,
         knobs,
         p.jobs,
+        hashing=cfg.routing.hashing(),
     )
     out["preset"] = getattr(fabric.spec, "preset", None)
     result = CollectiveResult.from_dict(out)
@@ -122,4 +127,4 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     return Outcome(result, tables, wall_s=result.wall_s)
 
 
-COMMAND = Command("collective", CollectiveConfig, run, flags=("fabric", "collective"))
+COMMAND = Command("collective", CollectiveConfig, run, flags=("fabric", "collective", "routing"))

@@ -15,6 +15,7 @@ from hpn.config import Model
 from hpn.errors import InputError
 from hpn.failures.config import FailCfg, ReliabilityCfg
 from hpn.failures.workload import SimpleStep
+from hpn.routing.config import RoutingTable
 from hpn.workload.training.config import JobConfig
 
 
@@ -23,6 +24,7 @@ class FailConfig(Model):
 
     fabric: FabricSpec = fabric_field()
     fail: FailCfg = Field(default_factory=FailCfg)
+    routing: RoutingTable = Field(default_factory=RoutingTable)
     iteration: SimpleStep | None = Field(None, description="a simple data-parallel step")
     job: JobConfig | None = Field(None, description="a training job (one iteration)")
 
@@ -90,7 +92,7 @@ def fail(cfg: FailConfig) -> Outcome[FailResult]:
     """Run a job's iterations across injected faults: throughput, halts, crashes."""
     from hpn.failures import run_fail
     from hpn.failures.workload import simple_iteration, training_iteration
-    from hpn.routing import router_for
+    from hpn.routing.config import command_router
     from hpn.topology import build
 
     c = cfg.fail
@@ -99,7 +101,7 @@ def fail(cfg: FailConfig) -> Outcome[FailResult]:
             "--fault", "give at least one fault, e.g. link:host=0,nic=0,at=10s,repair=30s"
         )
     fabric = build(cfg.fabric)
-    router = router_for(fabric, c.routing, seed=c.seed)
+    router = command_router(fabric, c.routing, c.seed, cfg.routing)
     if cfg.iteration is not None:
         it = simple_iteration(fabric, cfg.iteration)
     else:
@@ -227,7 +229,7 @@ FAIL = Command(
     "fail",
     FailConfig,
     fail,
-    flags=("fabric", "fail"),
+    flags=("fabric", "fail", "routing"),
     files=(FileInput("config", "Job config: a training job or [iteration].", load_job_file),),
 )
 RELIABILITY = Command(

@@ -11,6 +11,7 @@ from pydantic import Field
 from hpn.app.base import Command, FileInput, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
 from hpn.config import Model
+from hpn.routing.config import RoutingTable
 from hpn.units import format_duration
 from hpn.workload.training.config import JobConfig
 
@@ -18,7 +19,9 @@ from hpn.workload.training.config import JobConfig
 class TrainOptions(Model):
     """The ``[train]`` table."""
 
-    routing: str = Field("ecmp", description="routing policy")
+    routing: str | None = Field(
+        None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
+    )
     seed: int = Field(1, description="seed for the routing")
 
 
@@ -27,6 +30,7 @@ class TrainConfig(Model):
 
     fabric: FabricSpec = fabric_field()
     train: TrainOptions = Field(default_factory=TrainOptions)
+    routing: RoutingTable = Field(default_factory=RoutingTable)
     job: list[JobConfig] = Field(min_length=1, description="the jobs, placed one after another")
 
 
@@ -80,7 +84,9 @@ def run(cfg: TrainConfig) -> Outcome[TrainResult]:
     from hpn.workload.training import train
 
     t = cfg.train
-    result, tables = train(build(cfg.fabric), list(cfg.job), t.routing, t.seed)
+    result, tables = train(
+        build(cfg.fabric), list(cfg.job), t.routing, t.seed, hashing=cfg.routing.hashing()
+    )
     res = TrainResult.from_dict(result)
     return Outcome(res, tables, wall_s=res.wall_s)
 
@@ -100,6 +106,6 @@ COMMAND = Command(
     "train",
     TrainConfig,
     run,
-    flags=("fabric", "train"),
+    flags=("fabric", "train", "routing"),
     files=(FileInput("config", "Job TOML: one job, or [[job]] tables.", load_job_file),),
 )
