@@ -28,3 +28,24 @@ def test_a_shared_link_and_a_private_one():
     rows, cols = np.array([0, 1, 1]), np.array([0, 0, 1])
     rates = fill_rates(rows, cols, 2, 2, np.array([10.0, 2.0]), compiled=True)
     np.testing.assert_array_equal(rates, [8.0, 2.0])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**31))
+def test_compiled_ledger_books_what_numpy_books(seed):
+    from hpn.engine.links import LinkLedger
+
+    rng = np.random.default_rng(seed)
+    cap = rng.choice([0.0, 1e9, 2.5e9, 1e10 / 3], 12)
+    fast, ref = LinkLedger(cap.copy()), LinkLedger(cap.copy())
+    ref.compiled = False
+    now = 0.0
+    for _ in range(30):
+        now += float(rng.choice([0.0, 1e-6, 3e-4 / 7]))
+        links = rng.choice(12, int(rng.integers(0, 12)), replace=False)
+        new = rng.choice([0.0, 1e-15, 1e8, 7e8 / 3], len(links))
+        for ledger in (fast, ref):
+            ledger.cap[links[:1]] = 5e8  # a capacity change on the way
+            ledger.set(links, new, now)
+    for name in ("load", "bytes", "busy", "peak", "since", "cap_at", "on"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(ref, name), err_msg=name)

@@ -8,6 +8,7 @@ its own labs at the end.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -18,6 +19,10 @@ _REASON = netns.available() if os.name == "posix" else "the lab needs Linux"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "lab: builds a network-namespace lab (root, Linux)")
+    if not _REASON and not hasattr(config, "workerinput"):  # once per run, before workers
+        for prefix in netns.all_lab_prefixes():
+            if prefix.startswith("hlt"):  # test labs a killed run left behind
+                netns.remove_lab(prefix)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -34,5 +39,13 @@ def lab_name(worker_id):
     """A lab name unique to this test worker; its lab is removed afterwards, whatever happens."""
     name = "t" + ("0" if worker_id == "master" else worker_id.removeprefix("gw"))[:3]
     netns.remove_lab("hl" + name)
-    yield name
-    netns.remove_lab("hl" + name)
+
+    def stop(signum, frame):  # SIGTERM: unwind so this teardown still removes the lab
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield name
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        netns.remove_lab("hl" + name)

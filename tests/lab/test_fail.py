@@ -37,10 +37,14 @@ def test_dual_plane_link_failure_outbound_keeps_going(lab_name, frr):
     # withdrawn they still follow the /24 there, so plane-0 senders are cut off until repair
     assert r["to_nic"]["flows_cut_off"] >= 1 and r["to_nic"]["recovery_after_repair_s"] < 1.0
     # HPN's hosts re-run path selection: the cut-off connections move to the live plane
-    h = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.2, before=0.6, after=0.4, routing="hpn")
+    h = fail(
+        lab_name, "link:host=0,nic=0,port=0", repair=2.5, before=0.5, after=0.3, routing="hpn"
+    )  # re-learning takes 0.2-1 s on a loaded 2-core machine
     assert h["flows_keep_going"], (h["to_nic"], h["from_nic"], h["events"])
     assert any(e.get("action") == "reselect" and e["moved"] >= 1 for e in h["events"])
-    assert h["to_nic"]["packets_lost"] < r["to_nic"]["packets_lost"]
+    # what staying cut off for the whole (longer) failure would have lost, at r's rate
+    cut_loss = r["to_nic"]["packets_lost"] / 1.0 * 2.5
+    assert h["to_nic"]["packets_lost"] < 0.6 * cut_loss
 
 
 def test_single_tor_link_failure_cuts_the_nic_off(lab_name, frr):

@@ -100,14 +100,19 @@ def test_a_file_in_the_way_is_refused_before_work(tmp_path: Path, monkeypatch, w
 
 
 def test_read_only_folder_is_refused(tmp_path: Path, monkeypatch):
-    import tempfile
+    import hpn.store.record as rec
 
-    def refuse(*a, **k):
-        raise OSError(30, "Read-only file system")
-
-    monkeypatch.setattr(tempfile, "mkstemp", refuse)
-    with pytest.raises(InputError, match=r"^\$HPN_RUNS_DIR: .* not writable \(Read-only"):
+    monkeypatch.setattr(rec.os, "access", lambda p, mode: False)
+    monkeypatch.setattr(rec, "_read_only_fs", lambda p: True)
+    with pytest.raises(InputError, match=r"^\$HPN_RUNS_DIR: .* not writable \(read-only"):
         check_out(tmp_path / "r")
+
+
+def test_checks_leave_an_existing_folder_untouched(tmp_path: Path):
+    out = tmp_path / "new"
+    before = tmp_path.stat().st_mtime_ns
+    check_out(out)
+    assert tmp_path.stat().st_mtime_ns == before and not out.exists()
 
 
 def test_reindex_skips_staging_folders(tmp_path: Path):
@@ -154,3 +159,24 @@ def test_query_reads_tables_and_caps_rows():
     assert query("select sum(a) from t")["rows"] == [[3]]
     big = query("select * from range(50)", max_rows=10)
     assert len(big["rows"]) == 10 and big["truncated"]
+
+
+def test_output_files_are_checked_before_work(tmp_path: Path):
+    from hpn.store.record import check_out_file
+
+    (tmp_path / "d").mkdir()
+    with pytest.raises(InputError, match=r"^--out: .*/d is a folder; give a file name"):
+        check_out_file(tmp_path / "d")
+    with pytest.raises(InputError, match=r"^--out: folder .*/missing does not exist"):
+        check_out_file(tmp_path / "missing" / "x.png")
+    with pytest.raises(InputError, match=r"^--out: x.bmp: give a name ending in .png, .svg"):
+        check_out_file(tmp_path / "x.bmp", suffixes=(".png", ".svg"))
+    assert check_out_file(tmp_path / "x.png", suffixes=(".png",)) == tmp_path / "x.png"
+
+
+def test_a_store_that_is_a_file_is_refused_when_read(tmp_path: Path, monkeypatch):
+    f = tmp_path / "file"
+    f.write_text("x")
+    monkeypatch.setenv("HPN_RUNS_DIR", str(f))
+    with pytest.raises(InputError, match=r"^\$HPN_RUNS_DIR: .* is a file, not a folder"):
+        Index(runs_root()).rows()

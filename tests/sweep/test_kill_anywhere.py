@@ -135,8 +135,8 @@ def _single(out: Path | None) -> None:
 @pytest.mark.parametrize("with_out", [True, False])
 def test_single_run_killed_at_every_step_then_rerun(tmp_path: Path, monkeypatch, with_out: bool):
     total = _in_child(None, lambda: _single(tmp_path / "probe" if with_out else None))
-    # two writability probes; config, table, result, run.json; stage rename; index
-    assert total == 2 * (2 + 2 * 4 + 1 + 1)
+    # config, table, result, run.json (temp file, rename); stage rename; index
+    assert total == 2 * (2 * 4 + 1 + 1)
     for k in range(1, total + 1):
         root = tmp_path / f"k{k}"
         monkeypatch.setenv("HPN_RUNS_DIR", str(root))

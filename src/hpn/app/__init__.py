@@ -74,6 +74,11 @@ _add(
     "Fewest GPUs that keep every model of a mix at >= 90 % SLO attainment.",
     example={"pool": {"mix": "production", "policy": "aegaeon", "duration": "10min"}},
 )
+_add(
+    "pool validate",
+    "hpn.app.pool_validate:VALIDATE",
+    "Every policy on every Aegaeon workload file of a folder, beside a reference.",
+)
 _add("topo import", "hpn.app.topo:IMPORT", "Read a fabric file and print its summary.")
 _add(
     "topo export",
@@ -155,3 +160,10 @@ _add(
     example={"fabric": {"preset": "hpn"}, "reliability": {"gpus": 3072, "months": 12}},
     limits={"reliability.trials": (1, 100_000), "reliability.months": (0.01, 120)},
 )
+
+_add("lab up", "hpn.app.lab:UP", "Build the fabric for real in network namespaces (root).")
+_add("lab status", "hpn.app.lab:STATUS", "What a lab has up: namespaces, links, daemons.")
+_add("lab down", "hpn.app.lab:DOWN", "Remove a lab, also one a killed up left behind.")
+_add("lab traffic", "hpn.app.lab:TRAFFIC", "Real UDP flows in a lab: counters vs the model.")
+_add("lab fail", "hpn.app.lab:FAIL", "Break a link or ToR under traffic: gaps, losses.")
+_add("lab configs", "hpn.app.lab:CONFIGS", "Per-switch FRR configurations and static routes.")

@@ -8,9 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from hpn.app.base import Command, Outcome, Result
-from hpn.app.common import FabricSpec, fabric_field
+from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
-from hpn.routing.config import RoutingTable
 from hpn.units import format_size, parse_duration, parse_size_list
 
 
@@ -48,8 +47,8 @@ class CollectiveConfig(Model):
     """``hpn collective``: ``[fabric]`` and ``[collective]``."""
 
     fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
     collective: CollectiveOptions = Field(default_factory=CollectiveOptions)
-    routing: RoutingTable = Field(default_factory=RoutingTable)
 
 
 @dataclass

@@ -9,6 +9,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from hpn.config import Model
 from hpn.errors import InputError
+from hpn.routing.config import RoutingTable as _RoutingTable
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: called by long services; the CLI draws a bar with it."""
@@ -37,3 +38,13 @@ FabricSpec = Annotated[
 def fabric_field() -> Any:
     """The ``fabric`` field of a command config (default: the ``hpn`` preset)."""
     return Field(default_factory=dict, validate_default=True, description="the fabric")
+
+
+# The ``[routing]`` table: its fields (``--ecmp-seeds``, ``--ecmp-offset``, ...) live with the
+# routing semantics; ``hashing()`` gives the fields the user set (None: the defaults).
+RoutingTable = _RoutingTable
+
+
+def routing_field() -> Any:
+    """The ``routing`` field of a command config."""
+    return Field(default_factory=RoutingTable, description="hash settings of the routing")

@@ -10,12 +10,11 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from hpn.app.base import OMIT, Command, FileInput, Outcome, Result
-from hpn.app.common import FabricSpec, Progress, fabric_field
+from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.errors import InputError
 from hpn.failures.config import FailCfg, ReliabilityCfg
 from hpn.failures.workload import SimpleStep
-from hpn.routing.config import RoutingTable
 from hpn.workload.training.config import JobConfig
 
 
@@ -23,8 +22,8 @@ class FailConfig(Model):
     """``hpn fail``: ``[fabric]``, ``[fail]`` and the job: ``[iteration]`` or ``[job]``."""
 
     fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
     fail: FailCfg = Field(default_factory=FailCfg)
-    routing: RoutingTable = Field(default_factory=RoutingTable)
     iteration: SimpleStep | None = Field(None, description="a simple data-parallel step")
     job: JobConfig | None = Field(None, description="a training job (one iteration)")
 

@@ -12,7 +12,7 @@ from hpn.config import Model
 from hpn.errors import InputError
 from hpn.units import parse_duration
 
-_POLICY = "serving policy: aegaeon, serverless, muxserve or dedicated"
+_POLICY = "serving policy: aegaeon, serverless, serverless-artifact, muxserve or dedicated"
 
 
 def _round(d: dict[str, Any]) -> dict[str, Any]:
@@ -25,12 +25,65 @@ def _slo(ttft: str, tbt: str) -> Any:
     return Slo(parse_duration(ttft, "ttft-slo"), parse_duration(tbt, "tbt-slo"))
 
 
+# --- policy knobs (hpn.pool.knobs states their defaults, limits and sources) ------------------
+
+
+class PolicyKnobs(Model):
+    """Policy knobs, each applying to one policy; unset = the policy's default."""
+
+    target: int | None = Field(None, description="serverless: target concurrency per instance (1)")
+    min_instances: int | None = Field(None, description="serverless: min instances per model (0)")
+    max_instances: int | None = Field(None, description="serverless: max instances per model (1)")
+    keep_alive: str | None = Field(None, description="serverless: idle time before scale-down (0s)")
+    tier: str | None = Field(None, description="serverless: checkpoint store tier, dram or ssd")
+    startup: str | None = Field(
+        None, description="serverless: engine start-up per instance (22.3s)"
+    )
+    store_ssd_gbps: float | None = Field(None, description="serverless: store SSD GB/s (11.4)")
+    kv_fraction: float | None = Field(None, description="muxserve: GPU memory share for KV (0.4)")
+    overhead_gb: float | None = Field(None, description="muxserve: GB charged per model (7.6)")
+    q_max: float | None = Field(None, description="aegaeon: longest decode quota, s (4)")
+    max_group: int | None = Field(None, description="aegaeon: prefill group size limit (8)")
+    qs: int | None = Field(None, description="serverless-artifact: queue slots per worker (4)")
+
+
+_KNOBS: dict[str, tuple[str, str, Any]] = {  # field: (policy, knob, convert)
+    "target": ("serverless", "target", int),
+    "min_instances": ("serverless", "min_instances", int),
+    "max_instances": ("serverless", "max_instances", int),
+    "keep_alive": ("serverless", "keep_alive", lambda v: parse_duration(v, "keep-alive")),
+    "tier": ("serverless", "tier", str),
+    "startup": ("serverless", "startup_s", lambda v: parse_duration(v, "startup")),
+    "store_ssd_gbps": ("serverless", "ssd_bandwidth", lambda v: float(v) * 1e9),
+    "kv_fraction": ("muxserve", "kv_fraction", float),
+    "overhead_gb": ("muxserve", "overhead_gb", float),
+    "q_max": ("aegaeon", "q_max", float),
+    "max_group": ("aegaeon", "max_group", int),
+    "qs": ("serverless-artifact", "qs", int),
+}
+
+
+def _options(p: PolicyKnobs, policy: str) -> dict[str, Any]:
+    """The knobs given for `policy` as `simulate(options=...)`; a knob of another policy is
+    an error."""
+    from hpn.pool.policies import get_policy
+
+    name = get_policy(policy).name
+    out: dict[str, Any] = {}
+    for field, (owner, knob, convert) in _KNOBS.items():
+        value = getattr(p, field)
+        if value is None:
+            continue
+        if owner != name:
+            raise InputError(f"pool.{field}", f"applies to policy {owner}, not {name}")
+        out[knob] = convert(value)
+    return out
+
+
 # --- simulate ------------------------------------------------------------------------------
 
 
-class SimulateOptions(Model):
-    """The ``[pool]`` table of ``pool simulate``."""
-
+class _SimulateFields(Model):
     policy: str = Field("aegaeon", description=_POLICY)
     trace: str | None = Field(None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder")
     models: int | None = Field(None, description="synthetic market: number of models")
@@ -51,6 +104,10 @@ class SimulateOptions(Model):
     tbt_slo: str = Field("100ms", description="TBT SLO")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
     seed: int = Field(0, description="random seed (synthetic traces, Azure model assignment)")
+
+
+class SimulateOptions(PolicyKnobs, _SimulateFields):
+    """The ``[pool]`` table of ``pool simulate``: its fields, then the policy knobs."""
 
 
 class SimulateConfig(Model):
@@ -105,16 +162,24 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
         assert p.models is not None
         tr = market(p.models, p.rate, span, seed=p.seed, zipf=p.zipf, cv=p.cv)
     slo = _slo(p.ttft_slo, p.tbt_slo)
-    res = run(tr, p.policy, p.gpu, p.gpus, p.prefill_gpus, p.decode_gpus, slo, p.switch)
+    res = run(
+        tr,
+        p.policy,
+        p.gpu,
+        p.gpus,
+        p.prefill_gpus,
+        p.decode_gpus,
+        slo,
+        p.switch,
+        options=_options(p, p.policy),
+    )
     return Outcome(SimulateResult.from_dict(_round(res.to_dict())))
 
 
 # --- goodput -------------------------------------------------------------------------------
 
 
-class GoodputOptions(Model):
-    """The ``[pool]`` table of ``pool goodput``."""
-
+class _GoodputFields(Model):
     policy: str = Field("aegaeon", description=_POLICY)
     rate: float = Field(0.1, gt=0, description="req/s per model")
     prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
@@ -127,6 +192,10 @@ class GoodputOptions(Model):
     metric: str = Field("deadline", description="deadline (per-token deadlines) or artifact")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
     seed: int = Field(0, description="random seed")
+
+
+class GoodputOptions(PolicyKnobs, _GoodputFields):
+    """The ``[pool]`` table of ``pool goodput``: its fields, then the policy knobs."""
 
 
 class GoodputConfig(Model):
@@ -173,6 +242,7 @@ def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult]:
         decode_gpus=p.decode_gpus,
         slo=_slo(p.ttft_slo, p.tbt_slo),
         switch=p.switch,
+        options=_options(p, p.policy),
     )
     models = [int(k) for k in out["evaluated"]]
     slo = {
@@ -187,9 +257,7 @@ def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult]:
 # --- capacity ------------------------------------------------------------------------------
 
 
-class CapacityOptions(Model):
-    """The ``[pool]`` table of ``pool capacity``."""
-
+class _CapacityFields(Model):
     mix: str = Field("production", description="production or a mix TOML file")
     policy: str = Field("aegaeon", description=_POLICY)
     gpu: str | None = Field(None, description="GPU type (default: the mix's, h20 for production)")
@@ -198,6 +266,10 @@ class CapacityOptions(Model):
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline or artifact")
     seed: int = Field(0, description="random seed")
+
+
+class CapacityOptions(PolicyKnobs, _CapacityFields):
+    """The ``[pool]`` table of ``pool capacity``: its fields, then the policy knobs."""
 
 
 class CapacityConfig(Model):
@@ -231,7 +303,7 @@ def capacity(cfg: CapacityConfig) -> Outcome[CapacityResult]:
 
     p = cfg.pool
     m = load_mix(p.mix)
-    sim: dict[str, Any] = {"slo": _slo(p.ttft_slo, p.tbt_slo)}
+    sim: dict[str, Any] = {"slo": _slo(p.ttft_slo, p.tbt_slo), "options": _options(p, p.policy)}
     if p.gpu:
         sim["gpu"] = p.gpu
     out = search(

@@ -10,9 +10,8 @@ from typing import Any
 from pydantic import Field
 
 from hpn.app.base import Command, Outcome, Result
-from hpn.app.common import FabricSpec, Progress, fabric_field
+from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
-from hpn.routing.config import RoutingTable
 from hpn.units import format_duration, format_size, parse_size
 
 
@@ -42,8 +41,8 @@ class TrafficConfig(Model):
     """``hpn traffic``: ``[fabric]`` and ``[traffic]``."""
 
     fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
     traffic: TrafficOptions = Field(default_factory=TrafficOptions)
-    routing: RoutingTable = Field(default_factory=RoutingTable)
 
 
 @dataclass

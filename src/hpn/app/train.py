@@ -9,9 +9,8 @@ from typing import Any
 from pydantic import Field
 
 from hpn.app.base import Command, FileInput, Outcome, Result
-from hpn.app.common import FabricSpec, fabric_field
+from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
-from hpn.routing.config import RoutingTable
 from hpn.units import format_duration
 from hpn.workload.training.config import JobConfig
 
@@ -29,8 +28,8 @@ class TrainConfig(Model):
     """``hpn train``: ``[fabric]``, ``[train]`` and one ``[[job]]`` table per job."""
 
     fabric: FabricSpec = fabric_field()
+    routing: RoutingTable = routing_field()
     train: TrainOptions = Field(default_factory=TrainOptions)
-    routing: RoutingTable = Field(default_factory=RoutingTable)
     job: list[JobConfig] = Field(min_length=1, description="the jobs, placed one after another")
 
 

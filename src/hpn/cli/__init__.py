@@ -26,6 +26,7 @@ GROUPS = {
     "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",
     "route": "Routing as switches and hosts do it: paths, path selection, polarization.",
     "pool": "Serving pool (Aegaeon): simulate policies, goodput, capacity.",
+    "lab": "The fabric for real in Linux network namespaces: up, traffic, fail, down.",
 }
 _groups = {name: typer.Typer(help=text, no_args_is_help=True) for name, text in GROUPS.items()}
 
@@ -50,10 +51,47 @@ app.command("plot")(plot.plot)
 app.command("dash")(dash.dash)
 
 
+def _click():
+    """The click typer runs on (typer may vendor its own copy)."""
+    try:
+        import typer._click as click  # type: ignore[import-not-found]
+    except ImportError:
+        import click
+    return click
+
+
+def usage_line(e) -> str:
+    """A click usage error as one line: the command and what was wrong."""
+    click = _click()
+    msg = " ".join(e.format_message().split())
+    ctx = getattr(e, "ctx", None)
+    names = []
+    while isinstance(e, click.exceptions.UsageError) and ctx is not None and ctx.parent:
+        names.append(ctx.info_name)
+        ctx = ctx.parent
+    where = " ".join(reversed([n for n in names if n]))
+    return f"{where}: {msg}" if where else msg
+
+
 def main() -> None:
     """Entry point: bad input becomes one line on stderr and exit code 2."""
+    click = _click()
     try:
-        app()
+        app(standalone_mode=False)
+    except typer.Abort:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except typer.Exit as e:  # --help, typer.Exit(code)
+        sys.exit(e.exit_code)
+    except click.exceptions.NoArgsIsHelpError as e:  # `hpn`, `hpn pool`: the help
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.ClickException as e:  # a usage error: one line, like every bad input
+        print(f"error: {usage_line(e)}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -1,5 +1,6 @@
 """Compiled inner kernels (numba, the ``fast`` extra), with the numpy code as the fallback.
 
+:func:`ledger_set` books link loads (:class:`hpn.engine.links.LinkLedger`) in one pass.
 :func:`fill_rates` is progressive filling (:mod:`hpn.engine.maxmin`) on (user, link) hop
 entries: counting sorts build both incidences, and a heap of link shares (stale entries
 skipped) gives each round its level and bottlenecks. Each round freezes the same users at
@@ -177,6 +178,28 @@ def _grow(key, val):  # pragma: no cover - compiled
     return k2, v2
 
 
+def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, cap, on):
+    # pragma: no cover - compiled
+    for i in range(len(links)):
+        lk = links[i]
+        old = load[lk]
+        dt = now - since[lk]
+        carried[lk] += old * dt
+        if old > 0 and dt > 0:
+            busy[lk] += dt
+            c = cap_at[lk]
+            util = old / c if c > 0 else 0.0
+            if util > peak[lk]:
+                peak[lk] = util
+        v = new[i]
+        if v < 1e-12 * cap[lk]:
+            v = 0.0
+        load[lk] = v
+        since[lk] = now
+        cap_at[lk] = cap[lk]
+        on[lk] = v > 0
+
+
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
@@ -187,6 +210,7 @@ def _kernel(name: str):
         for helper in ("_push", "_pop", "_grow"):
             g[helper] = jit(g[helper])
         _compiled["fill"] = jit(_fill_kernel)
+        _compiled["ledger"] = jit(_ledger_kernel)
     return _compiled[name]
 
 
@@ -208,3 +232,20 @@ def fill_rates(
             np.asarray(rows, np.int64), np.asarray(cols, np.int64), n_users, n_links, cap, eps
         )
     return maxmin_rates(incidence(rows, cols, n_users, n_links), cap, eps)
+
+
+def ledger_set(ledger, links: np.ndarray, new: np.ndarray, now: float) -> None:
+    """:meth:`LinkLedger.set` in one compiled pass over the (distinct) ``links``."""
+    _kernel("ledger")(
+        np.asarray(links, np.int64),
+        np.asarray(new, np.float64),
+        float(now),
+        ledger.load,
+        ledger.bytes,
+        ledger.busy,
+        ledger.peak,
+        ledger.since,
+        ledger.cap_at,
+        ledger.cap,
+        ledger.on,
+    )

@@ -11,6 +11,8 @@ import numpy as np
 
 
 class LinkLedger:
+    compiled = True  # book with the compiled kernel when numba is there (same arithmetic)
+
     def __init__(self, cap: np.ndarray) -> None:
         nl = len(cap)
         self.cap = cap  # bytes/s now, shared with the simulator (capacity events change it)
@@ -23,7 +25,12 @@ class LinkLedger:
         self.on = np.zeros(nl, bool)  # load > 0
 
     def set(self, links: np.ndarray, new: np.ndarray, now: float) -> None:
-        """At ``now``, change the load of ``links`` to ``new`` (bytes/s)."""
+        """At ``now``, change the load of distinct ``links`` to ``new`` (bytes/s)."""
+        from hpn.engine import kernels
+
+        if kernels.HAVE_NUMBA and self.compiled:
+            kernels.ledger_set(self, links, new, now)
+            return
         old = self.load[links]
         dt = now - self.since[links]
         carried = (old > 0) & (dt > 0)

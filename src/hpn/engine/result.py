@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,6 @@ class Result:
     tx_end: np.ndarray  # s, per flow: last byte sent
     finish: np.ndarray  # s, per flow: last byte delivered (tx_end + path latency)
     path_latency: np.ndarray  # s, per flow
-    paths: Paths
     link_bytes: np.ndarray  # bytes carried per directed link
     link_busy: np.ndarray  # s with a non-zero load
     link_peak_util: np.ndarray  # max load / capacity
@@ -40,6 +41,14 @@ class Result:
     makespan: float
     series: Series | None = None
     stats: dict[str, Any] = field(default_factory=dict)
+    path_source: Paths | Callable[[], Paths] | None = field(default=None, repr=False)
+
+    @cached_property
+    def paths(self) -> Paths:
+        """Every flow's path as one CSR (built on first use: millions of flows share few
+        distinct paths in the engine, not in this form)."""
+        src = self.path_source
+        return src() if callable(src) else src  # type: ignore[return-value]
 
     @property
     def fct(self) -> np.ndarray:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpn.engine import kernels
 from hpn.engine.dag import FLOW, FlowDAG
 from hpn.engine.kernels import fill_rates
 from hpn.engine.links import LinkLedger
@@ -115,7 +116,7 @@ def route_flows(fabric: Fabric, router: Router, t) -> PathTable:
     start = np.zeros(nf, np.int64)
     length = np.zeros(nf, np.int64)
     latency = np.zeros(nf)
-    parts = []
+    parts, n_routed = [], 0
     if len(given):
         t.paths.check(fabric, t.src[given], t.dst[given])
         start[given] = t.paths.offsets[:-1]
@@ -129,13 +130,14 @@ def route_flows(fabric: Fabric, router: Router, t) -> PathTable:
         else:
             first, inv = np.arange(len(routed)), np.arange(len(routed))
         p = router.route(fabric, src[first], dst[first], keys[first])
+        n_routed = len(first)
         base = sum(len(x) for x in parts)
         start[routed] = (p.offsets[:-1] + base)[inv]
         length[routed] = p.lengths[inv]
         latency[routed] = p.per_flow_sum(lat)[inv]
         parts.append(p.links)
     links = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    return PathTable(start, length, links.astype(np.int64), latency)
+    return PathTable(start, length, links.astype(np.int64), latency, n_routed)
 
 
 def connections(src, dst, keys, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -421,7 +423,6 @@ class Sim:
             tx_end=fl.tx_end,
             finish=finish,
             path_latency=self.path.latency,
-            paths=self.path.paths(),
             link_bytes=self.ledger.bytes,
             link_busy=self.ledger.busy,
             link_peak_util=self.ledger.peak,
@@ -433,5 +434,8 @@ class Sim:
                 "batches": self.count.batches,
                 "rate_computations": self.count.rate_computations,
                 "sim_wall_s": wall,
+                "routed_paths": self.path.routed,  # < routed flows: connections routed once
+                "kernels": "numba" if kernels.HAVE_NUMBA else "numpy",
             },
+            path_source=self.path.paths,
         )

@@ -206,6 +206,7 @@ class PathTable:
     length: np.ndarray
     links: np.ndarray
     latency: np.ndarray  # s per flow: the sum of its links' latencies
+    routed: int = 0  # paths the router computed (fewer than flows: connections shared)
 
     def entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(position in ``flows``, link id) for every hop of those flows."""

@@ -28,9 +28,13 @@ def snapshot(plan: LabPlan) -> np.ndarray:
     return out
 
 
-def port_balance(plan: LabPlan, load: np.ndarray, receivers: np.ndarray) -> dict[str, Any]:
+def port_balance(
+    plan: LabPlan, load: np.ndarray, receivers: np.ndarray, floor: float = 0.0
+) -> dict[str, Any]:
     """Load of the ToR ports toward each receiving NIC and of the Agg downlinks toward the
-    receivers' ToRs, with the same keys and definitions as ``hpn route polarization``."""
+    receivers' ToRs, with the same keys and definitions as ``hpn route polarization``.
+    Loads at or below ``floor`` bytes (control traffic: ARP, BGP keepalives) count as 0."""
+    load = np.where(load > floor, load, 0.0)
     f = plan.fabric
     lk, kind = f.links, f.nodes.kind
     into = np.array(
@@ -111,11 +115,14 @@ def model_link_bytes(
     return simulate(plan.fabric, dag, "ecmp").link_bytes
 
 
-def compare_links(plan: LabPlan, measured: np.ndarray, model: np.ndarray) -> dict[str, Any]:
-    """Measured vs predicted bytes on the links that carry traffic (either says so)."""
+def compare_links(
+    plan: LabPlan, measured: np.ndarray, model: np.ndarray, floor: float = 20_000
+) -> dict[str, Any]:
+    """Measured vs predicted bytes on the links that carry traffic (either says so; measured
+    bytes at or below ``floor`` are control traffic)."""
     links = np.asarray(plan.links, np.int64)
     f = plan.fabric
-    data = links[(model[links] > 0) | (measured[links] > _NOISE_BYTES)]
+    data = links[(model[links] > 0) | (measured[links] > floor)]
     m, p = measured[data].astype(float), model[data]
     with np.errstate(divide="ignore", invalid="ignore"):
         err = np.where(p > 0, np.abs(m - p) / p, np.inf)
@@ -125,7 +132,7 @@ def compare_links(plan: LabPlan, measured: np.ndarray, model: np.ndarray) -> dic
     )
     return {
         "links_compared": int(len(data)),
-        "links_with_traffic_measured": int(np.count_nonzero(m > _NOISE_BYTES)),
+        "links_with_traffic_measured": int(np.count_nonzero(m > floor)),
         "links_with_traffic_model": int(np.count_nonzero(p > 0)),
         "model_bytes": int(p.sum()),
         "measured_bytes": int(m.sum()),
@@ -144,4 +151,8 @@ def compare_links(plan: LabPlan, measured: np.ndarray, model: np.ndarray) -> dic
     }
 
 
-_NOISE_BYTES = 20_000  # BGP keepalives and ARP over a run: far below one flow's bytes
+def control_floor(flow_wire_bytes: np.ndarray) -> float:
+    """Bytes below which a link's count is control traffic, not flows: half the smallest
+    flow's bytes (every link a flow crosses carries all of them)."""
+    sent = flow_wire_bytes[flow_wire_bytes > 0]
+    return 0.5 * float(sent.min()) if len(sent) else 0.0

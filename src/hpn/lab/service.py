@@ -10,7 +10,13 @@ import numpy as np
 from hpn.errors import InputError
 from hpn.lab.build import down, load, status, up
 from hpn.lab.learn import learn_paths
-from hpn.lab.measure import compare_links, model_link_bytes, port_balance, snapshot
+from hpn.lab.measure import (
+    compare_links,
+    control_floor,
+    model_link_bytes,
+    port_balance,
+    snapshot,
+)
 from hpn.lab.plan import LabPlan
 from hpn.lab.udp import FlowSet, run_flows
 from hpn.routing.addressing import random_sports
@@ -122,6 +128,7 @@ def traffic(
     measured = snapshot(plan) - before
     model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), paths, ok)
     receivers = np.unique(dst)
+    floor = control_floor(tr.wire_bytes().astype(float))
     if tables is not None:
         tables.update(run_tables(plan, tr, src, dst, sport, nbytes, paths, measured, model))
     return {
@@ -151,10 +158,11 @@ def traffic(
         "selection": sel,
         "fct_s": _fct(tr.last_rx),
         "makespan_s": round(float(np.nanmax(tr.last_rx)), 4) if len(src) else 0.0,
-        "links_used": int(np.count_nonzero(measured[plan.links] > 20_000)),
-        "measured": port_balance(plan, measured.astype(float), receivers),
+        "links_used": int(np.count_nonzero(measured[plan.links] > floor)),
+        "control_bytes_floor": floor,
+        "measured": port_balance(plan, measured.astype(float), receivers, floor),
         "model": port_balance(plan, model, receivers),
-        "model_vs_measured": compare_links(plan, measured, model),
+        "model_vs_measured": compare_links(plan, measured, model, floor),
     }
 
 

@@ -249,6 +249,8 @@ def available(run: Run) -> list[str]:
 
 
 def draw(name: str, runs: list[Run]) -> Chart:
+    if name == "xy":
+        raise InputError("--kind", "xy needs --x CONFIG.FIELD and --y RESULT.FIGURE")
     if name not in KINDS:
         raise InputError(
             "--kind", f"unknown plot kind {name!r}; choose from {', '.join(KINDS)}, xy"

@@ -80,8 +80,7 @@ class HpnRouter(HashEcmpRouter):
         pairs, pair_of = np.unique(pair_key, return_inverse=True)
         # connection j of a pair = rank of the flow's key among the pair's distinct keys (a
         # connection carries many flows: buckets, micro-batches reuse it)
-        conns, conn_of = np.unique(np.stack([pair_of, keys]), axis=1, return_inverse=True)
-        conn_of = conn_of.ravel()
+        conns, conn_of = _pair_keys(pair_of, keys)
         first = np.searchsorted(conns[0], np.arange(len(pairs)))
         conn_rank = np.arange(conns.shape[1]) - first[conns[0]]
         need = np.bincount(conns[0], minlength=len(pairs))
@@ -117,6 +116,18 @@ class HpnRouter(HashEcmpRouter):
         """Candidate ``index`` of a pair: a pair-specific walk through the port range."""
         start = splitmix64(pair_key.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
         return (SPORT_MIN + (start + index.astype(np.uint64)) % np.uint64(_SPAN)).astype(np.uint32)
+
+
+def _pair_keys(pair_of: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (pair, key) columns in lexicographic order (as ``np.unique(...,
+    axis=1)`` gives them, by one lexsort) and the column of every flow."""
+    order = np.lexsort((keys, pair_of))
+    p, k = pair_of[order], keys[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (p[1:] != p[:-1]) | (k[1:] != k[:-1])
+    inv = np.empty(len(order), np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return np.stack([p[new], k[new]]), inv
 
 
 def _ports(fabric, down) -> np.ndarray:
@@ -184,10 +195,11 @@ class _Found:
         g_off = np.searchsorted(group, np.arange(2 * len(self.count) + 1))
         rank = np.arange(len(pair)) - g_off[group]
         nic = p_src[pair]
-        nic_up, nic_up_of = np.unique(np.stack([nic, uplink]), axis=1, return_inverse=True)
-        nic_up_of = nic_up_of.ravel()
+        # (NIC, uplink) classes, numbered in (NIC, uplink) order (one int64 key: fast unique)
+        span = int(uplink.max()) + 1 if len(uplink) else 1
+        nic_up, nic_up_of = np.unique(nic * span + uplink, return_inverse=True)
         used = np.zeros(len(pair), np.int64)  # connections of its pair on each path
-        load = np.zeros(nic_up.shape[1], np.int64)  # connections of a NIC on each uplink
+        load = np.zeros(len(nic_up), np.int64)  # connections of a NIC on each uplink
         # position of each connection among its NIC's connections
         c_nic = p_src[c_pair]
         o = np.lexsort((c_rank, c_pair, c_nic))

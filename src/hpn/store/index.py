@@ -61,6 +61,11 @@ class Index:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.path = self.root / INDEX
+        if self.root.exists() and not self.root.is_dir():
+            from hpn.errors import InputError
+            from hpn.store.paths import root_field
+
+            raise InputError(root_field(), f"{self.root} is a file, not a folder")
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:

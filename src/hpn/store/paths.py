@@ -17,6 +17,11 @@ def runs_root() -> Path:
     return Path(os.environ.get(ENV) or "runs").absolute()
 
 
+def root_field() -> str:
+    """How error messages name the store root: ``$HPN_RUNS_DIR`` when set."""
+    return f"${ENV}" if os.environ.get(ENV) else "runs folder"
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "run"
 

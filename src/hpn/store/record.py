@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,7 +23,7 @@ from hpn.errors import InputError
 from hpn.store.atomic import is_temp, write_json, write_text
 from hpn.store.dotted import config_hash, find_key, flatten
 from hpn.store.index import Index, index_row
-from hpn.store.paths import ENV, new_run_dir, runs_root
+from hpn.store.paths import new_run_dir, root_field, runs_root
 from hpn.store.run import CONFIG, META, RESULT, TABLES, Run, read_meta
 from hpn.store.tables import write_table
 
@@ -47,16 +46,16 @@ def check_folder(path: Path, field: str) -> None:
         anc = anc.parent
     if not anc.is_dir():
         raise InputError(field, f"{anc} is a file, so {path} cannot be created")
+    if not os.access(anc, os.W_OK | os.X_OK):  # also false on a read-only file system
+        why = "read-only file system" if _read_only_fs(anc) else "permission denied"
+        raise InputError(field, f"{anc} is not writable ({why})")
+
+
+def _read_only_fs(path: Path) -> bool:
     try:
-        fd, probe = tempfile.mkstemp(prefix=".hpn-probe-", dir=anc)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise InputError(field, f"{anc} is not writable ({e.strerror or e})") from None
-
-
-def _root_field() -> str:
-    return f"${ENV}" if os.environ.get(ENV) else "runs folder"
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _adopt(root: Path, folder: Path, meta: dict[str, Any]) -> str:
@@ -75,7 +74,7 @@ def check_out(out: Path | None, root: Path | None = None, *, overwrite: bool = F
     unfinished run, or (only with ``overwrite``) a finished run.
     """
     root = Path(root) if root else runs_root()
-    check_folder(root, _root_field())
+    check_folder(root, root_field())
     if out is None:
         return
     out = Path(out).absolute()
@@ -92,6 +91,22 @@ def check_out(out: Path | None, root: Path | None = None, *, overwrite: bool = F
         )
     if meta is None and any(not is_temp(p.name) for p in out.iterdir()):
         raise InputError("--out", f"{out} is a non-empty folder that is not a run folder")
+
+
+def check_out_file(path: Path, field: str = "--out", suffixes: tuple[str, ...] = ()) -> Path:
+    """Refuse, before any work, an output file that cannot be written: a folder in its place,
+    a missing or read-only folder above it, or (with ``suffixes``) a name the writer cannot
+    make."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(field, f"{path} is a folder; give a file name")
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise InputError(field, f"{path.name}: give a name ending in {', '.join(suffixes)}")
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise InputError(field, f"folder {parent} does not exist")
+    check_folder(parent, field)
+    return path
 
 
 def _alive(pid: int) -> bool:

@@ -20,7 +20,7 @@ from hpn.errors import InputError
 from hpn.store.atomic import is_temp, write_text
 from hpn.store.index import Index, index_row
 from hpn.store.paths import runs_root
-from hpn.store.record import clear_stale
+from hpn.store.record import check_out, clear_stale
 from hpn.store.run import read_meta
 from hpn.store.runnable import get
 from hpn.sweep.spec import SweepSpec, points, sweep_id
@@ -71,6 +71,8 @@ def run_sweep(
         executors.check_address(dask)
     root = root or runs_root()
     name = sweep_id(spec)
+    pts = points(spec)  # every point checked before anything is written
+    check_out(None, root)
     folder = sweep_dir(spec, root)
     folder.mkdir(parents=True, exist_ok=True)
     lock = open(folder / ".lock", "w")  # noqa: SIM115 - held for the whole sweep
@@ -83,7 +85,6 @@ def run_sweep(
         _clean(folder)
         if source is not None:
             write_text(folder / "sweep.toml", source)
-        pts = points(spec)
         index = Index(root)
         done = {
             k

@@ -20,7 +20,7 @@ def get_policy(name: str) -> type[Policy]:
     """Policy class by name (case-insensitive); InputError listing the known ones."""
     key = name.strip().lower()
     if key not in POLICIES:
-        raise InputError("policy", f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+        raise InputError("policy", f"unknown policy {name!r}; choose from: {', '.join(POLICIES)}")
     return POLICIES[key]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -43,9 +44,12 @@ def train(
     routing: str | None = None,
     seed: int = 0,
     hashing: Any = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(result, tables): per job iteration time, throughput and breakdown; a timeline table.
-    ``routing``: a policy name (None: the fabric's default); ``hashing``: its hash settings."""
+    ``routing``: a policy name (None: the fabric's default); ``hashing``: its hash settings;
+    ``progress(tasks_done, tasks_total)``: called by the engine after every batch of events
+    of the iteration's simulation."""
     from hpn.engine import simulate
     from hpn.routing import describe, router_for
 
@@ -56,7 +60,7 @@ def train(
     timer = TpTimer(fabric, router)
     marks = [add_job(ctx, pl, timer) for pl in plans]
     built = time.perf_counter()
-    res = simulate(fabric, ctx.dag, router, seed=seed)
+    res = simulate(fabric, ctx.dag, router, seed=seed, progress=progress)
     kinds = ctx.dag.tasks.kind
     out_jobs, rows = [], []
     for m in marks:

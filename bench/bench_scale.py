@@ -1,0 +1,116 @@
+"""Cluster-scale speed (issue 17): whole `hpn` processes, wall time, CPU time and peak RSS.
+
+Cases (goals on a 2-core machine):
+
+- ``pod-train``: GPT-3 175B on a 15,360-GPU HPN pod, default routing (hpn): <= 6 s;
+- ``pod-train-ecmp``: the same with ``--routing ecmp``: <= 5 s;
+- ``8pod-perm``: permutation over the 122,880 GPUs of 8 HPN pods, 2 MB: <= 5 s, <= 600 MB;
+- ``8pod-train``: GPT-3 175B, DP 1,920 on 8 pods (4.9 M flows): <= 60 s, <= 2 GB (``--full``).
+
+Every case runs the shipped CLI in a fresh process (``python -m hpn ...``), so the figures
+include imports and output, as a user sees them. With ``--baseline REV`` the same commands
+also run on the source tree of git revision ``REV`` (extracted to a temporary directory), in
+the same run, and the ratio is printed; ``--repeat N`` takes the median of N runs.
+
+    .venv/bin/python bench/bench_scale.py                       # pod cases + 8-pod permutation
+    .venv/bin/python bench/bench_scale.py --full                # + the 8-pod training
+    .venv/bin/python bench/bench_scale.py --baseline 8928d70    # + the previous engine
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EX = ROOT / "examples" / "train"
+
+CASES = {
+    "pod-train": ["train", str(EX / "gpt3-175b-pod.toml")],
+    "pod-train-ecmp": ["train", str(EX / "gpt3-175b-pod.toml"), "--routing", "ecmp"],
+    "8pod-perm": [
+        "traffic",
+        "--preset",
+        "hpn",
+        "--pods",
+        "8",
+        "--pattern",
+        "permutation",
+        "--size",
+        "2MB",
+    ],  # fmt: skip
+    "8pod-train": ["train", str(EX / "gpt3-175b-8pods.toml")],
+}
+GOALS = {"pod-train": (6, None), "pod-train-ecmp": (5, None), "8pod-perm": (5, 600)}
+GOALS["8pod-train"] = (60, 2048)
+
+
+def run(args: list[str], src: Path) -> dict:
+    """One CLI process: wall s, CPU s (user + sys) and peak RSS in MB."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    t0 = time.perf_counter()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "hpn", *args, "--json"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    err = p.stderr.read().decode() if p.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"hpn {' '.join(args)} failed: {err.strip()[-500:]}")
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss / 1024}
+
+
+def median(rows: list[dict]) -> dict:
+    return {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+
+
+def extract(rev: str, into: Path) -> Path:
+    """The ``src`` tree of git revision ``rev``."""
+    arch = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "src"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=arch, check=True)
+    return into / "src"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--full", action="store_true", help="also the 8-pod training (minutes)")
+    ap.add_argument("--baseline", metavar="REV", help="git revision to compare against")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per case (median)")
+    ap.add_argument("--cases", nargs="*", choices=list(CASES), help="a subset of the cases")
+    a = ap.parse_args()
+    names = a.cases or [n for n in CASES if a.full or n != "8pod-train"]
+    with tempfile.TemporaryDirectory() as tmp:
+        base = extract(a.baseline, Path(tmp)) if a.baseline else None
+        print(
+            f"{'case':15} {'wall s':>7} {'cpu s':>7} {'RSS MB':>7}"
+            + (f" {'base wall':>9} {'base cpu':>8} {'base MB':>7} {'cpu ratio':>9}" if base else "")
+            + "  goal"
+        )
+        for name in names:
+            new = median([run(CASES[name], ROOT / "src") for _ in range(a.repeat)])
+            line = f"{name:15} {new['wall']:7.2f} {new['cpu']:7.2f} {new['rss']:7.0f}"
+            if base is not None:
+                old = median([run(CASES[name], base) for _ in range(a.repeat)])
+                line += (
+                    f" {old['wall']:9.2f} {old['cpu']:8.2f} {old['rss']:7.0f}"
+                    f" {old['cpu'] / new['cpu']:8.1f}x"
+                )
+            secs, mb = GOALS[name]
+            ok = new["wall"] <= secs and (mb is None or new["rss"] <= mb)
+            goal = f"<= {secs} s" + (f", <= {mb} MB" if mb else "")
+            print(f"{line}  {goal}: {'met' if ok else 'MISSED'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,318 @@
+"""``hpn lab up | status | down | traffic | fail | configs``: the fabric for real in Linux
+network namespaces (:mod:`hpn.lab`, ``docs/guide/lab.md``). Needs root (``configs`` does not)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field
+
+from hpn.app.base import OMIT, Command, Outcome, Result
+from hpn.app.common import FabricSpec, fabric_field
+from hpn.config import Model
+from hpn.routing.ecmp import HashConfig
+
+
+class LabName(Model):
+    """The ``[lab]`` table: which lab."""
+
+    name: str = Field(
+        "0", description="lab name: 1-4 lowercase letters or digits; its names carry hl<name>"
+    )
+
+
+class LabOptions(LabName):
+    """The ``[lab]`` table of ``lab up`` / ``lab configs``: scale-down and control plane."""
+
+    hosts_per_segment: int = Field(2, ge=1, le=32, description="hosts per segment (ToR pair)")
+    rails: int = Field(1, ge=1, le=8, description="NICs (GPUs) per host")
+    aggs_per_plane: int = Field(2, ge=1, le=16, description="Aggs per plane (ToR uplinks)")
+    rate_scale: float = Field(1e-3, gt=0, le=1e-2, description="link rate = capacity x this")
+    control: Literal["bgp", "static"] = Field("bgp", description="BGP (FRR) or static routes")
+    ecmp_seeds: Literal["same", "tier", "switch"] = Field(
+        HashConfig().seeds, description="kernel hash seed per switch (same: polarization)"
+    )
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="base of the hash seeds")
+
+
+class UpConfig(Model):
+    """``hpn lab up`` / ``hpn lab configs``: ``[fabric]`` (2 segments unless set) and ``[lab]``."""
+
+    fabric: FabricSpec = fabric_field()
+    lab: LabOptions = Field(default_factory=LabOptions)
+
+
+class ConfigsOptions(LabOptions):
+    out: str = Field("lab-configs", description="directory for the per-switch configurations")
+
+
+class ConfigsConfig(Model):
+    fabric: FabricSpec = fabric_field()
+    lab: ConfigsOptions = Field(default_factory=ConfigsOptions)
+
+
+class NameConfig(Model):
+    """``hpn lab status`` / ``hpn lab down``: ``[lab]``."""
+
+    lab: LabName = Field(default_factory=LabName)
+
+
+class TrafficOptions(LabName):
+    """The ``[lab]`` table of ``lab traffic``."""
+
+    pattern: str = Field(
+        "polarization",
+        description="polarization (Fig 13 job), permutation, all-to-all, incast or rail-ring",
+    )
+    matrix: str | None = Field(None, description="a traffic matrix file (htsim or CSV) instead")
+    size: str = Field("256kB", description="bytes per pattern flow, split over its connections")
+    connections: int = Field(4, ge=1, le=64, description="connections per pattern flow")
+    routing: Literal["ecmp", "hpn"] = Field("ecmp", description="ecmp, or HPN path selection")
+    rate: str = Field("2Mbps", description="payload rate of every connection")
+    payload: int = Field(1000, ge=64, le=1400, description="UDP payload bytes per packet")
+    senders: int = Field(2, ge=1, description="peers each NIC sends to (polarization)")
+    seed: int = Field(0, ge=0, description="seed for the pattern and source ports")
+
+
+class TrafficConfig(Model):
+    lab: TrafficOptions = Field(default_factory=TrafficOptions)
+
+
+class FailOptions(LabName):
+    """The ``[lab]`` table of ``lab fail``."""
+
+    target: str = Field(
+        "link:host=0,nic=0,port=0",
+        description="link:host=H,nic=N,port=P | tor:segment=S,rail=R,plane=P | "
+        "flap:host=H,nic=N,port=P,period=0.4,count=3",
+    )
+    repair: float = Field(2.0, ge=0.2, le=60, description="seconds until repair")
+    before: float = Field(1.0, ge=0.2, le=10, description="seconds of traffic before failing")
+    after: float = Field(1.0, ge=0.2, le=10, description="seconds of traffic after repair")
+    connections: int = Field(4, ge=1, le=16, description="connections each way per NIC")
+    routing: Literal["ecmp", "hpn"] = Field(
+        "ecmp", description="ecmp, or hpn (hosts re-run path selection every --probe s)"
+    )
+    rate: str = Field("1Mbps", description="payload rate of every connection")
+    payload: int = Field(500, ge=64, le=1400, description="UDP payload bytes per packet")
+    probe: float = Field(0.1, ge=0.02, le=5, description="re-selection period with hpn, s")
+    seed: int = Field(0, ge=0, description="seed for source ports")
+
+
+class FailConfig(Model):
+    lab: FailOptions = Field(default_factory=FailOptions)
+
+
+def lab_spec(fabric: Any, lab: LabOptions):
+    """The lab spec from a validated fabric spec (fields the user set) and ``[lab]``."""
+    from hpn.errors import InputError
+    from hpn.lab.plan import LabSpec
+
+    fields = fabric.model_dump(exclude_unset=True)
+    preset = fields.pop("preset", getattr(fabric, "preset", "hpn"))
+    if preset not in ("hpn", "rail-only", "fat-tree"):
+        raise InputError("preset", f"the lab builds hpn, rail-only or fat-tree, not {preset}")
+    extra: dict[str, Any] = {}
+    if preset == "fat-tree":
+        extra["k"] = fields.pop("k", 4)
+    else:
+        extra["segments"] = fields.pop("segments", None) or 2
+    opts = lab.model_dump(include=set(LabOptions.model_fields))
+    return LabSpec(preset=preset, fabric=fields, **extra, **opts)
+
+
+class _Tables:
+    """Key figures: the scalar fields, then one table per flat dict field."""
+
+    def rows(self) -> list[tuple[str, Any]]:
+        return [(k, v) for k, v in self.to_json().items() if not isinstance(v, dict | list)]
+
+    def sections(self) -> list[tuple[str, list[tuple[str, Any]]]]:
+        out = [(self.heading(), self.rows())]
+        for k, v in self.to_json().items():
+            if isinstance(v, dict) and v and not any(isinstance(x, dict) for x in v.values()):
+                out.append((k.replace("_", " "), list(v.items())))
+        return out
+
+
+_O = {"metadata": OMIT}
+
+
+@dataclass
+class StatusResult(_Tables, Result):
+    name: str
+    status: str
+    namespaces: int
+    prefix: str | None = field(default=None, **_O)
+    preset: str | None = field(default=None, **_O)
+    control: str | None = field(default=None, **_O)
+    ecmp_seeds: str | None = field(default=None, **_O)
+    rate_scale: float | None = field(default=None, **_O)
+    namespaces_expected: int | None = field(default=None, **_O)
+    hosts: int | None = field(default=None, **_O)
+    switches: int | None = field(default=None, **_O)
+    nics: int | None = field(default=None, **_O)
+    links: int | None = field(default=None, **_O)
+    link_rates_bps: list[int] | None = field(default=None, **_O)
+    processes: int | None = field(default=None, **_O)
+    built_s: float | None = field(default=None, **_O)
+    converge_s: float | None = field(default=None, **_O)
+    subnets: list[str] | None = field(default=None, **_O)
+
+    title = "hpn lab"
+
+
+@dataclass
+class DownResult(_Tables, Result):
+    name: str
+    prefix: str
+    removed: dict[str, int]
+    left: int
+
+    title = "hpn lab down"
+
+
+@dataclass
+class TrafficResult(_Tables, Result):
+    lab: str
+    preset: str
+    dual_plane: bool | None
+    dual_tor: bool
+    control: str
+    ecmp_seeds: str
+    pattern: str
+    routing: str
+    seed: int
+    flows: int
+    connections: int
+    size_bytes: float
+    rate_bps_per_flow: float
+    payload_bytes: int
+    packets_sent: int
+    packets_received: int
+    packets_lost: int
+    send_errors: int
+    duration_s: float
+    flows_routed: int
+    flows_unroutable: int
+    selection: dict[str, Any]
+    fct_s: dict[str, float | None]
+    makespan_s: float
+    links_used: int
+    control_bytes_floor: float
+    measured: dict[str, Any]
+    model: dict[str, Any]
+    model_vs_measured: dict[str, Any]
+
+    title = "hpn lab traffic"
+
+
+@dataclass
+class FailResult(_Tables, Result):
+    lab: str
+    target: str
+    kind: str
+    dual_tor: bool
+    dual_plane: bool
+    control: str
+    routing: str
+    links_down: list[str]
+    nics: list[str]
+    failed_at_s: float
+    repaired_at_s: float
+    packet_interval_s: float
+    events: list[dict[str, Any]]
+    loop_stall_max_s: float
+    to_nic: dict[str, Any]
+    from_nic: dict[str, Any]
+    flows_keep_going: bool
+    nic_cut_off: bool
+
+    title = "hpn lab fail"
+
+
+@dataclass
+class ConfigsResult(_Tables, Result):
+    out: str
+    switches: int
+    files: list[str]
+    asns: dict[str, int]
+
+    title = "hpn lab configs"
+
+
+def up(cfg: UpConfig) -> Outcome:
+    from hpn.lab import service
+
+    return Outcome(StatusResult.from_dict(service.up(lab_spec(cfg.fabric, cfg.lab))))
+
+
+def status(cfg: NameConfig) -> Outcome:
+    from hpn.lab import service
+
+    return Outcome(StatusResult.from_dict(service.status(cfg.lab.name)))
+
+
+def down(cfg: NameConfig) -> Outcome:
+    from hpn.lab import service
+
+    return Outcome(DownResult.from_dict(service.down(cfg.lab.name)))
+
+
+def traffic(cfg: TrafficConfig) -> Outcome:
+    from hpn.lab import service
+    from hpn.units import parse_bandwidth, parse_size
+
+    t = cfg.lab
+    tables: dict = {}
+    out = service.traffic(
+        t.name,
+        t.pattern,
+        parse_size(t.size, "lab.size"),
+        t.connections,
+        t.routing,
+        parse_bandwidth(t.rate, "lab.rate"),
+        t.payload,
+        t.seed,
+        t.senders,
+        t.matrix,
+        tables=tables,
+    )
+    return Outcome(TrafficResult.from_dict(out), tables)
+
+
+def fail(cfg: FailConfig) -> Outcome:
+    from hpn.lab import service
+    from hpn.units import parse_bandwidth
+
+    f = cfg.lab
+    out = service.fail(
+        f.name,
+        f.target,
+        f.repair,
+        f.before,
+        f.after,
+        f.connections,
+        f.routing,
+        parse_bandwidth(f.rate, "lab.rate"),
+        f.payload,
+        f.seed,
+        f.probe,
+    )
+    return Outcome(FailResult.from_dict(out))
+
+
+def configs(cfg: ConfigsConfig) -> Outcome:
+    from hpn.lab import service
+
+    spec = lab_spec(cfg.fabric, cfg.lab)
+    return Outcome(ConfigsResult.from_dict(service.configs(spec, cfg.lab.out)))
+
+
+UP = Command("lab up", UpConfig, up, flags=("fabric", "lab"), stored=False)
+STATUS = Command("lab status", NameConfig, status, flags=("lab",), stored=False)
+DOWN = Command("lab down", NameConfig, down, flags=("lab",), stored=False)
+TRAFFIC = Command("lab traffic", TrafficConfig, traffic, flags=("lab",))
+FAIL = Command("lab fail", FailConfig, fail, flags=("lab",))
+CONFIGS = Command("lab configs", ConfigsConfig, configs, flags=("fabric", "lab"), stored=False)

@@ -1,0 +1,531 @@
+"""The bad-input corpus: every command, fed what a user (or an attacker) might type.
+
+Each case is ``(args, fragments)``: running ``hpn ARGS`` must exit 2 with exactly one line on
+stderr that contains every fragment (the field or file it names, what is allowed; ``_`` and
+``-`` match alike, ``a|b`` is either wording), no
+traceback, nothing on stdout, and nothing written (no run folder, no index row, no file).
+
+To extend: add a line to the table of the command (or a new ``cases("cmd", ...)`` block for
+a new command). ``{F}`` in an argument is the folder of input files built by
+:func:`make_inputs`, ``{R}`` the repository root; ``env`` entries are set for the case
+(placeholders expanded there too); ``setup`` names a function of :data:`SETUPS` run in the
+case's working folder first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Case:
+    command: str
+    args: tuple[str, ...]
+    fragments: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    setup: str | None = None
+    known: str | None = None  # a known gap: why it fails today, and whose code it is in
+
+    @property
+    def id(self) -> str:
+        return " ".join(self.args).replace("{R}/examples/", "")
+
+
+def cases(command: str, rows: list[tuple]) -> list[Case]:
+    """Rows ``(args, fragments[, extra])``: ``args`` after the command, as one string (split
+    on spaces) or a tuple; ``extra``: ``{"env": {...}, "setup": "name"}``."""
+    out = []
+    for row in rows:
+        args, frags, extra = (*row, {})[:3]
+        argv = tuple(args.split()) if isinstance(args, str) else tuple(args)
+        if isinstance(frags, str):
+            frags = (frags,)
+        out.append(Case(command, tuple(command.split()) + argv, tuple(frags), **extra))
+    return out
+
+
+# --- input files -----------------------------------------------------------------------------
+TRACE_HEAD = "Request Time,Model Name,Input Length,Output Length\n"
+INPUTS: dict[str, str] = {
+    "bad.toml": "this is [not toml\n",
+    "empty.toml": "",
+    "fabirc.toml": '[fabirc]\npreset = "hpn"\n',
+    "fabric-bad.toml": '[fabric]\npreset = "hpn"\nsegments = "many"\n',
+    "fabric-unknown.toml": '[fabric]\npreset = "hpn"\nsegmnets = 2\n',
+    "job-missing.toml": '[fabric]\npreset = "hpn"\n',
+    "job-bad.toml": (
+        '[[job]]\nname = "j"\n[job.model]\nlayers = 0\nhidden = 4096\nheads = 32\n'
+        "seq_len = 2048\n[job.parallel]\ntp = 8\npp = 1\ndp = 1\nglobal_batch = 8\n"
+    ),
+    "header-only.csv": TRACE_HEAD,
+    "absurd.csv": TRACE_HEAD + "00:00:00.000,m,100000000,10\n",
+    "negative.csv": TRACE_HEAD + "00:00:00.000,m,-5,10\n",
+    "badtime.csv": TRACE_HEAD + "yesterday,m,10,10\n",
+    "columns.csv": TRACE_HEAD + "00:00:00.000,m,10\n",
+    "garbage.csv": "\x00\x01\x02 not a trace\n",
+    "mix-empty.toml": "",
+    "mix-bad.toml": "[[model]]\nname = 7\n",
+    "sweep-bad.toml": "command = \n",
+    "sweep-unknown-cmd.toml": 'command = "rm -rf"\n',
+    "sweep-zip.toml": (
+        'command = "topo summary"\n[zip]\n"fabric.segments" = [1, 2]\n"fabric.k" = [4]\n'
+    ),
+    "sweep-path.toml": 'command = "topo summary"\n[grid]\n"fabric segments" = [1]\n',
+    "sweep-empty-grid.toml": 'command = "topo summary"\n[grid]\n"fabric.segments" = []\n',
+    "sweep-value.toml": (
+        'command = "topo summary"\n[base.fabric]\npreset = "hpn"\n'
+        '[grid]\n"fabric.segments" = [1, 2, "lots"]\n'
+    ),
+    "sweep-key.toml": (
+        'command = "topo summary"\n[base.fabric]\npreset = "hpn"\n'
+        '[grid]\n"fabric.segmnets" = [1, 2]\n'
+    ),
+    "sweep-huge.toml": (
+        'command = "topo summary"\n[grid]\n'
+        + "".join(f'"fabric.x{i}" = [{", ".join(str(v) for v in range(10))}]\n' for i in range(6))
+    ),
+    "prices-bad.toml": '[switch]\nprice = "free"\n',
+    "topo.json": "{not json",
+    "topo-empty.json": "",
+    "afile": "just a file\n",
+    "foreign/notes.txt": "someone's notes\n",
+}
+
+
+def make_inputs(folder: Path) -> Path:
+    for name, text in INPUTS.items():
+        p = folder / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    (folder / "adir").mkdir(exist_ok=True)
+    return folder
+
+
+def _run_at(cwd: Path) -> None:
+    from hpn.store import record_run
+
+    record_run("topo summary", {"fabric": {"preset": "hpn"}}, {"gpus": 1}, out=cwd / "myrun")
+
+
+SETUPS = {"run_at": _run_at}
+
+RO = {"HPN_RUNS_DIR": "{F}/afile"}  # a store that is a file
+
+# Known gaps: a case marked ``known`` is expected to fail (strict xfail: once fixed it fails
+# until the mark is removed). Each says whose code it is in.
+REQUIRED = "app: a missing required option is named by its table (export: Field required)"
+OUTFILE = "cli/topology: output file not checked before work (store.record.check_out_file)"
+LIMITS = "limits: no stated bound for this size yet"
+SEED = "limits: seeds are not checked (negative ones raise in numpy, huge ones are accepted)"
+ORDER = "pool cli: a bad option without --models is reported as the missing trace"
+CONFIG_DIR = "config: a folder given as --config is reported as no such file"
+EMPTY_MIX = "pool: an empty mix file says model: Field required"
+DEMO = "demo: --out onto a file raises FileExistsError"
+POOL_SLO = "pool: a zero TTFT SLO is accepted"
+POOL_ZIPF = "pool: a negative Zipf exponent is accepted"
+FAIL_DURATION = "failures: a zero --duration is accepted"
+LAB_SIZE = "lab: a zero --size is reported as no lab being up (checked after the lab)"
+GRID = "sweep: points are not validated before running (needs a validate-only entry per command)"
+
+# --- the table ---------------------------------------------------------------------------------
+CORPUS: list[Case] = []
+
+CORPUS += cases(
+    "topo summary",
+    [
+        ("--preset nope", ("--preset", "hpn")),
+        ("--segments 0", ("segments", "greater than or equal to 1")),
+        ("--segments -1", ("segments",)),
+        ("--segments 100000", ("segments",)),
+        ("--pods 0", ("pods",)),
+        ("--pods 100000", ("pods",)),
+        ("--chip 7T", ("chip", "51.2T"), {"known": "topology: any chip capacity is accepted"}),
+        ("--chip fast", ("chip",)),
+        ("--preset fat-tree --k 3", ("k", "even")),
+        ("--preset fat-tree --k 0", ("k",)),
+        ("--preset fat-tree --speed 7X", ("speed",)),
+        ("--set nope=1", ("nope",)),
+        ("--set segments", ("--set", "=")),
+        ("--set segments=abc", ("segments",)),
+        ("--agg-oversubscription 0", ("agg_oversubscription",)),
+        ("--agg-oversubscription -1", ("agg_oversubscription",)),
+        ("--agg-oversubscription nan", ("agg_oversubscription",)),
+        ("--config {F}/missing.toml", ("missing.toml", "no such file")),
+        (
+            "--config {F}/adir",
+            ("adir", "not a file"),
+            {"known": CONFIG_DIR},
+        ),
+        ("--config {F}/bad.toml", ("bad.toml", "TOML")),
+        ("--config {F}/fabirc.toml", ("fabirc",)),
+        ("--config {F}/fabric-bad.toml", ("segments",)),
+        ("--config {F}/fabric-unknown.toml", ("segmnets",)),
+        ("--segments abc", ("--segments", "integer")),
+        ("--bogus", ("--bogus",)),
+        ("--out {F}/afile", ("--out", "afile")),
+        ("--out {F}/foreign", ("--out", "not a run folder")),
+        ("--out myrun", ("--out", "already holds run"), {"setup": "run_at"}),
+        ("", ("HPN_RUNS_DIR", "not a folder"), {"env": RO}),
+    ],
+)
+CORPUS += cases(
+    "topo export",
+    [
+        ("--out x.json --format nope", ("--format", "json")),
+        ("--out {F}/missing/x.json", ("--out", "missing"), {"known": OUTFILE}),
+        ("--out {F}/adir", ("--out", "adir"), {"known": OUTFILE}),
+        ("--out x.json --preset nope", ("--preset",)),
+        ("", ("--out",), {"known": REQUIRED}),
+    ],
+)
+CORPUS += cases(
+    "topo import",
+    [
+        ("{F}/missing.json", ("missing.json", "no such file")),
+        ("{F}/topo.json", ("topo.json",)),
+        ("{F}/topo-empty.json", ("topo-empty.json",)),
+        ("{F}/adir", ("adir",)),
+        ("{F}/afile --format nope", ("--format",)),
+    ],
+)
+CORPUS += cases(
+    "topo bom",
+    [
+        ("--prices {F}/missing.toml", ("missing.toml", "no such file")),
+        ("--prices {F}/bad.toml", ("bad.toml",)),
+        ("--prices {F}/prices-bad.toml", ("price",)),
+        ("--preset nope", ("--preset",)),
+    ],
+)
+CORPUS += cases(
+    "topo draw",
+    [
+        ("--out {F}/missing/x.png", ("--out", "missing"), {"known": OUTFILE}),
+        ("--out {F}/adir", ("--out", "adir"), {"known": OUTFILE}),
+        ("--out x.bmpx", ("--out", ".png"), {"known": OUTFILE}),
+        ("--segment 99", ("segment", "no segment 99")),
+        ("--segment -1", ("segment",)),
+        ("--pod 5", ("pod", "no pod 5"), {"known": "topology: names the segment, not the pod"}),
+    ],
+)
+CORPUS += cases(
+    "traffic",
+    [
+        ("--pattern nope", ("pattern", "permutation")),
+        ("--size 0", ("size",), {"known": LIMITS}),
+        ("--size -1MB", ("--size",)),
+        ("--size 1000000PB", ("size",), {"known": LIMITS}),
+        ("--size abc", ("--size",)),
+        ("--seed -1", ("seed", ">= 0|greater than or equal to 0"), {"known": SEED}),
+        ("--seed 99999999999999999999999", ("seed",), {"known": SEED}),
+        ("--endpoints 0", ("endpoints", ">= 2|greater than or equal to 2")),
+        ("--endpoints 1", ("endpoints", ">= 2|greater than or equal to 2")),
+        ("--routing nope", ("routing", "ecmp")),
+        ("--pods 100", ("pods",)),
+        ("--out {F}/afile", ("--out", "afile")),
+        ("--out {F}/foreign", ("--out", "not a run folder")),
+        ("--out myrun", ("--out", "already holds run"), {"setup": "run_at"}),
+        ("", ("HPN_RUNS_DIR", "not a folder"), {"env": RO}),
+        ("--preset nope", ("--preset",)),
+    ],
+)
+CORPUS += cases(
+    "collective",
+    [
+        ("--op nope", ("op", "allreduce")),
+        ("--gpus 0", ("gpus", "positive multiple")),
+        ("--gpus 1", ("gpus", "positive multiple")),
+        ("--gpus 100000000", ("gpus",)),
+        ("--sizes abc", ("--sizes",)),
+        ("--sizes 0", ("sizes",), {"known": LIMITS}),
+        ("--sizes ,", ("--sizes",)),
+        ("--algo nope", ("algo", "ring")),
+        ("--conns 0", ("conns", ">= 1|greater than or equal to 1")),
+        ("--channels 0", ("channels", ">= 1|greater than or equal to 1")),
+        ("--alpha -1us", ("alpha", ">= 0|greater than or equal to 0")),
+        ("--jobs 0", ("jobs", ">= 1|greater than or equal to 1")),
+        ("--per-host 0", ("per_host", "1..8")),
+        ("--seed -1", ("seed",), {"known": SEED}),
+        ("--out {F}/afile", ("--out",)),
+    ],
+)
+CORPUS += cases(
+    "train",
+    [
+        ("{F}/missing.toml", ("missing.toml", "no such file")),
+        ("{F}/bad.toml", ("bad.toml", "TOML")),
+        ("{F}/job-missing.toml", ("job",)),
+        ("{F}/job-bad.toml", ("layers",)),
+        ("{F}/empty.toml", ("job",)),
+        ("{F}/adir", ("adir",)),
+        ("{R}/examples/train/llama-7b-448.toml --seed -1", ("seed",), {"known": SEED}),
+        ("{R}/examples/train/llama-7b-448.toml --routing nope", ("routing", "ecmp")),
+    ],
+)
+LLAMA = "{R}/examples/failures/llama-7b-256.toml"
+FAULT = ("--fault", "link:host=1,nic=0,port=0,at=1s,repair=5s")
+CORPUS += cases(
+    "fail",
+    [
+        ("{F}/missing.toml", ("missing.toml", "no such file")),
+        ("{F}/bad.toml", ("bad.toml",)),
+        ((LLAMA, "--fault", "nonsense"), ("--fault",)),
+        ((LLAMA, "--fault", "link:host=999999,nic=0,at=0s"), ("host",)),
+        ((LLAMA, "--fault", "link:host=1,nic=0,at=-1s"), ("at",)),
+        ((LLAMA, "--fault", "link:host=1,nic=99,at=1s"), ("nic",)),
+        (
+            (LLAMA, "--fault", "flap:host=1,nic=0,at=1s,down=1s,count=10000,every=2s"),
+            ("count",),
+            {"known": LIMITS},
+        ),
+        ((LLAMA, "--fault", "link:host=1,nic=0,at=100000h"), ("at",), {"known": LIMITS}),
+        ((LLAMA, *FAULT, "--timeout", "-1s"), ("timeout", ">= 0|greater than or equal to 0")),
+        ((LLAMA, *FAULT, "--timeout", "abc"), ("timeout", "duration")),
+        ((LLAMA, *FAULT, "--duration", "0s"), ("duration",), {"known": FAIL_DURATION}),
+        ((LLAMA, *FAULT, "--single-tor", "--stacked"), ("--stacked",)),
+        ((LLAMA, *FAULT, "--checkpoint-interval", "0s"), ("checkpoint_interval",)),
+        ((LLAMA, *FAULT, "--seed", "-1"), ("seed",), {"known": SEED}),
+        ((LLAMA, *FAULT, "--out", "{F}/afile"), ("--out",)),
+    ],
+)
+CORPUS += cases(
+    "reliability",
+    [
+        ("--gpus 0", ("gpus", "greater than or equal to 1")),
+        ("--gpus 100000000", ("gpus",)),
+        ("--months 0", ("months",)),
+        ("--months 100000", ("months",)),
+        ("--trials 0", ("trials",)),
+        ("--trials 1000000000", ("trials",)),
+        ("--seed -1", ("seed",), {"known": SEED}),
+        ("--link-rate -1", ("link_rate",)),
+        ("--repair-sigma -1", ("repair_sigma",)),
+        ("--flap-down abc", ("flap_down", "duration")),
+        ("--stacked-pair 2", ("stacked_pair", "less than or equal to 1")),
+        ("", ("HPN_RUNS_DIR",), {"env": RO}),
+    ],
+)
+SIM = "--models 4 --duration 30s --gpus 8"
+CORPUS += cases(
+    "pool simulate",
+    [
+        (f"{SIM} --policy nope", ("policy", "aegaeon")),
+        ("--models 0", ("models", ">= 1|greater than or equal to 1")),
+        ("--models 1000000000 --gpus 8", ("models",), {"known": LIMITS}),
+        ("--models 4 --duration 30s --gpus 1000000000", ("gpus",), {"known": LIMITS}),
+        ("--models 4 --duration 30s --gpus 0", ("gpus", "at least 2")),
+        (
+            "--models 4 --duration 30s --gpus 16 --prefill-gpus 6 --decode-gpus 4",
+            ("gpus", "prefill"),
+        ),
+        (f"{SIM} --rate 0", ("rate", "> 0|greater than 0")),
+        (f"{SIM} --rate -1", ("rate", "> 0|greater than 0")),
+        (f"{SIM} --rate abc", ("--rate",)),
+        ("--models 4 --duration 0s --gpus 8", ("duration", "> 0|greater than 0")),
+        ("--models 4 --duration 1000000h --gpus 8", ("duration",), {"known": LIMITS}),
+        (f"{SIM} --gpu nope", ("gpu", "h800")),
+        (f"{SIM} --ttft-slo 0s", ("ttft",), {"known": POOL_SLO}),
+        (f"{SIM} --tbt-slo -1ms", ("tbt-slo", ">= 0|greater than or equal to 0")),
+        (f"{SIM} --switch nope", ("switch", "optimized")),
+        (f"{SIM} --seed -1", ("seed",), {"known": SEED}),
+        (f"{SIM} --zipf -1", ("zipf",), {"known": POOL_ZIPF}),
+        (f"{SIM} --cv 0", ("cv", "> 0|greater than 0")),
+        ("--trace {F}/missing.csv", ("missing.csv", "no such file")),
+        ("--trace {F}/header-only.csv", ("header-only.csv", "no requests")),
+        ("--trace {F}/absurd.csv", ("absurd.csv:2", "Input Length")),
+        ("--trace {F}/negative.csv", ("negative.csv:2", "Input Length")),
+        ("--trace {F}/badtime.csv", ("badtime.csv:2", "Request Time")),
+        ("--trace {F}/columns.csv", ("columns.csv:2", "4 columns")),
+        ("--trace {F}/garbage.csv", ("garbage.csv",)),
+        ("--trace {F}/header-only.csv --models 3", ("--trace", "--models")),
+        ("--policy nope", ("policy",), {"known": ORDER}),
+        ("--rate 0", ("rate",), {"known": ORDER}),
+        ("", ("--trace", "--models")),
+        (f"{SIM} --out {{F}}/afile", ("--out",)),
+        (SIM, ("HPN_RUNS_DIR",), {"env": RO}),
+    ],
+)
+CORPUS += cases(
+    "pool goodput",
+    [
+        ("--gpus 8 --policy nope", ("policy", "aegaeon")),
+        ("--gpus 8 --rate 0", ("rate", "> 0|greater than 0")),
+        ("--gpus 8 --rate -1", ("rate", "> 0|greater than 0")),
+        ("--gpus 0", ("gpus", "at least 2")),
+        ("--gpus 1000000000", ("gpus",), {"known": LIMITS}),
+        ("--gpus 8 --duration 1000000h", ("duration",), {"known": LIMITS}),
+        ("--gpus 8 --duration 0s", ("duration", "> 0|greater than 0")),
+        ("--gpus 8 --metric nope", ("metric", "deadline")),
+        ("--gpus 8 --gpu nope", ("gpu", "h800")),
+        ("--gpus 8 --seed -1", ("seed",), {"known": SEED}),
+    ],
+)
+CORPUS += cases(
+    "pool capacity",
+    [
+        ("--mix {F}/missing.toml", ("missing.toml",)),
+        (
+            "--mix {F}/mix-empty.toml",
+            ("mix-empty.toml", "no model"),
+            {"known": EMPTY_MIX},
+        ),
+        ("--mix {F}/mix-bad.toml", ("mix-bad.toml",)),
+        ("--mix {F}/bad.toml", ("bad.toml",)),
+        ("--mix nope", ("nope", "no such file")),
+        ("--duration 1000000h", ("duration",), {"known": LIMITS}),
+        ("--duration 0s", ("duration", "> 0|greater than 0")),
+        ("--policy nope", ("policy", "aegaeon")),
+        ("--metric nope", ("metric", "deadline")),
+        ("--gpu nope", ("gpu", "h20")),
+    ],
+)
+CORPUS += cases("pool policies", [("extra", ("extra",))])
+CORPUS += cases(
+    "pool simulate",
+    [
+        ("--models 2 --gpus 2 --policy aegaeon --target 2", ("--target", "serverless")),
+        ("--models 2 --gpus 2 --policy serverless --keep-alive forever", ("keep-alive",)),
+        ("--models 2 --gpus 2 --policy serverless --tier tape", ("tier", "dram")),
+        ("--models 2 --gpus 2 --policy muxserve --kv-fraction 1", ("kv_fraction",)),
+    ],
+)
+CORPUS += cases(
+    "pool validate",
+    [
+        ("{F}/adir", ("folder", "no Aegaeon workload CSV")),
+        ("{F}/nope", ("folder", "not a folder")),
+        ("{F}/afile", ("folder", "not a folder")),
+        ("{F} --workers 0", ("--workers",)),
+        ("{F} --gpus 1", ("--gpus",)),
+        ("{F} --workload replay", ("workload", "simulator")),
+        ("{F} --policy vllm", ("policy", "choose from")),
+        ("{F} --reference {F}/bad.toml", ("bad.toml", "file,policy,attainment")),
+        ("{F} --reference {F}/nope.csv", ("reference", "no such file")),
+        ("{F} --policy aegaeon", ("absurd.csv",)),
+    ],
+)
+CORPUS += cases(
+    "route paths",
+    [("--preset nope", ("--preset",)), ("--segments 0", ("segments",))],
+)
+CORPUS += cases(
+    "route select",
+    [
+        ("--src 0:0", ("--dst",), {"known": REQUIRED}),
+        ("--src x --dst 1:0", ("--src", "HOST:NIC")),
+        ("--src 0:0 --dst 99999:0", ("--dst",)),
+        ("--src 0:0 --dst 1:99", ("--dst",)),
+        ("--src 0:0 --dst 1:0 --connections 0", ("--connections",)),
+        ("--src 0:0 --dst 1:0 --hash nope", ("hash", "crc32")),
+        ("--src 0:0 --dst 1:0 --seeds nope", ("seeds", "same")),
+        ("--src 0:0 --dst 1:0 --bond nope", ("bond", "l34")),
+    ],
+)
+CORPUS += cases(
+    "route polarization",
+    [
+        ("--segments 1", ("segments",)),
+        ("--hosts 0", ("--hosts",), {"known": "routing: --hosts 0 is reported as a bad --senders"}),
+        ("--senders 0", ("--senders",)),
+        ("--connections 0", ("connections", ">= 1|greater than or equal to 1")),
+        ("--hash nope", ("hash", "crc32")),
+        ("--routing nope", ("routing", "ecmp")),
+        ("--seed -1", ("seed",), {"known": SEED}),
+    ],
+)
+CORPUS += cases(
+    "runs list",
+    [
+        ("--limit -5", ("--limit",), {"known": "runs: a negative --limit lists nothing, exit 0"}),
+        ("--limit abc", ("--limit",)),
+        ("", ("HPN_RUNS_DIR",), {"env": RO}),
+    ],
+)
+CORPUS += cases("runs reindex", [("", ("HPN_RUNS_DIR", "not a folder"), {"env": RO})])
+CORPUS += cases(
+    "runs show",
+    [("nope", ("RUN", "no run")), ("", ("RUN",))],
+)
+CORPUS += cases(
+    "runs compare",
+    [("one", ("RUNS", "two")), ("nope1 nope2", ("RUN", "no run"))],
+)
+CORPUS += cases(
+    "runs query",
+    [
+        (("copy (select 1) to 'out.csv'",), ("SQL", "only SELECT")),
+        (("attach 'x.db'",), ("SQL", "only SELECT")),
+        (("install httpfs",), ("SQL", "only SELECT")),
+        (("select 1; select 2",), ("SQL", "one SELECT")),
+        (("select * from read_csv('/etc/passwd')",), ("SQL",)),
+        (("select frm where",), ("SQL",)),
+    ],
+)
+CORPUS += cases(
+    "sweep",
+    [
+        ("{F}/missing.toml", ("missing.toml", "no such file")),
+        ("{F}/bad.toml", ("bad.toml",)),
+        ("{F}/sweep-bad.toml", ("sweep-bad.toml",)),
+        ("{F}/sweep-unknown-cmd.toml", ("command", "unknown command")),
+        ("{F}/sweep-zip.toml", ("zip", "equal lengths")),
+        ("{F}/sweep-path.toml", ("grid", "dotted")),
+        ("{F}/sweep-empty-grid.toml", ("grid", "no values")),
+        ("{F}/sweep-value.toml", ("segments", "lots"), {"known": GRID}),
+        ("{F}/sweep-key.toml", ("segmnets",), {"known": GRID}),
+        ("{F}/sweep-huge.toml", ("sweep", "points")),
+        ("{F}/sweep-key.toml --workers 0", ("--workers",)),
+        ("{F}/sweep-key.toml --dask http://x", ("--dask",)),
+    ],
+)
+CORPUS += cases(
+    "plot",
+    [
+        ("nope", ("RUN", "no run")),
+        ("myrun --kind nope", ("--kind",), {"setup": "run_at"}),
+        ("myrun --format nope", ("--format",), {"setup": "run_at"}),
+        ("myrun --kind xy", ("--x",), {"setup": "run_at"}),
+    ],
+)
+CORPUS += cases(
+    "dash",
+    [("--port 0", ("--port", "1..65535")), ("--port 70000", ("--port",))],
+)
+CORPUS += cases(
+    "demo",
+    [("--out {F}/afile", ("--out",), {"known": DEMO})],
+)
+CORPUS += cases(
+    "lab up",
+    [
+        ("--preset nope", ("--preset", "hpn")),
+        ("--segments 0", ("segments",)),
+        ("--name X!", ("name",)),
+    ],
+)
+CORPUS += cases("lab down", [("--name X!", ("name",)), ("--name toolong", ("name",))])
+CORPUS += cases("lab status", [("--name X!", ("name",))])
+CORPUS += cases(
+    "lab fail",
+    [("--name X!", ("name",)), ("--connections 0", ("connections",)), ("--repair -1", ("repair",))],
+)
+CORPUS += cases(
+    "lab traffic",
+    [
+        ("--name X!", ("name",)),
+        ("--connections 0", ("connections",)),
+        ("--size 0", ("size",), {"known": LAB_SIZE}),
+    ],
+)
+CORPUS += cases("lab configs", [("--preset nope", ("--preset",)), ("--segments 0", ("segments",))])
+CORPUS += cases(
+    "pool validate",
+    [
+        ("{F}/missing", ("missing",)),
+        ("{F}/afile", ("afile", "not a folder")),
+        ("{F}/adir", ("adir", "no Aegaeon workload CSV")),
+        ("{F}/adir --workers 0", ("workers",)),
+        ("{F}/adir --gpus 0", ("gpus",)),
+    ],
+)

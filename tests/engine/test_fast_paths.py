@@ -1,0 +1,86 @@
+"""The engine's fast paths against the full model on training iterations (2 pods; a pod with
+one link failed): routing each connection once, the compiled kernels. Results must be
+bit-identical, and the stats say which paths were taken."""
+
+import numpy as np
+import pytest
+
+from hpn.engine import CapacityEvents, kernels, simulate
+from hpn.engine.links import LinkLedger
+from hpn.routing import make_router
+from hpn.topology import build
+from hpn.topology.fabric import LinkTier
+from hpn.workload.collectives import Ctx
+from hpn.workload.training import JobConfig
+from hpn.workload.training.dag import add_job
+from hpn.workload.training.plan import make_plan
+
+JOB = {
+    "name": "t",
+    "model": {"name": "m", "layers": 8, "hidden": 1024, "heads": 8, "seq_len": 512,
+              "vocab": 1000},
+    "parallel": {"tp": 8, "pp": 2, "dp": 128, "micro_batch": 1, "global_batch": 512},
+}  # fmt: skip
+
+
+def _dag(fabric):
+    ctx = Ctx(fabric)
+    add_job(ctx, make_plan(JobConfig(**JOB)), None)
+    return ctx.dag
+
+
+class _PerFlow:
+    """A policy wrapper that hides ``per_connection``: the engine routes every flow."""
+
+    def __init__(self, router):
+        self.inner, self.name = router, router.name
+
+    def route(self, *a, **kw):
+        return self.inner.route(*a, **kw)
+
+
+def _same(a, b):
+    for name in ("task_start", "task_finish", "tx_end", "finish", "link_bytes", "link_busy"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.paths.links, b.paths.links)
+
+
+def _slow(monkeypatch):
+    monkeypatch.setattr(kernels, "HAVE_NUMBA", False)
+    monkeypatch.setattr(LinkLedger, "compiled", False)
+
+
+@pytest.fixture(scope="module")
+def two_pods():
+    fabric = build("hpn", pods=2, segments=1)
+    return fabric, _dag(fabric)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "hpn"])
+def test_two_pod_iteration_fast_equals_full(two_pods, routing, monkeypatch):
+    fabric, dag = two_pods
+    assert (fabric.nodes.pod[dag.tasks.src] != fabric.nodes.pod[dag.tasks.dst]).any()
+    fast = simulate(fabric, dag, make_router(routing, seed=2))
+    assert fast.stats["routed_paths"] < dag.num_flows  # each connection routed once
+    _slow(monkeypatch)
+    full = simulate(fabric, dag, _PerFlow(make_router(routing, seed=2)))
+    assert full.stats["routed_paths"] == dag.num_flows  # the fast path not taken
+    assert full.stats["kernels"] == "numpy"
+    _same(fast, full)
+
+
+def test_pod_with_a_failed_link_fast_equals_full(monkeypatch):
+    fabric = build("hpn", segments=2)
+    dag = _dag(fabric)
+    uplink = int(np.flatnonzero(fabric.links.tier == LinkTier.TOR_AGG)[0])
+    ev = CapacityEvents.of([(1e-4, uplink, 0.0), (1e-4, uplink ^ 1, 0.0)], reroute=True)
+    fast = simulate(fabric, dag, "ecmp", seed=1, capacity_events=ev)
+    _slow(monkeypatch)
+    full = simulate(fabric, dag, _PerFlow(make_router("ecmp", seed=1)), capacity_events=ev)
+    _same(fast, full)
+
+
+def test_a_policy_counting_every_flow_is_routed_flow_by_flow(two_pods):
+    fabric, dag = two_pods
+    res = simulate(fabric, dag, "ideal")
+    assert res.stats["routed_paths"] == dag.num_flows
