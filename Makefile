@@ -18,6 +18,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check src tests bench
+	$(PY) -m mypy
 	$(PY) -m pytest -n 2
 
 lint: $(STAMP)

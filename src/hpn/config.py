@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import tomli_w
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationError
@@ -20,26 +20,31 @@ from hpn.units import (
     parse_size,
 )
 
-Bandwidth = Annotated[
-    float,
-    BeforeValidator(parse_bandwidth),
-    PlainSerializer(format_bandwidth, return_type=str, when_used="json"),
-]
-"""bit/s; accepts ``400G``, ``200Gbps``, ``51.2T``."""
+if TYPE_CHECKING:  # a unit field takes text ("400G") as well as a number; float at run time
+    Bandwidth = Any
+    Size = Any
+    Duration = Any
+else:
+    Bandwidth = Annotated[
+        float,
+        BeforeValidator(parse_bandwidth),
+        PlainSerializer(format_bandwidth, return_type=str, when_used="json"),
+    ]
+    """bit/s; accepts ``400G``, ``200Gbps``, ``51.2T``."""
 
-Size = Annotated[
-    float,
-    BeforeValidator(parse_size),
-    PlainSerializer(format_size, return_type=str, when_used="json"),
-]
-"""bytes; accepts ``4GB``, ``4GiB``, ``2MB``."""
+    Size = Annotated[
+        float,
+        BeforeValidator(parse_size),
+        PlainSerializer(format_size, return_type=str, when_used="json"),
+    ]
+    """bytes; accepts ``4GB``, ``4GiB``, ``2MB``."""
 
-Duration = Annotated[
-    float,
-    BeforeValidator(parse_duration),
-    PlainSerializer(format_duration, return_type=str, when_used="json"),
-]
-"""seconds; accepts ``10us``, ``2ms``, ``5min``."""
+    Duration = Annotated[
+        float,
+        BeforeValidator(parse_duration),
+        PlainSerializer(format_duration, return_type=str, when_used="json"),
+    ]
+    """seconds; accepts ``10us``, ``2ms``, ``5min``."""
 
 
 class Model(BaseModel):

@@ -117,7 +117,6 @@ RO = {"HPN_RUNS_DIR": "{F}/afile"}  # a store that is a file
 REQUIRED = "app: a missing required option is named by its table (export: Field required)"
 OUTFILE = "cli/topology: output file not checked before work (store.record.check_out_file)"
 LIMITS = "limits: no stated bound for this size yet"
-SEED = "limits: seeds are not checked (negative ones raise in numpy, huge ones are accepted)"
 ORDER = "pool cli: a bad option without --models is reported as the missing trace"
 CONFIG_DIR = "config: a folder given as --config is reported as no such file"
 EMPTY_MIX = "pool: an empty mix file says model: Field required"
@@ -126,7 +125,6 @@ POOL_SLO = "pool: a zero TTFT SLO is accepted"
 POOL_ZIPF = "pool: a negative Zipf exponent is accepted"
 FAIL_DURATION = "failures: a zero --duration is accepted"
 LAB_SIZE = "lab: a zero --size is reported as no lab being up (checked after the lab)"
-GRID = "sweep: points are not validated before running (needs a validate-only entry per command)"
 
 # --- the table ---------------------------------------------------------------------------------
 CORPUS: list[Case] = []
@@ -217,8 +215,8 @@ CORPUS += cases(
         ("--size -1MB", ("--size",)),
         ("--size 1000000PB", ("size",), {"known": LIMITS}),
         ("--size abc", ("--size",)),
-        ("--seed -1", ("seed", ">= 0|greater than or equal to 0"), {"known": SEED}),
-        ("--seed 99999999999999999999999", ("seed",), {"known": SEED}),
+        ("--seed -1", ("seed", ">= 0|greater than or equal to 0")),
+        ("--seed 99999999999999999999999", ("seed",)),
         ("--endpoints 0", ("endpoints", ">= 2|greater than or equal to 2")),
         ("--endpoints 1", ("endpoints", ">= 2|greater than or equal to 2")),
         ("--routing nope", ("routing", "ecmp")),
@@ -246,7 +244,7 @@ CORPUS += cases(
         ("--alpha -1us", ("alpha", ">= 0|greater than or equal to 0")),
         ("--jobs 0", ("jobs", ">= 1|greater than or equal to 1")),
         ("--per-host 0", ("per_host", "1..8")),
-        ("--seed -1", ("seed",), {"known": SEED}),
+        ("--seed -1", ("seed",)),
         ("--out {F}/afile", ("--out",)),
     ],
 )
@@ -259,7 +257,7 @@ CORPUS += cases(
         ("{F}/job-bad.toml", ("layers",)),
         ("{F}/empty.toml", ("job",)),
         ("{F}/adir", ("adir",)),
-        ("{R}/examples/train/llama-7b-448.toml --seed -1", ("seed",), {"known": SEED}),
+        ("{R}/examples/train/llama-7b-448.toml --seed -1", ("seed",)),
         ("{R}/examples/train/llama-7b-448.toml --routing nope", ("routing", "ecmp")),
     ],
 )
@@ -285,7 +283,7 @@ CORPUS += cases(
         ((LLAMA, *FAULT, "--duration", "0s"), ("duration",), {"known": FAIL_DURATION}),
         ((LLAMA, *FAULT, "--single-tor", "--stacked"), ("--stacked",)),
         ((LLAMA, *FAULT, "--checkpoint-interval", "0s"), ("checkpoint_interval",)),
-        ((LLAMA, *FAULT, "--seed", "-1"), ("seed",), {"known": SEED}),
+        ((LLAMA, *FAULT, "--seed", "-1"), ("seed",)),
         ((LLAMA, *FAULT, "--out", "{F}/afile"), ("--out",)),
     ],
 )
@@ -298,7 +296,7 @@ CORPUS += cases(
         ("--months 100000", ("months",)),
         ("--trials 0", ("trials",)),
         ("--trials 1000000000", ("trials",)),
-        ("--seed -1", ("seed",), {"known": SEED}),
+        ("--seed -1", ("seed",)),
         ("--link-rate -1", ("link_rate",)),
         ("--repair-sigma -1", ("repair_sigma",)),
         ("--flap-down abc", ("flap_down", "duration")),
@@ -328,7 +326,7 @@ CORPUS += cases(
         (f"{SIM} --ttft-slo 0s", ("ttft",), {"known": POOL_SLO}),
         (f"{SIM} --tbt-slo -1ms", ("tbt-slo", ">= 0|greater than or equal to 0")),
         (f"{SIM} --switch nope", ("switch", "optimized")),
-        (f"{SIM} --seed -1", ("seed",), {"known": SEED}),
+        (f"{SIM} --seed -1", ("seed",)),
         (f"{SIM} --zipf -1", ("zipf",), {"known": POOL_ZIPF}),
         (f"{SIM} --cv 0", ("cv", "> 0|greater than 0")),
         ("--trace {F}/missing.csv", ("missing.csv", "no such file")),
@@ -358,7 +356,7 @@ CORPUS += cases(
         ("--gpus 8 --duration 0s", ("duration", "> 0|greater than 0")),
         ("--gpus 8 --metric nope", ("metric", "deadline")),
         ("--gpus 8 --gpu nope", ("gpu", "h800")),
-        ("--gpus 8 --seed -1", ("seed",), {"known": SEED}),
+        ("--gpus 8 --seed -1", ("seed",)),
     ],
 )
 CORPUS += cases(
@@ -431,13 +429,13 @@ CORPUS += cases(
         ("--connections 0", ("connections", ">= 1|greater than or equal to 1")),
         ("--hash nope", ("hash", "crc32")),
         ("--routing nope", ("routing", "ecmp")),
-        ("--seed -1", ("seed",), {"known": SEED}),
+        ("--seed -1", ("seed",)),
     ],
 )
 CORPUS += cases(
     "runs list",
     [
-        ("--limit -5", ("--limit",), {"known": "runs: a negative --limit lists nothing, exit 0"}),
+        ("--limit -5", ("--limit",)),
         ("--limit abc", ("--limit",)),
         ("", ("HPN_RUNS_DIR",), {"env": RO}),
     ],
@@ -472,8 +470,8 @@ CORPUS += cases(
         ("{F}/sweep-zip.toml", ("zip", "equal lengths")),
         ("{F}/sweep-path.toml", ("grid", "dotted")),
         ("{F}/sweep-empty-grid.toml", ("grid", "no values")),
-        ("{F}/sweep-value.toml", ("segments", "lots"), {"known": GRID}),
-        ("{F}/sweep-key.toml", ("segmnets",), {"known": GRID}),
+        ("{F}/sweep-value.toml", ("segments", "lots")),
+        ("{F}/sweep-key.toml", ("segmnets",)),
         ("{F}/sweep-huge.toml", ("sweep", "points")),
         ("{F}/sweep-key.toml --workers 0", ("--workers",)),
         ("{F}/sweep-key.toml --dask http://x", ("--dask",)),

@@ -180,3 +180,16 @@ def test_a_store_that_is_a_file_is_refused_when_read(tmp_path: Path, monkeypatch
     monkeypatch.setenv("HPN_RUNS_DIR", str(f))
     with pytest.raises(InputError, match=r"^\$HPN_RUNS_DIR: .* is a file, not a folder"):
         Index(runs_root()).rows()
+
+
+def test_runs_list_keeps_ids_whole_when_piped_and_counts_in_json(cli):
+    ids = [
+        Run(record_run("topo summary", {"a": i}, {"gpus": i}, label=f"r{i}")).id for i in range(3)
+    ]
+    r = cli("runs", "list")  # piped: 80 columns
+    assert r.code == 0, r.err
+    for i in ids:
+        assert i in r.out, (i, r.out)
+    out = cli("runs", "list", "--limit", "2", "--json").json()
+    assert (out["total"], out["shown"], len(out["runs"])) == (3, 2, 2)
+    assert cli("runs", "list", "--limit", "0", "--json").json()["shown"] == 3

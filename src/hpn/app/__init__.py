@@ -7,6 +7,7 @@ dashboard and the demo run them from a plain config dict. See :mod:`hpn.app.base
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hpn.app.base import Command, Outcome, Result
@@ -29,11 +30,11 @@ def _add(
     target: str,
     summary: str,
     example: dict[str, Any] | None = None,
-    limits: dict[str, tuple[float, float]] | None = None,
+    limits: Mapping[str, tuple[float, float]] | None = None,
 ) -> None:
     COMMANDS.lazy(name, target, summary)
     if example is not None:
-        _runnable.register(name, target, summary, example=example, limits=limits or {})
+        _runnable.register(name, target, summary, example=example, limits=dict(limits or {}))
 
 
 _add(

@@ -3,7 +3,7 @@
 A command is a :class:`Command`: its pydantic ``config`` model (the whole TOML a run is
 described by: ``[fabric]``, ``[traffic]``, ...) and its ``service`` (``config -> Outcome``);
 its one-line summary is registered with it in :data:`hpn.app.COMMANDS`. The CLI generates
-its flags from the config's fields (:mod:`hpn.cli.gen`); the store's runnables, sweeps, the
+its flags from the config's fields (the CLI generator); the store's runnables, sweeps, the
 dashboard and the demo call :meth:`Command.run_config` with a plain dict. Results are
 dataclasses deriving :class:`Result`: typed fields, their JSON form (:meth:`Result.to_json`)
 and the key figures a terminal shows (:meth:`Result.rows`).

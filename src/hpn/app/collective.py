@@ -33,7 +33,7 @@ class CollectiveOptions(Model):
     routing: str | None = Field(
         None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
     )
-    seed: int = Field(1, description="seed for the routing")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the routing")
     channels: int | None = Field(
         None, description="rings/trees per collective (default: GPUs per host)"
     )

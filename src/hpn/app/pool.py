@@ -103,7 +103,9 @@ class _SimulateFields(Model):
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
-    seed: int = Field(0, description="random seed (synthetic traces, Azure model assignment)")
+    seed: int = Field(
+        0, ge=0, le=2**63 - 1, description="random seed (synthetic traces, Azure model assignment)"
+    )
 
 
 class SimulateOptions(PolicyKnobs, _SimulateFields):
@@ -153,10 +155,11 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
         raise InputError("trace", "give either --trace FILE or --models M (synthetic market)")
     if p.trace is not None:
         fmt = detect_format(p.trace)
-        opts = {
+        per_format: dict[str, dict[str, Any]] = {
             "azure": {"models": p.trace_models, "seed": p.seed},
             "servegen": {"duration": span, "seed": p.seed},
-        }.get(fmt, {})
+        }
+        opts = per_format.get(fmt, {})
         tr = load_trace(p.trace, fmt, **opts)
     else:
         assert p.models is not None
@@ -191,7 +194,7 @@ class _GoodputFields(Model):
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline (per-token deadlines) or artifact")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
-    seed: int = Field(0, description="random seed")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
 
 class GoodputOptions(PolicyKnobs, _GoodputFields):
@@ -265,7 +268,7 @@ class _CapacityFields(Model):
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline or artifact")
-    seed: int = Field(0, description="random seed")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
 
 class CapacityOptions(PolicyKnobs, _CapacityFields):

@@ -48,7 +48,7 @@ class PolarizationOptions(HashOptions):
     """The ``[polarization]`` table."""
 
     routing: str = Field("ecmp", description="routing policy")
-    seed: int = Field(1, description="hash seed")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="hash seed")
     hosts: int = Field(16, description="hosts of the job in each of 2 segments")
     senders: int = Field(2, description="peers each GPU sends to")
     connections: int = Field(4, ge=1, description="connections per peer")
@@ -171,7 +171,7 @@ class SelectOptions(HashOptions):
     src: str = Field(description="sending NIC as HOST:NIC")
     dst: str = Field(description="receiving NIC as HOST:NIC")
     connections: int = Field(8, ge=1, le=4096, description="connections (queue pairs) to open")
-    seed: int = Field(0, description="hash seed")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="hash seed")
 
 
 class SelectConfig(Model):
@@ -240,7 +240,7 @@ def select(cfg: SelectConfig) -> Outcome[SelectResult]:
     router = HpnRouter(seed=o.seed, hashing=o.hashing())
     sel = router.select(f, np.full(n, s), np.full(n, d))
     nd, lk = f.nodes, f.links
-    conns = []
+    conns: list[dict[str, Any]] = []
     for i in range(n):
         p = sel.paths[i]
         aggs = [int(x) for x in lk.dst[p] if nd.kind[x] == 5]

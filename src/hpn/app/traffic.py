@@ -31,7 +31,7 @@ class TrafficOptions(Model):
     routing: str | None = Field(
         None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
     )
-    seed: int = Field(1, description="seed for the pattern and the routing")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the pattern and the routing")
     endpoints: int | None = Field(
         None, description="use only the first N endpoints (GPUs or hosts)"
     )

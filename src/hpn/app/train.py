@@ -21,7 +21,7 @@ class TrainOptions(Model):
     routing: str | None = Field(
         None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
     )
-    seed: int = Field(1, description="seed for the routing")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the routing")
 
 
 class TrainConfig(Model):

@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from hpn.store.atomic import json_default
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 """The ``--json`` flag of every command that computes."""
@@ -20,19 +21,9 @@ stdout = Console()
 stderr = Console(stderr=True)
 
 
-def _default(x: Any) -> Any:
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.floating):
-        return float(x)
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    raise TypeError(f"not JSON serializable: {type(x).__name__}")
-
-
 def emit_json(obj: dict[str, Any]) -> None:
     """Exactly one JSON object on stdout, nothing else."""
-    sys.stdout.write(json.dumps(obj, default=_default, indent=2) + "\n")
+    sys.stdout.write(json.dumps(obj, default=json_default, indent=2) + "\n")
 
 
 def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:

@@ -24,13 +24,16 @@ def _fmt(v: object) -> str:
 def list_(
     command: Annotated[str | None, typer.Option(help="Only runs of this command.")] = None,
     sweep: Annotated[str | None, typer.Option(help="Only the points of this sweep.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many (newest first).")] = 50,
+    limit: Annotated[
+        int, typer.Option(help="At most this many (newest first); 0: all.", min=0)
+    ] = 50,
     json_out: JsonOpt = False,
 ) -> None:
-    """Runs, newest first."""
+    """Runs, newest first (ids in full, to paste into `runs show` or `runs compare`)."""
     from rich.table import Table
 
     from hpn.store import Index, runs_root
+    from hpn.store.headline import headline
 
     where, params = ["1"], []
     if command:
@@ -39,18 +42,24 @@ def list_(
     if sweep:
         where.append("sweep = ?")
         params.append(sweep)
-    rows = Index(runs_root()).rows(" AND ".join(where), tuple(params), limit=max(limit, 0))
+    index = Index(runs_root())
+    cond = " AND ".join(where)
+    rows = index.rows(cond, tuple(params), limit=limit or None)
+    total = index.count(cond, tuple(params))
     if json_out:
-        emit_json({"root": str(runs_root()), "runs": rows})
+        emit_json({"root": str(runs_root()), "total": total, "shown": len(rows), "runs": rows})
         return
-    t = Table(title=f"runs in {runs_root()}", title_justify="left")
-    for col in ("id", "command", "status", "created", "wall", "figures"):
+    shown = f"{len(rows)} of {total}" if total > len(rows) else f"{total}"
+    t = Table(title=f"{shown} run(s) in {runs_root()}", title_justify="left")
+    width = max((len(r["id"]) for r in rows), default=2)
+    t.add_column("id", no_wrap=True, min_width=width)  # never cut: ids are pasted
+    for col in ("command", "status", "created", "wall (s)", "headline figures"):
         t.add_column(col)
     for r in rows:
-        figs = ", ".join(f"{k}={_fmt(v)}" for k, v in list(r["figures"].items())[:4])
+        figs = ", ".join(f"{k}={_fmt(v)}" for k, v in headline(r["command"], r["figures"]).items())
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"]))
         t.add_row(r["id"], r["command"], r["status"], created, _fmt(r["wall_s"]), figs)
-    stdout.print(t)
+    stdout.print(t, soft_wrap=False)
 
 
 @app.command()

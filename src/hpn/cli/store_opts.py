@@ -50,6 +50,7 @@ def save(
     import sys
 
     from hpn.cli.output import stderr
+    from hpn.plots import render_run
     from hpn.store.record import record_run
 
     folder = record_run(
@@ -57,7 +58,7 @@ def save(
         outcome.config or {},
         outcome.result.to_json(),
         outcome.tables,
-        plots=plot,
+        plots=render_run if plot else None,
         out=out,
         wall_s=outcome.wall_s,
     )

@@ -35,7 +35,7 @@ class FailCfg(RecoveryCfg):
     routing: str | None = Field(
         None, description="routing policy (default: the fabric's, hpn on HPN presets, else ecmp)"
     )
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**63 - 1)
     duration: Duration | None = Field(None, description="simulated time (default: to repair)")
     since_checkpoint: Duration | None = Field(
         None, description="age of the last checkpoint at time 0 (default: half an interval)"
@@ -47,7 +47,7 @@ class ReliabilityCfg(RecoveryCfg):
     first_host: int = Field(0, ge=0, description="first host of the job")
     months: float = Field(12.0, gt=0, le=1200)
     trials: int = Field(10_000, ge=1, le=10_000_000)
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**63 - 1)
     stacked: bool = False
     link_rate: float = Field(0.00057, ge=0, description="NIC-ToR link failures per link-month")
     tor_rate: float = Field(0.00051, ge=0, description="ToR failures per ToR-month")

@@ -24,7 +24,7 @@ from hpn.lab import netns
 from hpn.lab.build import load
 from hpn.lab.plan import ENDPOINT_KINDS, LabPlan
 from hpn.lab.routes import host_commands, static_commands, switch_next_hops
-from hpn.lab.service import sports_for
+from hpn.lab.sports import sports_for
 from hpn.lab.udp import FlowSet, run_flows
 from hpn.topology.fabric import NodeKind
 

@@ -18,8 +18,8 @@ from hpn.lab.measure import (
     snapshot,
 )
 from hpn.lab.plan import LabPlan
+from hpn.lab.sports import sports_for
 from hpn.lab.udp import FlowSet, run_flows
-from hpn.routing.addressing import random_sports
 
 __all__ = ["configs", "down", "fail", "flows_of", "status", "traffic", "up"]
 
@@ -72,26 +72,6 @@ def flows_of(
     if not len(src):
         raise InputError("pattern", "no flow crosses the network")
     return src, dst, nbytes
-
-
-def sports_for(plan: LabPlan, src, dst, routing: str, seed: int) -> tuple[np.ndarray, dict]:
-    """Source ports: drawn per connection (``ecmp``) or by HPN's path selection (``hpn``)."""
-    if routing == "hpn":
-        from hpn.lab.select import select
-
-        return select(plan, src, dst, seed)
-    if routing != "ecmp":
-        raise InputError("routing", f"the lab routes 'ecmp' or 'hpn', got {routing!r}")
-    sp = random_sports(seed, len(src)).astype(np.int64)
-    # a source address cannot bind one port twice: move duplicates to the next free port
-    for s in np.unique(src):
-        idx = np.flatnonzero(src == s)
-        used: set[int] = set()
-        for i in idx:
-            while int(sp[i]) in used:
-                sp[i] = 49152 + (int(sp[i]) - 49152 + 1) % 16384
-            used.add(int(sp[i]))
-    return sp.astype(np.uint32), {}
 
 
 def traffic(

@@ -256,7 +256,7 @@ def profile_models(
 ) -> dict:
     """The service behind ``hpn serve profile``: measure, fit, write `out` (JSON)."""
     from hpn.serve.device import default_spec
-    from hpn.serve.engine import load_hosts
+    from hpn.serve.hosts import load_hosts
 
     spec = default_spec(device, concurrent, memory_bytes=memory, link_bps=link_bps, threads=threads)
     hosts = load_hosts(models, spec)

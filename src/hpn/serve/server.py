@@ -343,7 +343,8 @@ def serve_models(
     from hpn.pool.policies.base import Slo
     from hpn.serve import profile as profiles
     from hpn.serve.device import default_spec
-    from hpn.serve.engine import cluster_for, load_hosts
+    from hpn.serve.engine import cluster_for
+    from hpn.serve.hosts import load_hosts
     from hpn.serve.metrics import ServeMetrics
 
     if not 1 <= port <= 65535:

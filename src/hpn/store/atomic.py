@@ -31,7 +31,7 @@ def file_mode() -> int:
     return 0o666 & ~umask()
 
 
-def write_with(path: str | Path, writer: Callable[[Path], None]) -> Path:
+def write_with(path: str | Path, writer: Callable[[Path], object]) -> Path:
     """Call ``writer(tmp)`` on a temporary path next to ``path``, then rename it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,10 +58,21 @@ def write_text(path: str | Path, text: str) -> Path:
     return write_bytes(path, text.encode())
 
 
-def write_json(path: str | Path, obj: Any) -> Path:
-    from hpn.cli.output import _default
+def json_default(x: Any) -> Any:
+    """JSON for numpy scalars and arrays (``json.dumps(default=json_default)``)."""
+    import numpy as np
 
-    return write_text(path, json.dumps(obj, default=_default, indent=2) + "\n")
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    return write_text(path, json.dumps(obj, default=json_default, indent=2) + "\n")
 
 
 def is_temp(name: str) -> bool:

@@ -156,7 +156,7 @@ class Index:
 
     def reindex(self) -> int:
         """Add every run folder under the root that holds a finished ``run.json``."""
-        from hpn.store.run import read_meta
+        from hpn.store.paths import read_meta
 
         n = 0
         for meta_path in sorted(self.root.rglob("run.json")):

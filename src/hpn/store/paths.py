@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
 import time
 from pathlib import Path
+from typing import Any
 
 ENV = "HPN_RUNS_DIR"
 INDEX = "index.sqlite"
+CONFIG = "config.toml"
+RESULT = "result.json"
+META = "run.json"
+TABLES = "tables"
+PLOTS = "plots"
+
+
+def read_meta(folder: Path) -> dict[str, Any] | None:
+    """A run folder's ``run.json``, or None when it has none (or an unreadable one)."""
+    try:
+        return json.loads((folder / META).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def runs_root() -> Path:

@@ -14,7 +14,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ def record_run(
     result: dict[str, Any],
     tables: dict[str, Any] | None = None,
     *,
-    plots: bool | Iterable[str] = False,
+    plots: Callable[[Run], object] | None = None,
     out: str | Path | None = None,
     root: Path | None = None,
     wall_s: float | None = None,
@@ -149,7 +149,8 @@ def record_run(
 ) -> Path:
     """Write a finished run and index it; returns its folder.
 
-    ``plots``: True for every plot kind the run's tables allow, or a list of kind names.
+    ``plots``: draws the run's plots into its folder before it is finished (the CLI, sweeps
+    and the dashboard pass :func:`hpn.plots.render_run`; the store does not draw).
     ``overwrite``: replace a finished run at ``out`` (else refused). If anything fails, no run
     folder and no index row are left behind.
     """
@@ -180,10 +181,8 @@ def record_run(
         for name, table in (tables or {}).items():
             write_table(stage / TABLES, name, table)
         write_json(stage / RESULT, result)
-        if plots:
-            from hpn.plots import render_run
-
-            render_run(Run(stage), None if plots is True else list(plots))
+        if plots is not None:
+            plots(Run(stage))
         meta.update(finished=time.time(), figures=key_figures(result))
         write_json(stage / META, meta)
         row = index_row(folder, meta)

@@ -13,21 +13,18 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.store.index import Index
-from hpn.store.paths import runs_root
+from hpn.store.paths import (
+    CONFIG,
+    META,
+    PLOTS,
+    RESULT,
+    TABLES,
+    read_meta,
+    runs_root,  # noqa: I001
+)
 from hpn.store.tables import read_table, table_files
 
-CONFIG = "config.toml"
-RESULT = "result.json"
-META = "run.json"
-TABLES = "tables"
-PLOTS = "plots"
-
-
-def read_meta(folder: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((folder / META).read_text())
-    except (OSError, ValueError):
-        return None
+__all__ = ["CONFIG", "META", "PLOTS", "RESULT", "TABLES", "Run", "open_run", "read_meta"]
 
 
 @dataclass(frozen=True)

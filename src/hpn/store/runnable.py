@@ -42,10 +42,20 @@ class Runnable:
     example: dict[str, Any] = field(default_factory=dict)  # a config to start from
     limits: dict[str, tuple[float, float]] = field(default_factory=dict)  # for the dashboard
 
-    def load(self) -> Callable[[dict[str, Any]], Any]:
+    def target_object(self) -> Any:
+        """What the target names: an application-layer command or a function."""
         module, _, attr = self.target.partition(":")
-        obj = getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr)
+
+    def load(self) -> Callable[[dict[str, Any]], Any]:
+        obj = self.target_object()
         return getattr(obj, "run_config", obj)
+
+    def validate(self, config: dict[str, Any]) -> None:
+        """Parse ``config`` with the command's config model, if it has one (InputError if bad)."""
+        parse = getattr(self.target_object(), "parse", None)
+        if parse is not None:
+            parse(config)
 
     def __call__(self, config: dict[str, Any]) -> Outcome:
         t0 = time.perf_counter()

@@ -44,6 +44,20 @@ def _recover(index: Index, folder: Path, keys: set[str], done: set[str]) -> int:
     return n
 
 
+def _validate(command: str, pts: list) -> None:
+    """Parse every point's config with the command's model: a bad value or an unknown key in
+    the grid is refused (naming the point) before any point runs."""
+    try:
+        runnable = get(command)
+    except InputError:
+        return  # unknown: refused when the first point runs
+    for p in pts:
+        try:
+            runnable.validate(p.config)
+        except InputError as e:
+            raise InputError(f"sweep point {p.label}", str(e)) from None
+
+
 def _clean(folder: Path) -> None:
     """With the lock held: drop what a killed driver left (staging folders, temp files)."""
     clear_stale(folder)
@@ -72,6 +86,7 @@ def run_sweep(
     root = root or runs_root()
     name = sweep_id(spec)
     pts = points(spec)  # every point checked before anything is written
+    _validate(spec.command, pts)
     check_out(None, root)
     folder = sweep_dir(spec, root)
     folder.mkdir(parents=True, exist_ok=True)

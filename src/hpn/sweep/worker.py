@@ -22,6 +22,7 @@ def run_point(
 ) -> dict[str, Any]:
     """``{"key", "ok", "wall_s"[, "error"]}``; never raises (a bad point fails alone)."""
     from hpn.errors import InputError
+    from hpn.plots import render_run
     from hpn.store.record import record_run
     from hpn.store.runnable import get
 
@@ -35,7 +36,7 @@ def run_point(
             outcome.config or config,
             outcome.result,
             outcome.tables,
-            plots=plot,
+            plots=render_run if plot else None,
             out=Path(folder),
             root=Path(root),
             wall_s=outcome.wall_s,

@@ -164,7 +164,7 @@ def create_app(root: Path | None = None) -> FastAPI:
         from hpn.web.fabric import fabric_of, segment_view
 
         view = segment_view(fabric_of(fabric_fields(preset, run)), pod, segment)
-        view["has_utilization"] = bool(run) and "links" in run_of(run).tables
+        view["has_utilization"] = run is not None and "links" in run_of(run).tables
         return view
 
     @app.get("/api/fabric/pod")
@@ -174,7 +174,7 @@ def create_app(root: Path | None = None) -> FastAPI:
         from hpn.web.fabric import fabric_of, pod_view
 
         view = pod_view(fabric_of(fabric_fields(preset, run)), pod)
-        view["has_utilization"] = bool(run) and "links" in run_of(run).tables
+        view["has_utilization"] = run is not None and "links" in run_of(run).tables
         return view
 
     @app.get("/api/fabric/switch/{node}")

@@ -57,6 +57,7 @@ def _work(command: str, config: dict[str, Any], root: str, memory: int, plugins:
     os.environ["HPN_PLUGINS"] = plugins  # the fork server's environment may be older
     try:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        from hpn.plots import render_run
         from hpn.store.record import record_run
         from hpn.store.run import Run
 
@@ -66,7 +67,7 @@ def _work(command: str, config: dict[str, Any], root: str, memory: int, plugins:
             out.config or config,
             out.result,
             out.tables,
-            plots=True,
+            plots=render_run,
             root=Path(root),
             wall_s=out.wall_s,
             label=f"{command} (dashboard)",

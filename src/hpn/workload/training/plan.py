@@ -99,11 +99,3 @@ def plan_from_model(job: JobConfig) -> JobPlan:
         stages=stages,
         cfg=job,
     )
-
-
-def make_plan(job: JobConfig) -> JobPlan:
-    if job.aicb:
-        from hpn.workload.training.aicb import plan_from_aicb
-
-        return plan_from_aicb(job)
-    return plan_from_model(job)

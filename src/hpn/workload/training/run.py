@@ -13,7 +13,7 @@ from hpn.topology.fabric import Fabric
 from hpn.workload.collectives import Ctx
 from hpn.workload.training.config import JobConfig
 from hpn.workload.training.dag import JobMarks, TpTimer, add_job
-from hpn.workload.training.plan import make_plan
+from hpn.workload.training.planner import make_plan
 
 
 def union_length(start: np.ndarray, end: np.ndarray) -> float:
