@@ -2,10 +2,12 @@
 
 Cases (goals on a 2-core machine):
 
-- ``pod-train``: GPT-3 175B on a 15,360-GPU HPN pod, default routing (hpn): <= 6 s;
-- ``pod-train-ecmp``: the same with ``--routing ecmp``: <= 5 s;
-- ``8pod-perm``: permutation over the 122,880 GPUs of 8 HPN pods, 2 MB: <= 5 s, <= 600 MB;
-- ``8pod-train``: GPT-3 175B, DP 1,920 on 8 pods (4.9 M flows): <= 60 s, <= 2 GB (``--full``).
+- ``pod-train``: GPT-3 175B on a 15,360-GPU HPN pod, ``--routing ecmp``: <= 5 s;
+- ``pod-train-hpn``: the same with ``--routing hpn``: <= 6 s;
+- ``8pod-perm`` / ``8pod-perm-hpn``: permutation over the 122,880 GPUs of 8 HPN pods, 2 MB,
+  ECMP / HPN path selection: <= 5 s, <= 600 MB;
+- ``8pod-train``: GPT-3 175B, DP 1,920 on 8 pods (4.9 M flows), ECMP: <= 60 s, <= 2 GB
+  (``--full``: minutes).
 
 Every case runs the shipped CLI in a fresh process (``python -m hpn ...``), so the figures
 include imports and output, as a user sees them. With ``--baseline REV`` the same commands
@@ -31,24 +33,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples" / "train"
 
+PERM = ["traffic", "--preset", "hpn", "--pods", "8", "--pattern", "permutation", "--size", "2MB"]
 CASES = {
-    "pod-train": ["train", str(EX / "gpt3-175b-pod.toml")],
-    "pod-train-ecmp": ["train", str(EX / "gpt3-175b-pod.toml"), "--routing", "ecmp"],
-    "8pod-perm": [
-        "traffic",
-        "--preset",
-        "hpn",
-        "--pods",
-        "8",
-        "--pattern",
-        "permutation",
-        "--size",
-        "2MB",
-    ],  # fmt: skip
-    "8pod-train": ["train", str(EX / "gpt3-175b-8pods.toml")],
+    "pod-train": ["train", str(EX / "gpt3-175b-pod.toml"), "--routing", "ecmp"],
+    "pod-train-hpn": ["train", str(EX / "gpt3-175b-pod.toml"), "--routing", "hpn"],
+    "8pod-perm": [*PERM, "--routing", "ecmp"],
+    "8pod-perm-hpn": [*PERM, "--routing", "hpn"],
+    "8pod-train": ["train", str(EX / "gpt3-175b-8pods.toml"), "--routing", "ecmp"],
 }
-GOALS = {"pod-train": (6, None), "pod-train-ecmp": (5, None), "8pod-perm": (5, 600)}
-GOALS["8pod-train"] = (60, 2048)
+GOALS = {
+    "pod-train": (5, None),
+    "pod-train-hpn": (6, None),
+    "8pod-perm": (5, 600),
+    "8pod-perm-hpn": (5, 600),
+    "8pod-train": (60, 2048),
+}
 
 
 def run(args: list[str], src: Path) -> dict:

@@ -13,7 +13,7 @@ from hpn.topology.fabric import LinkTier
 from hpn.workload.collectives import Ctx
 from hpn.workload.training import JobConfig
 from hpn.workload.training.dag import add_job
-from hpn.workload.training.plan import make_plan
+from hpn.workload.training.planner import make_plan
 
 JOB = {
     "name": "t",

@@ -24,7 +24,7 @@ def leftovers(prefix: str, pids: set[int] = frozenset()) -> dict[str, list]:
     return {
         "namespaces": netns.lab_namespaces(prefix),
         "host_interfaces": [n for n in names if n.startswith(prefix)],
-        "processes": sorted(p for p in pids if _alive(p)),
+        "processes": sorted({p for p in pids if _alive(p)} | _using(netns.state_dir(prefix))),
         "files": ([str(netns.state_dir(prefix))] if netns.state_dir(prefix).exists() else [])
         + files,
     }
@@ -40,3 +40,18 @@ def _alive(pid: int) -> bool:
 
 
 NOTHING = {"namespaces": [], "host_interfaces": [], "processes": [], "files": []}
+
+
+def _using(state: Path) -> set[int]:
+    """Processes whose command line names the lab's state directory (its FRR daemons),
+    wherever they run: a daemon left in a deleted namespace is found too."""
+    out = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if f"{state}/" in cmd and "pytest" not in cmd:
+                out.add(int(proc.name))
+    return out

@@ -25,7 +25,8 @@ def test_static_lab_up_traffic_down(lab_name, tmp_path):
     assert st["namespaces"] == st["namespaces_expected"] == 12  # 4 hosts, 4 ToRs, 4 Aggs
     assert st["link_rates_bps"] == [200_000_000, 400_000_000]  # 200G/400G x 1e-3
     out = service.traffic(lab_name, "polarization", size=50e3, connections=2, rate=1e6)
-    assert out["packets_lost"] == 0 and out["flows_routed"] == out["flows"] == 16
+    assert out["packets_lost"] <= 0.01 * out["packets_sent"]
+    assert out["flows_routed"] == out["flows"] == 16
     # every packet's frame counted once per hop it crossed: the model on the learned paths
     # predicts each link's bytes; only ARP's first resolutions add to the counters here
     cmp = out["model_vs_measured"]

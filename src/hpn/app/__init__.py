@@ -80,6 +80,14 @@ _add(
     "hpn.app.pool_validate:VALIDATE",
     "Every policy on every Aegaeon workload file of a folder, beside a reference.",
 )
+_add(
+    "pool replay",
+    "hpn.app.serve:REPLAY",
+    "Replay a trace against an OpenAI-compatible server; the simulator's metrics of it.",
+)
+_add("serve make-models", "hpn.app.serve:MAKE_MODELS", "Write seeded random checkpoints.")
+_add("serve profile", "hpn.app.serve:PROFILE", "Fit this device's latencies (cost model).")
+_add("serve start", "hpn.app.serve:SERVE", "Serve a model folder over HTTP (127.0.0.1).")
 _add("topo import", "hpn.app.topo:IMPORT", "Read a fabric file and print its summary.")
 _add(
     "topo export",

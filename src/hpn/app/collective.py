@@ -30,7 +30,9 @@ class CollectiveOptions(Model):
     algo: str | None = Field(
         None, description="ring, tree, hd, hier, nvls, direct or pxn (default per op)"
     )
-    routing: str = Field("ecmp", description="routing policy")
+    routing: str | None = Field(
+        None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
+    )
     seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the routing")
     channels: int | None = Field(
         None, description="rings/trees per collective (default: GPUs per host)"

@@ -9,6 +9,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from hpn.config import Model
 from hpn.errors import InputError
+from hpn.routing.config import RoutingTable as _RoutingTable
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: called by long services; the CLI draws a bar with it."""
@@ -39,17 +40,9 @@ def fabric_field() -> Any:
     return Field(default_factory=dict, validate_default=True, description="the fabric")
 
 
-class RoutingTable(Model):
-    """The ``[routing]`` table shared by every command that routes (hash settings).
-
-    Each field becomes a flag on every such command (``--ecmp-seeds``); :meth:`hashing` turns
-    the table into the ``hashing=`` argument of the domain functions (None: their defaults).
-    """
-
-    def hashing(self) -> dict[str, Any] | None:
-        """The fields that were set, as a ``hashing`` dict (None when none was)."""
-        given = self.model_dump(exclude_unset=True)
-        return given or None
+# The ``[routing]`` table: its fields (``--ecmp-seeds``, ``--ecmp-offset``, ...) live with the
+# routing semantics; ``hashing()`` gives the fields the user set (None: the defaults).
+RoutingTable = _RoutingTable
 
 
 def routing_field() -> Any:

@@ -91,7 +91,7 @@ def fail(cfg: FailConfig) -> Outcome[FailResult]:
     """Run a job's iterations across injected faults: throughput, halts, crashes."""
     from hpn.failures import run_fail
     from hpn.failures.workload import simple_iteration, training_iteration
-    from hpn.routing import router_for
+    from hpn.routing.config import command_router
     from hpn.topology import build
 
     c = cfg.fail
@@ -100,7 +100,7 @@ def fail(cfg: FailConfig) -> Outcome[FailResult]:
             "--fault", "give at least one fault, e.g. link:host=0,nic=0,at=10s,repair=30s"
         )
     fabric = build(cfg.fabric)
-    router = router_for(fabric, c.routing, seed=c.seed, hashing=cfg.routing.hashing())
+    router = command_router(fabric, c.routing, c.seed, cfg.routing)
     if cfg.iteration is not None:
         it = simple_iteration(fabric, cfg.iteration)
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -19,7 +20,17 @@ class TrafficOptions(Model):
 
     pattern: str = Field("permutation", description="permutation, all-to-all, incast or rail-ring")
     size: str = Field("2MB", description="bytes per flow, e.g. 2MB")
-    routing: str = Field("ecmp", description="routing policy")
+    matrix: str | None = Field(
+        None,
+        description="run a traffic matrix file instead of a pattern: htsim connection matrix "
+        "(.cm) or CSV src,dst,bytes[,start] (.csv); host i = the fabric's i-th endpoint",
+    )
+    write_matrix: str | None = Field(
+        None, description="write the flows run as a matrix file (.csv: CSV, else htsim)"
+    )
+    routing: str | None = Field(
+        None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
+    )
     seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the pattern and the routing")
     endpoints: int | None = Field(
         None, description="use only the first N endpoints (GPUs or hosts)"
@@ -39,6 +50,7 @@ class TrafficResult(Result):
     preset: str | None
     pattern: str
     routing: str
+    routing_detail: str
     seed: int
     size_bytes: float
     flows: int
@@ -55,12 +67,17 @@ class TrafficResult(Result):
 
     title = "hpn traffic"
 
+    def _pattern(self) -> str:
+        if self.pattern.startswith("matrix"):
+            return self.pattern
+        return f"{self.pattern} ({format_size(self.size_bytes)} per flow)"
+
     def rows(self) -> list[tuple[str, Any]]:
         d, f, r = format_duration, self.fct_s, self.fct_over_ideal
         return [
             ("fabric", self.preset),
-            ("pattern", f"{self.pattern} ({format_size(self.size_bytes)} per flow)"),
-            ("routing", f"{self.routing} (seed {self.seed})"),
+            ("pattern", self._pattern()),
+            ("routing", f"{self.routing_detail} (seed {self.seed})"),
             ("flows", self.flows),
             ("ideal FCT", d(self.ideal_fct_s)),
             ("FCT min / p50", f"{d(f['min'])} / {d(f['p50'])}"),
@@ -81,17 +98,27 @@ def run(cfg: TrafficConfig, progress: Progress | None = None) -> Outcome[Traffic
     import numpy as np
 
     from hpn.engine import simulate
-    from hpn.routing import router_for
+    from hpn.routing import describe
+    from hpn.routing.config import command_router
     from hpn.store.engine_tables import result_tables, sample_interval
     from hpn.topology import build
     from hpn.workload import make_pattern
+    from hpn.workload.matrix import dag_matrix, matrix_dag, read_matrix, write_matrix
 
     t = cfg.traffic
     fabric = build(cfg.fabric)
     size = parse_size(t.size, "traffic.size")
+    router = command_router(fabric, t.routing, t.seed, cfg.routing)
     t0 = time.perf_counter()
-    dag = make_pattern(t.pattern, fabric, size, seed=t.seed, limit=t.endpoints)
-    router = router_for(fabric, t.routing, seed=t.seed, hashing=cfg.routing.hashing())
+    if t.matrix is not None:
+        dag = matrix_dag(read_matrix(t.matrix), fabric)
+        pattern = f"matrix {Path(t.matrix).name} ({dag.num_flows:,} flows)"
+    else:
+        dag = make_pattern(t.pattern, fabric, size, seed=t.seed, limit=t.endpoints)
+        pattern = t.pattern
+    if t.write_matrix is not None:
+        note = f"hpn traffic: {pattern} on {getattr(fabric.spec, 'preset', 'imported')}"
+        write_matrix(dag_matrix(dag, fabric), t.write_matrix, note=note)
     interval = sample_interval(fabric, dag)
     res = simulate(fabric, dag, router, seed=t.seed, progress=progress, sample_interval=interval)
     wall = time.perf_counter() - t0
@@ -103,10 +130,11 @@ def run(cfg: TrafficConfig, progress: Progress | None = None) -> Outcome[Traffic
     tables = result_tables(fabric, res)
     result = TrafficResult(
         preset=getattr(fabric.spec, "preset", None),
-        pattern=t.pattern,
-        routing=t.routing,
+        pattern=pattern,
+        routing=router.name,
+        routing_detail=describe(router),
         seed=t.seed,
-        size_bytes=size,
+        size_bytes=size if t.matrix is None else float(np.mean(res.size)) if len(res.size) else 0.0,
         flows=len(res.size),
         ideal_fct_s=float(np.median(ideal)) if len(ideal) else 0.0,
         fct_s=res.fct_summary(),

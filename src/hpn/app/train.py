@@ -18,7 +18,9 @@ from hpn.workload.training.config import JobConfig
 class TrainOptions(Model):
     """The ``[train]`` table."""
 
-    routing: str = Field("ecmp", description="routing policy")
+    routing: str | None = Field(
+        None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
+    )
     seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the routing")
 
 

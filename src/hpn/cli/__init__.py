@@ -25,7 +25,8 @@ app = typer.Typer(
 GROUPS = {
     "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",
     "route": "Routing as switches and hosts do it: paths, path selection, polarization.",
-    "pool": "Serving pool (Aegaeon): simulate policies, goodput, capacity.",
+    "pool": "Serving pool (Aegaeon): simulate policies, goodput, capacity, replay.",
+    "serve": "Real models behind the pool's policies: make models, profile, serve over HTTP.",
     "lab": "The fabric for real in Linux network namespaces: up, traffic, fail, down.",
 }
 _groups = {name: typer.Typer(help=text, no_args_is_help=True) for name, text in GROUPS.items()}

@@ -12,16 +12,17 @@ from typing import Annotated, Any
 
 import typer
 
-from hpn.config import Model
 from hpn.errors import InputError
-from hpn.topology import Fabric, build, spec_from_table
-from hpn.topology.presets import PRESETS
 
 _FABRIC = "Fabric"
 
 PresetOpt = Annotated[
     str | None,
-    typer.Option("--preset", help=f"Fabric preset: {', '.join(PRESETS)}.", rich_help_panel=_FABRIC),
+    typer.Option(
+        "--preset",
+        help="Fabric preset: hpn, rail-only, dcn-plus or fat-tree.",
+        rich_help_panel=_FABRIC,
+    ),
 ]
 ConfigOpt = Annotated[
     Path | None,
@@ -134,6 +135,8 @@ def fabric_table(
         "--speed": ("speed", speed),
         "--frontend": ("frontend", True if frontend else None),
     }
+    from hpn.topology.presets import PRESETS
+
     known = PRESETS.get(preset, "--preset").spec.model_fields
     for flag, (name, value) in flags.items():
         if value is None:
@@ -148,16 +151,6 @@ def fabric_table(
             )
         fields[name] = value
     return {"preset": preset, **fields}
-
-
-def spec_from_options(*args: Any, **kwargs: Any) -> Model:
-    """A validated fabric spec from the shared CLI options."""
-    return spec_from_table(fabric_table(None, *args, **kwargs))
-
-
-def fabric_from_options(*args: Any, **kwargs: Any) -> Fabric:
-    """Build the fabric the shared CLI options describe."""
-    return build(spec_from_options(*args, **kwargs))
 
 
 FABRIC_PARAMS: tuple[tuple[str, Any, Any], ...] = (

@@ -12,8 +12,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hpn.store.atomic import json_default
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 """The ``--json`` flag of every command that computes."""
 
@@ -23,6 +21,8 @@ stderr = Console(stderr=True)
 
 def emit_json(obj: dict[str, Any]) -> None:
     """Exactly one JSON object on stdout, nothing else."""
+    from hpn.store.atomic import json_default
+
     sys.stdout.write(json.dumps(obj, default=json_default, indent=2) + "\n")
 
 

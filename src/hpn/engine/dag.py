@@ -138,16 +138,16 @@ class FlowDAG:
         has = [np.full(len(f[0]), f[5] is not None) for f in self._flows]
         comp = list(zip(*self._compute, strict=True)) if self._compute else [[], []]
         deps = list(zip(*self._deps, strict=True)) if self._deps else [[], []]
-        return Tasks(
+        t = Tasks(
             kind=kind,
             local=local,
             delay=np.concatenate(self._delays) if self._delays else np.zeros(0),
             flow_task=np.flatnonzero(is_flow),
-            src=cat[0].astype(np.int64),
-            dst=cat[1].astype(np.int64),
-            size=cat[2].astype(np.float64),
-            group=cat[3].astype(np.int64),
-            keys=cat[4].astype(np.int64),
+            src=cat[0].astype(np.int64, copy=False),
+            dst=cat[1].astype(np.int64, copy=False),
+            size=cat[2].astype(np.float64, copy=False),
+            group=cat[3].astype(np.int64, copy=False),
+            keys=cat[4].astype(np.int64, copy=False),
             has_path=np.concatenate(has) if has else np.zeros(0, bool),
             paths=Paths.concat([f[5] for f in self._flows if f[5] is not None]),
             compute_task=np.flatnonzero(~is_flow),
@@ -156,6 +156,17 @@ class FlowDAG:
             dep_before=np.concatenate(deps[0]) if deps[0] else np.zeros(0, np.int64),
             dep_after=np.concatenate(deps[1]) if deps[1] else np.zeros(0, np.int64),
         )
+        self._collapse(t)
+        return t
+
+    def _collapse(self, t: Tasks) -> None:
+        """Keep the parts as the concatenated arrays (shared with ``t``, not copied twice)."""
+        self._kinds, self._delays = [t.kind], [t.delay]
+        self._deps = [(t.dep_before, t.dep_after)]
+        if self._compute:
+            self._compute = [(t.node, t.duration)]
+        if self._flows and all(f[5] is None for f in self._flows):
+            self._flows = [(t.src, t.dst, t.size, t.group, t.keys, None)]
 
     def validate(self, num_nodes: int) -> None:
         """InputError for negative sizes or times, unknown nodes or tasks, or a cycle."""
@@ -187,7 +198,7 @@ def find_cycle(n: int, before: np.ndarray, after: np.ndarray) -> list[int] | Non
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
 
-    g = sp.csr_matrix((np.ones(len(before)), (before, after)), shape=(n, n))
+    g = sp.csr_matrix((np.ones(len(before), bool), (before, after)), shape=(n, n))
     k, labels = connected_components(g, directed=True, connection="strong")
     if k == n:
         return None

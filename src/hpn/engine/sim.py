@@ -249,6 +249,7 @@ class Sim:
         ce = self.cap_events
         for i in idx:  # in event order, so the last change of a link at one time wins
             self.cap[ce.link[i]] = ce.capacity[i] / 8.0
+        self.sampler.capacity_changed()
         if ce.reroute:
             self._reroute()
         self.dirty = self.full = True
@@ -351,7 +352,9 @@ class Sim:
                 self.dirty = True
 
     def _sample(self) -> None:
-        self.sampler.sample(self.now, self.fabric.links.tier, self.cap, self.ledger.load)
+        self.sampler.sample(
+            self.now, self.fabric.links.tier, self.cap, self.ledger.load, self.ledger.loaded()
+        )
 
     def run(self) -> None:
         smp, q = self.sampler, self.queue

@@ -275,18 +275,28 @@ class Sampler:
     time: list = field(default_factory=list)
     tier: list = field(default_factory=list)
     link: list = field(default_factory=list)
+    _tier_cap: np.ndarray | None = None  # capacity per tier, until a capacity changes
 
     def __post_init__(self) -> None:
         self.next_tick = 0.0 if self.interval else np.inf
 
-    def sample(self, now: float, tiers: np.ndarray, cap: np.ndarray, load: np.ndarray) -> None:
+    def sample(
+        self, now: float, tiers: np.ndarray, cap: np.ndarray, load: np.ndarray, loaded
+    ) -> None:
+        """One sample; ``loaded``: the sorted links with a non-zero load (the tier sums
+        over them equal the sums over all links: zeros add nothing, the order is kept)."""
         ntier = int(tiers.max()) + 1 if len(tiers) else 0
-        tier_cap = np.bincount(tiers, weights=cap, minlength=ntier)
-        tier_load = np.bincount(tiers, weights=load, minlength=ntier)
+        if self._tier_cap is None:
+            self._tier_cap = np.bincount(tiers, weights=cap, minlength=ntier)
+        tier_cap = self._tier_cap
+        tier_load = np.bincount(tiers[loaded], weights=load[loaded], minlength=ntier)
         self.time.append(now)
         self.tier.append(np.divide(tier_load, tier_cap, where=tier_cap > 0, out=np.zeros(ntier)))
         c, ld = cap[self.links], load[self.links]
         self.link.append(np.divide(ld, c, where=c > 0, out=np.zeros(len(c))))
+
+    def capacity_changed(self) -> None:
+        self._tier_cap = None
 
 
 @dataclass

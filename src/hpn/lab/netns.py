@@ -130,20 +130,15 @@ def remove_lab(prefix: str) -> dict[str, int]:
     """Remove a lab, complete or half-built: kill the processes inside its namespaces (by
     pid), delete the namespaces (their veths go with them) and its state directory."""
     names = lab_namespaces(prefix)
-    pids = sorted({p for ns in names for p in ns_pids(ns)} - {os.getpid()})
     spawned = state_dir(prefix) / SPAWNED
     started = [int(x) for x in spawned.read_text().split()] if spawned.exists() else []
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 3.0
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [p for p in alive if _alive(p)]
-    for pid in alive:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    pids: list[int] = []
+    for _ in range(5):  # a daemon caught mid-fork leaves a child: list again until none
+        found = sorted({p for ns in names for p in ns_pids(ns)} - {os.getpid()} - set(pids))
+        if not found:
+            break
+        _kill(found)
+        pids += found
     for pid in pids + started:  # FRR keeps per-process crash-log directories there
         for d in Path("/var/tmp/frr").glob(f"*.{pid}"):
             shutil.rmtree(d, ignore_errors=True)
@@ -156,6 +151,21 @@ def remove_lab(prefix: str) -> dict[str, int]:
     existed = d.exists()
     shutil.rmtree(d, ignore_errors=True)
     return {"namespaces": len(names), "processes": len(pids), "state_dirs": int(existed)}
+
+
+def _kill(pids: list[int]) -> None:
+    """SIGTERM, then SIGKILL whatever is still alive after 3 s."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 3.0
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if _alive(p)]
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:

@@ -93,6 +93,10 @@ def traffic(
     ``hpn traffic`` has where the quantity is the same, plus the model's bytes per link)."""
     if not 64 <= payload <= 1400:
         raise InputError("payload", f"must be 64..1400 bytes, got {payload}")
+    if matrix is None and not size > 0:
+        raise InputError("size", f"must be > 0, got {size}")
+    if not rate > 0:
+        raise InputError("rate", f"must be > 0, got {rate}")
     plan, _ = load(name)
     src, dst, nbytes = flows_of(plan, pattern, size, connections, seed, senders, matrix)
     sport, sel = sports_for(plan, src, dst, routing, seed)

@@ -1,19 +1,13 @@
-"""Routing policies: flows -> paths of link ids (CSR), registered by name."""
+"""Routing policies: flows -> paths of link ids (CSR), registered by name.
 
-from hpn.routing import ecmp as _ecmp  # noqa: F401  (registers "ecmp")
-from hpn.routing import hpn_select as _hpn  # noqa: F401  (registers "hpn")
-from hpn.routing import ideal as _ideal  # noqa: F401  (registers "ideal")
-from hpn.routing import shortest as _shortest  # noqa: F401  (registers "random")
-from hpn.routing.base import (
-    ROUTERS,
-    Paths,
-    Router,
-    default_policy,
-    describe,
-    make_router,
-    register_router,
-    router_for,
-)
+Importing the package is cheap (its ``[routing]`` table, :mod:`hpn.routing.config`, needs no
+numpy or scipy); the policies register themselves when a name below is first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = [
     "ROUTERS",
@@ -25,3 +19,11 @@ __all__ = [
     "register_router",
     "router_for",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'hpn.routing' has no attribute {name!r}")
+    base = importlib.import_module("hpn.routing.base")
+    base.load_policies()
+    return getattr(base, name)

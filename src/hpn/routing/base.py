@@ -134,6 +134,15 @@ class RouterInfo:
 
 
 ROUTERS: dict[str, RouterInfo] = {}
+_POLICY_MODULES = ("ecmp", "hpn_select", "ideal", "shortest")
+
+
+def load_policies() -> None:
+    """Import the policy modules (each registers itself in :data:`ROUTERS`)."""
+    import importlib
+
+    for m in _POLICY_MODULES:
+        importlib.import_module(f"hpn.routing.{m}")
 
 
 def register_router(name: str, factory: Callable[..., Router], summary: str) -> None:
@@ -142,6 +151,7 @@ def register_router(name: str, factory: Callable[..., Router], summary: str) -> 
 
 def make_router(name: str, **kwargs: Any) -> Router:
     """The routing policy registered as ``name``, built with ``kwargs`` (e.g. ``seed``)."""
+    load_policies()
     if name not in ROUTERS:
         raise InputError("routing", f"unknown policy {name!r}; choose from {', '.join(ROUTERS)}")
     return ROUTERS[name].factory(**kwargs)

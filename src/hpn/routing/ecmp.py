@@ -16,10 +16,10 @@ ports are given (what HPN's host-side path selection does). The seed scheme is w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from hpn.config import Model
 from hpn.routing.addressing import SPORT_MAX, SPORT_MIN, address_plan, roce_tuples
@@ -46,8 +46,9 @@ class HashConfig(Model):
     )
     seeds: Literal["same", "tier", "switch"] = Field(
         "switch",
-        description="same seed everywhere, one per tier (SONiC's per-role seeds) or one per "
-        "switch (Linux per-namespace seed, Cumulus, Dell)",
+        description="same: one seed everywhere and every switch hashes alike (offsets not "
+        "given are 0); tier: SONiC's per-role seeds; switch: one per switch (Linux "
+        "per-namespace seed, Cumulus, Dell)",
     )
     tor_offset: int = Field(0, ge=0, le=15, description="ToR hash offset (bits rotated out)")
     agg_offset: int = Field(10, ge=0, le=15, description="Agg hash offset (SONiC T1: 10)")
@@ -63,6 +64,17 @@ class HashConfig(Model):
     agg_lag_offset: int = Field(2, ge=0, le=15, description="Agg LAG hash offset")
     core_lag_offset: int = Field(8, ge=0, le=15, description="core LAG hash offset")
     core_port_map: bool = Field(True, description="cores map in-port -> out-port per pod (P §7)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _same_means_alike(cls, data: Any) -> Any:
+        """``seeds="same"``: every switch hashes alike, so offsets not given are 0."""
+        if isinstance(data, dict) and data.get("seeds") == "same":
+            zero = {
+                f"{t}{o}": 0 for t in ("tor", "agg", "core") for o in ("_offset", "_lag_offset")
+            }
+            data = {**zero, **data}
+        return data
 
     @field_validator("tor_hash", "agg_hash", "core_hash")
     @classmethod

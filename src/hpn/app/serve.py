@@ -1,0 +1,266 @@
+"""``hpn serve ...`` and ``hpn pool replay``: the real serving engine (`hpn.serve`).
+
+Services only: each takes its config model and calls the engine package; torch and
+transformers are imported when a command runs (the ``engine`` extra).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from hpn.app.base import Command, FileInput, Outcome, Result
+from hpn.config import Model
+from hpn.errors import InputError
+from hpn.units import parse_duration
+
+_POLICY = "serving policy: aegaeon, serverless, serverless-artifact, muxserve or dedicated"
+_DEVICE = "cuda or cpu (default: cuda when present)"
+
+
+def _needs_engine() -> None:
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        raise InputError("engine", "needs the engine extra: pip install -e '.[engine]'") from None
+
+
+def _slo(ttft: str, tbt: str):
+    from hpn.pool.policies.base import Slo
+
+    return Slo(parse_duration(ttft, "ttft-slo"), parse_duration(tbt, "tbt-slo"))
+
+
+class DeviceOptions(Model):
+    """Where instances run (shared by ``serve`` and ``serve profile``)."""
+
+    device: str | None = Field(None, description=_DEVICE)
+    memory: int | None = Field(
+        None, ge=1 << 20, description="device budget per instance in bytes (CPU default 1 GiB)"
+    )
+    link: float | None = Field(
+        None, gt=0, description="host link bytes/s (CPU default 1e9; CUDA: unthrottled)"
+    )
+    threads: int | None = Field(None, ge=1, le=256, description="CPU threads per instance")
+
+
+# --- serve make-models ---------------------------------------------------------------------
+
+
+class MakeModelsOptions(Model):
+    """The ``[models]`` table of ``serve make-models``."""
+
+    dir: str = Field(
+        ..., description="folder to write the checkpoints into", json_schema_extra={"flag": None}
+    )
+    count: int = Field(8, ge=1, le=256, description="number of checkpoints")
+    sizes: list[str] = Field(["5m", "20m"], description="parameter counts, in turn (1m..2b)")
+    seed: int = Field(0, ge=0, description="seed of model i is seed + i")
+    max_len: int = Field(2048, ge=64, le=1 << 17, description="context length in the config")
+
+
+class MakeModelsConfig(Model):
+    models: MakeModelsOptions
+
+
+@dataclass
+class MakeModelsResult(Result):
+    title = "serve make-models"
+    dir: str
+    models: list[dict[str, Any]] = field(default_factory=list)
+
+    def rows(self):
+        return [("dir", self.dir)] + [(m["name"], f"{m['params']:,} params") for m in self.models]
+
+
+def make_models(cfg: MakeModelsConfig) -> Outcome[MakeModelsResult]:
+    _needs_engine()
+    from hpn.serve.store import make_models as make
+
+    o = cfg.models
+    infos = make(o.dir, o.count, o.sizes, o.seed, o.max_len)
+    models = [{"name": i.name, "arch": i.arch, "params": i.n_params} for i in infos]
+    return Outcome(MakeModelsResult(str(Path(o.dir)), models))
+
+
+# --- serve profile -------------------------------------------------------------------------
+
+
+class ProfileOptions(DeviceOptions):
+    """The ``[profile]`` table of ``serve profile``."""
+
+    models: str = Field(..., description="checkpoint folder")
+    out: str = Field("profile.json", description="profile file to write")
+    concurrent: int = Field(1, ge=1, le=64, description="instances busy at once while timing")
+
+
+class ProfileConfig(Model):
+    profile: ProfileOptions
+
+
+@dataclass
+class ProfileResult(Result):
+    title = "serve profile"
+    out: str
+    models: int
+    fits: dict[str, Any] = field(default_factory=dict)
+
+    def rows(self):
+        rows = [("profile", self.out), ("models", self.models)]
+        for m, f in self.fits.items():
+            rows.append((m, f"r2 prefill {f['r2_prefill']}, decode {f['r2_decode']}"))
+        return rows
+
+
+def profile(cfg: ProfileConfig) -> Outcome[ProfileResult]:
+    _needs_engine()
+    from hpn.serve.profile import profile_models
+
+    o = cfg.profile
+    prof = profile_models(
+        o.models, o.out, o.device, o.memory, o.link, o.threads, concurrent=o.concurrent
+    )
+    return Outcome(ProfileResult(o.out, len(prof["fits"]), prof["fits"]))
+
+
+# --- serve (start) -------------------------------------------------------------------------
+
+
+class ServeOptions(DeviceOptions):
+    """The ``[serve]`` table of ``serve start``."""
+
+    models: str = Field(..., description="checkpoint folder")
+    policy: str = Field("aegaeon", description=_POLICY)
+    prefill: int = Field(1, ge=0, le=64, description="prefill instances (aegaeon)")
+    decode: int = Field(1, ge=0, le=64, description="decode instances (aegaeon)")
+    workers: int = Field(2, ge=0, le=64, description="instances (policies without a split)")
+    port: int = Field(8000, ge=1, le=65535, description="port on 127.0.0.1")
+    profile: str | None = Field(None, description="profile file (default: measure at start)")
+    ttft_slo: str = Field("10s", description="TTFT SLO")
+    tbt_slo: str = Field("100ms", description="TBT SLO")
+
+
+class ServeConfig(Model):
+    serve: ServeOptions
+
+
+@dataclass
+class ServeResult(Result):
+    title = "serve"
+    stopped: bool = True
+
+
+def serve(cfg: ServeConfig) -> Outcome[ServeResult]:
+    _needs_engine()
+    from hpn.serve.server import serve_models
+
+    o = cfg.serve
+    serve_models(
+        o.models,
+        o.policy,
+        o.prefill,
+        o.decode,
+        o.workers,
+        o.port,
+        o.profile,
+        o.device,
+        o.memory,
+        o.link,
+        o.threads,
+        _slo(o.ttft_slo, o.tbt_slo),
+    )
+    return Outcome(ServeResult())
+
+
+# --- pool replay ---------------------------------------------------------------------------
+
+
+class ReplayOptions(Model):
+    """The ``[replay]`` table of ``pool replay``."""
+
+    trace: str = Field(
+        ...,
+        description="trace file (Aegaeon/Azure CSV) or ServeGen folder",
+        json_schema_extra={"flag": None},
+    )
+    url: str = Field("http://127.0.0.1:8000", description="the server's base URL")
+    time_scale: float = Field(1.0, gt=0, description="arrival times x this")
+    map: str | None = Field(None, description="trace model -> served model: a=b,c=d")
+    ttft_slo: str = Field("10s", description="TTFT SLO")
+    tbt_slo: str = Field("100ms", description="TBT SLO")
+    max_input: int = Field(1024, ge=1, description="prompt tokens at most")
+    max_output: int = Field(256, ge=1, description="output tokens at most")
+    trace_models: int = Field(10, ge=1, description="Azure trace: models to spread over")
+    duration: str = Field("300s", description="ServeGen window length")
+    seed: int = Field(0, description="seed (Azure model assignment, ServeGen)")
+
+
+class ReplayConfig(Model):
+    replay: ReplayOptions
+
+
+@dataclass
+class ReplayResult(Result):
+    title = "pool replay"
+    url: str
+    requests: int
+    slo_attainment: float
+    slo_attainment_artifact: float
+    finished: int
+    failed: int
+    errors: int
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tbt_p50_s: float
+    tbt_p99_s: float
+    span_s: float
+    models: int
+    per_model: dict[str, float] = field(default_factory=dict)
+    per_model_artifact: dict[str, float] = field(default_factory=dict)
+
+    def rows(self):
+        return [(k, v) for k, v in self.to_json().items() if not k.startswith("per_model")]
+
+
+def replay(cfg: ReplayConfig) -> Outcome[ReplayResult]:
+    from hpn.serve.replay import replay_trace
+
+    o = cfg.replay
+    out, tables = replay_trace(
+        o.url,
+        trace=o.trace,
+        time_scale=o.time_scale,
+        mapping=o.map,
+        slo=_slo(o.ttft_slo, o.tbt_slo),
+        max_input=o.max_input,
+        max_output=o.max_output,
+        trace_models=o.trace_models,
+        duration=parse_duration(o.duration, "duration"),
+        seed=o.seed,
+    )
+    names = {f for f in ReplayResult.__dataclass_fields__}
+    res = ReplayResult(**{k: v for k, v in out.items() if k in names})
+    return Outcome(res, tables)
+
+
+MAKE_MODELS = Command(
+    "serve make-models",
+    MakeModelsConfig,
+    make_models,
+    flags=("models",),
+    stored=False,
+    files=(FileInput("dir", "folder to write into", lambda p: {"models": {"dir": str(p)}}),),
+)
+PROFILE = Command("serve profile", ProfileConfig, profile, flags=("profile",), stored=False)
+SERVE = Command("serve start", ServeConfig, serve, flags=("serve",), stored=False)
+REPLAY = Command(
+    "pool replay",
+    ReplayConfig,
+    replay,
+    flags=("replay",),
+    files=(FileInput("trace", "trace to replay", lambda p: {"replay": {"trace": str(p)}}),),
+)
