@@ -563,3 +563,6 @@ CORPUS += cases(
         ("{F}/adir --gpus 0", ("gpus",)),
     ],
 )
+# Commands added last (serve, pool replay): an unknown option at least; extend with their fields.
+for _cmd in ("pool replay", "serve make-models", "serve profile", "serve start"):
+    CORPUS += cases(_cmd, [("--bogus", ("--bogus", "no such option"))])
