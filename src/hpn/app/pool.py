@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.config import Model
 from hpn.errors import InputError
 from hpn.units import parse_duration
+
+# The sizes a pool command accepts (checked when its config is parsed, before any work).
+MAX_MODELS = 1_000
+MAX_GPUS = 4_096
+MAX_SPAN = "24h"
+
+
+def _span_limit(v: str) -> str:
+    try:
+        span = parse_duration(v, "duration")
+    except InputError:
+        return v  # malformed: reported where the duration is read
+    if span > parse_duration(MAX_SPAN, "duration"):
+        raise ValueError(f"at most {MAX_SPAN} of trace")
+    return v
+
+
+Span = Annotated[str, AfterValidator(_span_limit)]
+Gpus = Annotated[int | None, Field(le=MAX_GPUS)]
 
 _POLICY = "serving policy: aegaeon, serverless, serverless-artifact, muxserve or dedicated"
 
@@ -86,19 +105,21 @@ def _options(p: PolicyKnobs, policy: str) -> dict[str, Any]:
 class _SimulateFields(Model):
     policy: str = Field("aegaeon", description=_POLICY)
     trace: str | None = Field(None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder")
-    models: int | None = Field(None, description="synthetic market: number of models")
+    models: int | None = Field(
+        None, le=MAX_MODELS, description=f"synthetic market: number of models (<= {MAX_MODELS})"
+    )
     rate: float = Field(0.1, description="synthetic market: req/s per model")
-    duration: str = Field("300s", description="synthetic market / ServeGen window length")
+    duration: Span = Field(
+        "300s", description=f"synthetic market / ServeGen window (<= {MAX_SPAN})"
+    )
     zipf: float | None = Field(
         None, description="synthetic: Zipf popularity exponent (default uniform)"
     )
     cv: float = Field(1.0, description="synthetic: inter-arrival CV (1 = Poisson, else Gamma)")
     trace_models: int = Field(10, description="Azure trace: models to spread requests over")
-    prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
-    decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
-    gpus: int | None = Field(
-        None, description="GPUs (policies without a split; aegaeon splits 3:5)"
-    )
+    prefill_gpus: Gpus = Field(None, description="prefill partition (aegaeon)")
+    decode_gpus: Gpus = Field(None, description="decode partition (aegaeon)")
+    gpus: Gpus = Field(None, description="GPUs (policies without a split; aegaeon splits 3:5)")
     gpu: str = Field("h800", description="h20, h100, h800, a100 or a10")
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
@@ -185,11 +206,11 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
 class _GoodputFields(Model):
     policy: str = Field("aegaeon", description=_POLICY)
     rate: float = Field(0.1, gt=0, description="req/s per model")
-    prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
-    decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
-    gpus: int | None = Field(None, description="GPUs (aegaeon splits 3:5)")
+    prefill_gpus: Gpus = Field(None, description="prefill partition (aegaeon)")
+    decode_gpus: Gpus = Field(None, description="decode partition (aegaeon)")
+    gpus: Gpus = Field(None, description="GPUs (aegaeon splits 3:5)")
     gpu: str = Field("h800", description="h20, h100, h800, a100 or a10")
-    duration: str = Field("300s", description="length of each simulated trace")
+    duration: Span = Field("300s", description=f"length of each simulated trace (<= {MAX_SPAN})")
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline (per-token deadlines) or artifact")
@@ -264,7 +285,7 @@ class _CapacityFields(Model):
     mix: str = Field("production", description="production or a mix TOML file")
     policy: str = Field("aegaeon", description=_POLICY)
     gpu: str | None = Field(None, description="GPU type (default: the mix's, h20 for production)")
-    duration: str = Field("30min", description="length of the simulated trace")
+    duration: Span = Field("30min", description=f"length of the simulated trace (<= {MAX_SPAN})")
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline or artifact")
