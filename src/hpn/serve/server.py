@@ -125,18 +125,18 @@ def create_app(engine: Engine, limits: Limits = Limits()):
             loc = ".".join(str(x) for x in e["loc"])
             return None, _error(400, f"{loc}: {e['msg']}", loc)
 
+    def _unknown_model(name: str):
+        return _error(
+            404, f"model {name!r} does not exist; see GET /v1/models", "model", "model_not_found"
+        )
+
     @app.post("/v1/completions")
     async def completions(request: Request):
         body, err = await _parse(request, CompletionBody)
         if err is not None:
             return err
         if body.model not in engine.hosts:
-            return _error(
-                404,
-                f"model {body.model!r} does not exist; see GET /v1/models",
-                "model",
-                "model_not_found",
-            )
+            return _unknown_model(body.model)
         tok = engine.hosts[body.model].tokenizer
         if isinstance(body.prompt, str):
             ids = tok.encode(body.prompt, add_special_tokens=False)
@@ -153,12 +153,7 @@ def create_app(engine: Engine, limits: Limits = Limits()):
         if err is not None:
             return err
         if body.model not in engine.hosts:
-            return _error(
-                404,
-                f"model {body.model!r} does not exist; see GET /v1/models",
-                "model",
-                "model_not_found",
-            )
+            return _unknown_model(body.model)
         tok = engine.hosts[body.model].tokenizer
         ids = tok.apply_chat_template(
             [m.model_dump() for m in body.messages], add_generation_prompt=True, tokenize=True
