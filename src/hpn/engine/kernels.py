@@ -200,6 +200,36 @@ def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, ca
         on[lk] = v > 0
 
 
+def _reach_kernel(user, link, n_users, n_links, seed):  # pragma: no cover - compiled
+    parent = np.arange(n_links)
+    first = np.full(n_users, -1, np.int64)
+    for e in range(len(user)):
+        u, lk = user[e], link[e]
+        if first[u] < 0:
+            first[u] = lk
+            continue
+        a, b = _find(parent, first[u]), _find(parent, lk)
+        if a != b:
+            parent[a] = b
+    mark = np.zeros(n_links, np.bool_)
+    for i in range(len(seed)):
+        mark[_find(parent, seed[i])] = True
+    out = np.zeros(n_users, np.bool_)
+    for u in range(n_users):
+        if first[u] >= 0:
+            out[u] = mark[_find(parent, first[u])]
+    return out
+
+
+def _find(parent, x):  # pragma: no cover - compiled
+    r = x
+    while parent[r] != r:
+        r = parent[r]
+    while parent[x] != r:  # path compression
+        parent[x], x = r, parent[x]
+    return r
+
+
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
@@ -207,10 +237,11 @@ def _kernel(name: str):
 
         jit = numba.njit(cache=True, nogil=True)
         g = globals()
-        for helper in ("_push", "_pop", "_grow"):
+        for helper in ("_push", "_pop", "_grow", "_find"):
             g[helper] = jit(g[helper])
         _compiled["fill"] = jit(_fill_kernel)
         _compiled["ledger"] = jit(_ledger_kernel)
+        _compiled["reach"] = jit(_reach_kernel)
     return _compiled[name]
 
 
@@ -232,6 +263,34 @@ def fill_rates(
             np.asarray(rows, np.int64), np.asarray(cols, np.int64), n_users, n_links, cap, eps
         )
     return maxmin_rates(incidence(rows, cols, n_users, n_links), cap, eps)
+
+
+def reached(
+    user: np.ndarray,
+    link: np.ndarray,
+    n_users: int,
+    n_links: int,
+    seed: np.ndarray,
+    compiled: bool | None = None,
+) -> np.ndarray:
+    """Per user: whether it is connected to a ``seed`` link; hop entry ``i`` puts user
+    ``user[i]`` on link ``link[i]``, and users sharing a link are connected (the connected
+    components of the user-link graph, by union-find over links)."""
+    use = HAVE_NUMBA if compiled is None else compiled
+    user, link = np.asarray(user, np.int64), np.asarray(link, np.int64)
+    seed = np.asarray(seed, np.int64)
+    if use:
+        return _kernel("reach")(user, link, n_users, n_links, seed)
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    n = n_users + n_links
+    g = sp.csr_matrix((np.ones(len(user), bool), (user, n_users + link)), shape=(n, n))
+    _, label = connected_components(g, directed=False)
+    hit = np.zeros(n, bool)
+    hit[label[n_users + seed]] = True
+    has = np.bincount(user, minlength=n_users) > 0
+    return hit[label[:n_users]] & has
 
 
 def ledger_set(ledger, links: np.ndarray, new: np.ndarray, now: float) -> None:
