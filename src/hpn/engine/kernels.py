@@ -200,24 +200,42 @@ def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, ca
         on[lk] = v > 0
 
 
-def _reach_kernel(user, link, n_users, n_links, seed):  # pragma: no cover - compiled
-    parent = np.arange(n_links)
-    first = np.full(n_users, -1, np.int64)
-    for e in range(len(user)):
-        u, lk = user[e], link[e]
-        if first[u] < 0:
-            first[u] = lk
-            continue
-        a, b = _find(parent, first[u]), _find(parent, lk)
-        if a != b:
-            parent[a] = b
-    mark = np.zeros(n_links, np.bool_)
-    for i in range(len(seed)):
-        mark[_find(parent, seed[i])] = True
-    out = np.zeros(n_users, np.bool_)
-    for u in range(n_users):
-        if first[u] >= 0:
-            out[u] = mark[_find(parent, first[u])]
+def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
+    # pragma: no cover - compiled
+    total = 0
+    for i in range(len(start)):
+        total += length[i]
+    parent = np.empty(total, np.int64)  # union-find over the local ids of the links
+    used = np.empty(total, np.int64)
+    n = 0
+    first = np.full(n_users, -1, np.int64)  # a link of each user
+    for i in range(len(start)):
+        u = user[i]
+        for j in range(start[i], start[i] + length[i]):
+            lk = links[j]
+            x = stamp[lk]
+            if x < 0:
+                x = n
+                stamp[lk] = n
+                parent[n] = n
+                used[n] = lk
+                n += 1
+            if first[u] < 0:
+                first[u] = x
+            else:
+                a, b = _find(parent, first[u]), _find(parent, x)
+                if a != b:
+                    parent[a] = b
+    mark = np.zeros(n, np.bool_)
+    for i in range(n_live, len(start)):
+        for j in range(start[i], start[i] + length[i]):
+            mark[_find(parent, stamp[links[j]])] = True
+    for k in range(n):
+        stamp[used[k]] = -1
+    out = np.zeros(n_live, np.bool_)
+    for i in range(n_live):
+        f = first[user[i]]
+        out[i] = f >= 0 and mark[_find(parent, f)]
     return out
 
 
@@ -266,31 +284,41 @@ def fill_rates(
 
 
 def reached(
+    start: np.ndarray,
+    length: np.ndarray,
+    links: np.ndarray,
     user: np.ndarray,
-    link: np.ndarray,
     n_users: int,
-    n_links: int,
-    seed: np.ndarray,
+    n_live: int,
+    stamp: np.ndarray,
     compiled: bool | None = None,
 ) -> np.ndarray:
-    """Per user: whether it is connected to a ``seed`` link; hop entry ``i`` puts user
-    ``user[i]`` on link ``link[i]``, and users sharing a link are connected (the connected
-    components of the user-link graph, by union-find over links)."""
+    """For each of the first ``n_live`` flows: whether it is connected to a link of one of
+    the others (the seeds). Flow ``i`` crosses ``links[start[i] : start[i] + length[i]]`` and
+    belongs to user ``user[i]`` (a coupled group is one user); users sharing a link are
+    connected (components of the user-link graph, by union-find over the links). ``stamp``:
+    scratch indexed by link id, all -1 (left so)."""
     use = HAVE_NUMBA if compiled is None else compiled
-    user, link = np.asarray(user, np.int64), np.asarray(link, np.int64)
-    seed = np.asarray(seed, np.int64)
+    i64 = np.int64
+    start, length, user = (np.asarray(a, i64) for a in (start, length, user))
     if use:
-        return _kernel("reach")(user, link, n_users, n_links, seed)
+        return _kernel("reach")(start, length, np.asarray(links, i64), user, n_users, n_live, stamp)
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
 
-    n = n_users + n_links
-    g = sp.csr_matrix((np.ones(len(user), bool), (user, n_users + link)), shape=(n, n))
+    from hpn.engine.maxmin import distinct
+    from hpn.engine.state import gather_rows
+
+    rep, pos = gather_rows(start, length)
+    ids, loc = distinct(np.asarray(links, i64)[pos], stamp)
+    n = n_users + len(ids)
+    g = sp.csr_matrix((np.ones(len(rep), bool), (user[rep], n_users + loc)), shape=(n, n))
     _, label = connected_components(g, directed=False)
     hit = np.zeros(n, bool)
-    hit[label[n_users + seed]] = True
-    has = np.bincount(user, minlength=n_users) > 0
-    return hit[label[:n_users]] & has
+    hit[label[n_users + loc[rep >= n_live]]] = True
+    has = np.bincount(user[rep], minlength=n_users) > 0
+    u = user[:n_live]
+    return hit[label[u]] & has[u]
 
 
 def ledger_set(ledger, links: np.ndarray, new: np.ndarray, now: float) -> None:

@@ -174,6 +174,7 @@ class Sim:
         self.task = TaskState.of(self.nt, t.dep_before, t.dep_after)
         self.ledger = LinkLedger(self.cap)
         self.stamp = np.full(nl, -1, np.int64)  # scratch for sort-free dedupe of link ids
+        self.group_stamp = np.full(int(t.group.max(initial=-1)) + 1, -1, np.int64)
         self.queue = EventQueue()
         self.count = Counters()
         self.now, self.dirty, self.full = 0.0, False, True
@@ -282,7 +283,7 @@ class Sim:
         grouped = group >= 0
         if not grouped.any():
             return np.arange(len(flows)), len(flows)
-        ug, ginv = np.unique(group[grouped], return_inverse=True)
+        ug, ginv = distinct(group[grouped], self.group_stamp)
         solo = np.flatnonzero(~grouped)
         user = np.empty(len(flows), np.int64)
         user[solo] = np.arange(len(solo))
@@ -301,12 +302,10 @@ class Sim:
         components: on what the users kept below the floor leave, a component that no changed
         flow touches faces the same problem as before, so its rates stay."""
         both = np.concatenate([live, changed])  # a changed flow joins its group's members
-        rep, links = self.path.entries(both)
-        ids, loc = distinct(links, self.stamp)
         user, n_users = self._users(both)
-        seed = loc[rep >= len(live)]
-        hit = reached(user[rep], loc, n_users, len(ids), seed)
-        return live[hit[user[: len(live)]]]
+        start, length = self.path.start[both], self.path.length[both]
+        hit = reached(start, length, self.path.links, user, n_users, len(live), self.stamp)
+        return live[hit]
 
     def _full_refill(self) -> bool:
         """Whether this recomputation re-fills every sending flow."""
@@ -358,6 +357,7 @@ class Sim:
             full = live is None or 2 * len(live) > fl.n_act
         self.departed, self.departed_rates, self.arrived = [], [], []
         if full:
+            self.count.full_refills += 1
             act = fl.active()
             loaded = self.ledger.loaded()
             if not len(act):
@@ -501,6 +501,7 @@ class Sim:
                 "events": self.queue.popped,
                 "batches": self.count.batches,
                 "rate_computations": self.count.rate_computations,
+                "full_refills": self.count.full_refills,  # the others re-filled a part
                 "sim_wall_s": wall,
                 "routed_paths": self.path.routed,  # < routed flows: connections routed once
                 "kernels": "numba" if kernels.HAVE_NUMBA else "numpy",
