@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from hpn.errors import InputError
@@ -33,14 +34,14 @@ _FAR = np.int32(1 << 20)  # "unreachable" hop distance
 _CHUNK = 1 << 15  # flows walked at once (bounds the candidate expansion)
 
 
-def splitmix64(x: np.ndarray) -> np.ndarray:
+def splitmix64(x: npt.ArrayLike) -> np.ndarray:
     """The splitmix64 finalizer, vectorized over uint64 (wrapping arithmetic)."""
-    x = np.asarray(x, dtype=np.uint64)
+    v: np.ndarray = np.asarray(x, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        x = x + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+        v = v + np.uint64(0x9E3779B97F4A7C15)
+        v = (v ^ (v >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        v = (v ^ (v >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return v ^ (v >> np.uint64(31))
 
 
 def uniform(seed: int, keys: np.ndarray, hop: int) -> np.ndarray:
@@ -182,8 +183,8 @@ class EcmpRouter:
             if spec is not None:
                 from hpn.routing.fast import route_compiled
 
-                part = route_compiled(fabric, g, walk, inv, src[net], dst[net], spec.take(net))
-                return _with_nvlink(fabric, src, dst, nvlink, net, part)
+                found = route_compiled(fabric, g, walk, inv, src[net], dst[net], spec.take(net))
+                return _with_nvlink(fabric, src, dst, nvlink, net, found)
             lengths[net] = walk.distance(src[net], inv)
         lengths[nvlink] = 2
         offsets = np.zeros(len(src) + 1, np.int64)
@@ -241,10 +242,11 @@ def _classes(g: _Graph, fabric: Fabric, dst: np.ndarray, pick: Chooser | None):
     sig_tgt, sig_off = sig_rows[:, :-1], sig_rows[:, -1]
     cols, tinv = np.unique(sig_tgt[sig_tgt >= 0], return_inverse=True)
     D = _hops_to(g, g.comp[cols])  # (switches + 1, target switches)
-    tcol = np.full(sig_tgt.shape, -1, np.int64)
+    tcol: np.ndarray = np.full(sig_tgt.shape, -1, np.int64)
     tcol[sig_tgt >= 0] = tinv
+    width = int(np.shape(tcol)[1])
     dsig = np.full((D.shape[0], len(sig_rows)), _FAR, np.int32)
-    for j in range(tcol.shape[1]):
+    for j in range(width):
         has = np.flatnonzero(tcol[:, j] >= 0)
         dsig[:, has] = np.minimum(dsig[:, has], D[:, tcol[has, j]])
     dsig = np.minimum(dsig + sig_off[None, :].astype(np.int32), _FAR)
@@ -393,6 +395,7 @@ class _Walk:
                 count = c_count[of]
                 first = np.concatenate(([0], np.cumsum(c_count)[:-1]))[of]
                 prev = links[offsets[idx[mid]] + hop - 1] if hop else np.full(len(mid), -1)
+                assert self.pick is not None, "a numpy walk needs its chooser"
                 pick = self.pick(Choice(v[mid], keys[idx[mid]], hop, count, first, cand, prev))
                 chosen[mid] = cand[first + pick]
             links[offsets[idx] + hop] = chosen
