@@ -170,7 +170,15 @@ class HashEcmpRouter(EcmpRouter):
         sports = self._given if self._given is not None else self.sports(conn)
         tuples = roce_tuples(address_plan(fabric), src, dst, sports)
         seeds = self.switch_seeds(fabric, np.arange(fabric.num_nodes))
-        return hash_spec(fabric, self.hashing, self.seed, seeds, tuples, conn)
+        return hash_spec(
+            fabric, self.hashing, self.seed, seeds, tuples, conn, self.core_ports(fabric)
+        )
+
+    def core_ports(self, fabric: Fabric) -> tuple | None:
+        """(in-port rank per link, the cores' ports per pod) where cores map ports."""
+        if not self.hashing.core_port_map:
+            return None
+        return _in_rank(fabric), _core_ports(fabric)
 
     def chooser(self, fabric, src, dst, keys):
         conn = np.arange(len(src)) if keys is None else np.asarray(keys, np.int64)

@@ -20,8 +20,8 @@ from hpn.routing.cache import per_fabric
 from hpn.topology.fabric import NodeKind
 
 if TYPE_CHECKING:
-    from hpn.routing.shortest import _Graph, _Walk
-    from hpn.topology import Fabric
+    from hpn.topology import Fabric  # (the graph and walk are hpn.routing.shortest's)
+
 
 _ROLES = {NodeKind.TOR: 1, NodeKind.AGG: 2, NodeKind.CORE: 3, NodeKind.NVSWITCH: 4}
 _MEMO_MAX = 1 << 27  # (switch, class) memo entries at most (int32 each); beyond: no memo
@@ -76,12 +76,17 @@ def uniform_spec(seed: int, keys: np.ndarray) -> FlowSpec:
 
 
 def hash_spec(
-    fabric: Fabric, cfg: Any, seed: int, node_seed: np.ndarray, tuples: Any, conn: np.ndarray
+    fabric: Fabric,
+    cfg: Any,
+    seed: int,
+    node_seed: np.ndarray,
+    tuples: Any,
+    conn: np.ndarray,
+    core_ports: Any = None,
 ) -> FlowSpec:
     """:class:`~hpn.routing.ecmp.HashEcmpRouter`'s choice: ``cfg`` its HashConfig,
-    ``node_seed`` every node's switch seed, ``tuples`` the flows' TupleBytes."""
-    from hpn.routing.ecmp import _core_ports, _in_rank
-
+    ``node_seed`` every node's switch seed, ``tuples`` the flows' TupleBytes, ``core_ports``
+    (in-rank per link, the cores' port CSR) where cores map ports."""
     role, pod, *_ = _node_arrays(fabric)
     bond = {"l34": K.BOND_L34, "rr": K.BOND_RR}.get(cfg.bond_hash, K.BOND_HASH)
     codes = np.array(
@@ -95,8 +100,7 @@ def hash_spec(
         [0, cfg.tor_lag_offset, cfg.agg_lag_offset, cfg.core_lag_offset, 0], np.int64
     )
     if cfg.core_port_map:
-        in_rank = _in_rank(fabric)
-        c_off, c_links, pods = _core_ports(fabric)
+        in_rank, (c_off, c_links, pods) = core_ports
     else:
         in_rank, c_off, c_links, pods = _empty(), _empty(), _empty(), 1
     hs = (
@@ -119,7 +123,7 @@ class Store:
     """The kernels' candidate lists (shared when equal) and the (switch, class) memo, for
     the destination classes of one walk; grown (and refilled) when a kernel fills it."""
 
-    def __init__(self, fabric: Fabric, g: _Graph, walk: _Walk, size: int | None = None):
+    def __init__(self, fabric: Fabric, g: Any, walk: Any, size: int | None = None):
         _, _, src, dst, _ = _node_arrays(fabric)
         self.graph = (
             g.fwd, g.out_off, g.out_ids, g.comp, g.att_off, g.att_ids, src, dst,
@@ -149,7 +153,7 @@ class Store:
         return self.graph, self.lists, self.state, self.memo, self.scratch
 
 
-def _store(fabric: Fabric, g: _Graph, walk: _Walk) -> Store:
+def _store(fabric: Fabric, g: Any, walk: Any) -> Store:
     store = getattr(walk, "store", None)
     if store is None:
         store = walk.store = Store(fabric, g, walk)  # type: ignore[attr-defined]
@@ -173,7 +177,7 @@ def _raise(status: int, i: int, src: np.ndarray) -> None:
 
 
 def route_compiled(
-    fabric: Fabric, g: _Graph, walk: _Walk, uinv: np.ndarray, src, dst, spec: FlowSpec
+    fabric: Fabric, g: Any, walk: Any, uinv: np.ndarray, src, dst, spec: FlowSpec
 ) -> Paths:
     """The paths of flows ``src -> dst`` (destination classes ``uinv`` of ``walk``)."""
     store = _store(fabric, g, walk)
@@ -194,7 +198,7 @@ def route_compiled(
 
 
 def search_compiled(
-    fabric: Fabric, g: _Graph, walk: _Walk, p_u: np.ndarray, pairs, spec: FlowSpec, **kw
+    fabric: Fabric, g: Any, walk: Any, p_u: np.ndarray, pairs, spec: FlowSpec, **kw
 ) -> tuple:
     """HPN's candidate rounds for ``pairs`` (dict of per-pair arrays); (items, count,
     found per plane) as :class:`hpn.routing.hpn_select._Found` records them."""

@@ -137,7 +137,10 @@ class HpnRouter(HashEcmpRouter):
         nv0 = np.where(nv, up[p_src], -1)
         nv1 = np.where(nv, up[p_dst] ^ 1, -1)
         seeds = self.switch_seeds(fabric, np.arange(fabric.num_nodes))
-        spec = hash_spec(fabric, self.hashing, self.seed, seeds, tuples, np.zeros(len(pairs)))
+        spec = hash_spec(
+            fabric, self.hashing, self.seed, seeds, tuples, np.zeros(len(pairs)),
+            self.core_ports(fabric),
+        )  # fmt: skip
         start = splitmix64(pairs.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
         arrays = {
             "src": p_src, "dst": p_dst, "start": start, "per_plane": per_plane.astype(np.int64),
