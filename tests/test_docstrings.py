@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-PACKAGES = ("hpn.topology",)
+PACKAGES = ("hpn.topology", "hpn.pool")
 # module-level public functions taking arguments must have a Parameters section here
-PARAMETERS_REQUIRED = ("hpn.topology",)
+PARAMETERS_REQUIRED = ("hpn.topology", "hpn.pool")
 DOCTEST_MODULES = ("hpn.registry",)  # outside the packages, with examples
 
 _SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}$", re.M)
