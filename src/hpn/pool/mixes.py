@@ -50,7 +50,22 @@ class Mix:
 
 
 def tail_rates(n: int, low: float, high: float, mean: float) -> np.ndarray:
-    """n rates, largest `high`, approaching `low`, averaging `mean` (power-law tail)."""
+    """n rates, largest `high`, approaching `low`, averaging `mean` (power-law tail).
+
+    Parameters
+    ----------
+    n
+        Number of models.
+    low, high
+        Rate of the least and the most popular model, req/s.
+    mean
+        Mean rate, req/s (the exponent is fitted to it).
+
+    Returns
+    -------
+    numpy.ndarray
+        Rates, descending.
+    """
     k = np.arange(1, n + 1, dtype=float)
     target = mean * n - low * n
 
@@ -86,7 +101,23 @@ class _MixFile(Model):
 
 
 def load_mix(spec: str | Path) -> Mix:
-    """`production` or a TOML mix file."""
+    """`production` or a TOML mix file.
+
+    Parameters
+    ----------
+    spec
+        ``production`` or the path of a TOML file of ``[[model]]`` tables.
+
+    Returns
+    -------
+    Mix
+        Model names, catalog kinds and rates.
+
+    Raises
+    ------
+    InputError
+        For a bad file, an unknown model or duplicate names.
+    """
     if str(spec) == "production":
         return production()
     data = load_toml(spec)
@@ -96,14 +127,16 @@ def load_mix(spec: str | Path) -> Mix:
         doc = _MixFile.model_validate(data)
     except ValidationError as e:
         raise one_line(e, prefix=str(spec)) from None
-    names, kinds, rates = [], [], []
-    for e in doc.model:
-        kind = get_model(e.model, field=f"{spec}: model").name
-        base = e.name or f"model_{len(names):02d}"
-        for j in range(e.count):
-            names.append(base if e.count == 1 else f"{base}_{j}")
+    names: list[str] = []
+    kinds: list[str] = []
+    rates: list[float] = []
+    for entry in doc.model:
+        kind = get_model(entry.model, field=f"{spec}: model").name
+        base = entry.name or f"model_{len(names):02d}"
+        for j in range(entry.count):
+            names.append(base if entry.count == 1 else f"{base}_{j}")
             kinds.append(kind)
-            rates.append(e.rate)
+            rates.append(entry.rate)
     if len(set(names)) != len(names):
         raise InputError(f"{spec}: model.name", "model names must be unique")
     return Mix(tuple(names), tuple(kinds), tuple(rates), doc.gpu)

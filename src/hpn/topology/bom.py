@@ -9,7 +9,7 @@ Alibaba designed its own (~810 W).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from pydantic import Field
@@ -36,8 +36,46 @@ class Prices(Model):
     cable: dict[str, float] = Field(default_factory=dict)
 
 
+class SwitchRow(TypedDict):
+    """One tier's switches in a bill of materials."""
+
+    tier: str
+    chip: str
+    count: int
+    power_w: float
+
+
+class LinkRow(TypedDict):
+    """One tier's links of one speed in a bill of materials."""
+
+    tier: str
+    speed: str
+    cables: int
+    transceivers: int
+
+
 def chip_power(capacity: float) -> tuple[float, bool]:
-    """(watts, extrapolated) for a chip of ``capacity`` bit/s."""
+    """(watts, extrapolated) for a chip of ``capacity`` bit/s.
+
+    Parameters
+    ----------
+    capacity
+        Chip switching capacity, bit/s.
+
+    Returns
+    -------
+    tuple of (float, bool)
+        Power in watts (log-log interpolation of Fig 9a), and whether it was extrapolated
+        beyond the figure's 3.2T..51.2T.
+
+    Examples
+    --------
+    >>> watts, extrapolated = chip_power(51.2e12)
+    >>> round(watts), extrapolated
+    (750, False)
+    >>> chip_power(102.4e12)[1]
+    True
+    """
     caps = np.array(sorted(CHIP_POWER_W))
     watts = np.array([CHIP_POWER_W[c] for c in caps])
     x, lx, ly = np.log(capacity), np.log(caps), np.log(watts)
@@ -59,14 +97,33 @@ _TIER_NAMES = {
 
 
 def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]:
-    """Switches by tier, optics and cables by tier and speed, power, thermal check, cost."""
+    """Switches by tier, optics and cables by tier and speed, power, thermal check, cost.
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    prices
+        Unit prices; None: no ``cost`` part.
+
+    Returns
+    -------
+    dict
+        ``switches`` (:class:`SwitchRow` each), ``links`` (:class:`LinkRow` each), ``totals``,
+        ``chip``, ``thermal`` (fits per heat sink) and, with prices, ``cost``.
+
+    Raises
+    ------
+    InputError
+        When a price is missing for a chip or speed the fabric uses.
+    """
     chip = float(getattr(f.spec, "chip", 0.0) or 0.0)
     if not chip:  # fat trees and imports: the chip is what the busiest switch needs
         sw = f.nodes.kind[f.links.src] >= NodeKind.TOR
         chip = float(np.bincount(f.links.src[sw], f.links.capacity[sw]).max()) if sw.any() else 0
     chip_label = format_bandwidth(chip) + "bps" if chip else "n/a"
     watts, extrapolated = chip_power(chip) if chip else (0.0, False)
-    switches = []
+    switches: list[SwitchRow] = []
     for net in Network:
         for kind in (NodeKind.TOR, NodeKind.AGG, NodeKind.CORE):
             n = f.count(kind, net)
@@ -75,7 +132,7 @@ def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]
                 switches.append(
                     {"tier": tier, "chip": chip_label, "count": n, "power_w": round(n * watts, 1)}
                 )
-    links = []
+    links: list[LinkRow] = []
     phys = slice(0, None, 2)
     tiers, caps = f.links.tier[phys], f.links.capacity[phys]
     for t, name in _TIER_NAMES.items():

@@ -21,12 +21,26 @@ from hpn.pool.models import artifact_model
 from hpn.pool.traces.base import Trace, parse_float, read_text
 from hpn.pool.traces.synthetic import sample_lengths
 
+Pmf = tuple[np.ndarray, np.ndarray]
+"""A length distribution: (values, probabilities)."""
+
 WINDOW = 600.0
 COLUMNS = ("window start", "rate", "cv", "pattern", "shape", "scale")
 
 
 def read_windows(path: str | Path) -> list[tuple[float, float, str, float, float]]:
-    """(start, rate, pattern, shape, scale) of every active window."""
+    """(start, rate, pattern, shape, scale) of every active window.
+
+    Parameters
+    ----------
+    path
+        A ServeGen ``chunk-*-trace.csv``.
+
+    Returns
+    -------
+    list of tuple
+        One per window with a rate > 0.
+    """
     out = []
     for no, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
@@ -50,7 +64,7 @@ def read_windows(path: str | Path) -> list[tuple[float, float, str, float, float
     return out
 
 
-def _pmf(text: object, where: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _pmf(text: object, where: str) -> Pmf | None:
     if not isinstance(text, str):
         raise InputError(where, "expected a string holding a dict literal")
     try:
@@ -68,8 +82,19 @@ def _pmf(text: object, where: str) -> tuple[np.ndarray, np.ndarray] | None:
     return vals, p / p.sum()
 
 
-def read_dataset(path: str | Path) -> list[tuple[float, tuple, tuple]]:
-    """Sorted (window start, input PMF, output PMF) of windows that have data."""
+def read_dataset(path: str | Path) -> list[tuple[float, Pmf, Pmf]]:
+    """Sorted (window start, input PMF, output PMF) of windows that have data.
+
+    Parameters
+    ----------
+    path
+        A ServeGen dataset JSON keyed by window start.
+
+    Returns
+    -------
+    list of tuple
+        One per window with both length distributions.
+    """
     try:
         doc = json.loads(read_text(path))
     except json.JSONDecodeError as e:
@@ -85,16 +110,37 @@ def read_dataset(path: str | Path) -> list[tuple[float, tuple, tuple]]:
             raise InputError(where, "window key must be a number of seconds") from None
         if not isinstance(fields, dict):
             raise InputError(where, "expected an object of fields")
-        pmfs = [
+        pin, pout = (
             _pmf(fields.get(f, "{}"), f"{where} field {f!r}")
             for f in ("input_tokens", "output_tokens")
-        ]
-        if all(p is not None for p in pmfs):
-            out.append((start, pmfs[0], pmfs[1]))
+        )
+        if pin is not None and pout is not None:
+            out.append((start, pin, pout))
     return sorted(out, key=lambda x: x[0])
 
 
 def client_arrivals(windows, t0: float, t1: float, rng: np.random.Generator, scale: float = 1.0):
+    """One client's arrival times in ``[t0, t1)`` from its windows' inter-arrival laws.
+
+    Each window gets ``ceil(rate * scale * WINDOW)`` gaps (Gamma, Weibull or exponential)
+    stretched to fill it.
+
+    Parameters
+    ----------
+    windows
+        Rows of :func:`read_windows`.
+    t0, t1
+        Time span, s.
+    rng
+        Random generator.
+    scale
+        Rate multiplier.
+
+    Returns
+    -------
+    numpy.ndarray
+        Arrival times, s.
+    """
     times = []
     for start, rate, pattern, shape, sc in windows:
         if start + WINDOW <= t0 or start >= t1:
@@ -124,7 +170,23 @@ def read_servegen(
 ) -> Trace:
     """Arrivals of each client trace in [start, start+duration), shifted to start at 0.
 
-    `paths`: trace CSV files or folders holding ``chunk-*-trace.csv``.
+    Parameters
+    ----------
+    paths
+        Trace CSV files or folders holding ``chunk-*-trace.csv``.
+    start, duration
+        The span read, s.
+    seed
+        Seed of arrivals and lengths.
+    rate_scale
+        Rate multiplier.
+    max_len
+        Most prompt + output tokens.
+
+    Returns
+    -------
+    Trace
+        One model per client trace.
     """
     files: list[Path] = []
     for p in [paths] if isinstance(paths, str | Path) else paths:
