@@ -138,12 +138,17 @@ class Command(Generic[C]):
     files: tuple[FileInput, ...] = ()
     progress: bool = False
 
-    def parse(self, data: dict[str, Any] | None) -> C:
-        """Validate a config dict (a TOML document) into the config model."""
+    def parse(self, data: dict[str, Any] | None, allow_large: bool = False) -> C:
+        """Validate a config dict (a TOML document) into the config model, then check the
+        command's size limits (:mod:`hpn.app.limits`; ``allow_large``: the raised bounds)."""
+        from hpn.app import limits
+
         try:
-            return self.config.model_validate(data or {})
+            cfg = self.config.model_validate(data or {})
         except ValidationError as e:
             raise one_line(e) from None
+        limits.check(self.name, cfg, allow_large)
+        return cfg
 
     def run(self, config: C, **kw: Any) -> Outcome[Any]:
         """Call the service, timing it unless it timed itself."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
@@ -44,6 +44,13 @@ class CollectiveOptions(Model):
     alpha: str = Field("2us", description="software latency per algorithm step")
     jobs: int = Field(1, description="identical jobs at once on consecutive hosts")
     stepwise: bool = Field(False, description="one flow per step (validation; small jobs)")
+
+    @field_validator("sizes")
+    @classmethod
+    def _positive(cls, value: str) -> str:
+        if any(s <= 0 for s in parse_size_list(value, "collective.sizes")):
+            raise ValueError("every size must be > 0")
+        return value
 
 
 class CollectiveConfig(Model):
