@@ -30,7 +30,7 @@ import numpy as np
 
 from hpn.engine import kernels
 from hpn.engine.dag import FLOW, FlowDAG
-from hpn.engine.kernels import fill_rates, reached
+from hpn.engine.kernels import add_hops, fill_rates, reached
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
 from hpn.engine.result import Result, Series
@@ -223,8 +223,7 @@ class Sim:
 
     def _count_hops(self, flows: np.ndarray, delta: int) -> None:
         """Add ``delta`` to :attr:`hops` for every hop of ``flows``."""
-        _, links = self.path.entries(flows)
-        np.add.at(self.hops, links, delta)
+        add_hops(self.path.start[flows], self.path.length[flows], self.path.links, self.hops, delta)
 
     # --- events --------------------------------------------------------------------------
 
