@@ -55,7 +55,27 @@ class LinkRow(TypedDict):
 
 
 def chip_power(capacity: float) -> tuple[float, bool]:
-    """(watts, extrapolated) for a chip of ``capacity`` bit/s."""
+    """(watts, extrapolated) for a chip of ``capacity`` bit/s.
+
+    Parameters
+    ----------
+    capacity
+        Chip switching capacity, bit/s.
+
+    Returns
+    -------
+    tuple of (float, bool)
+        Power in watts (log-log interpolation of Fig 9a), and whether it was extrapolated
+        beyond the figure's 3.2T..51.2T.
+
+    Examples
+    --------
+    >>> watts, extrapolated = chip_power(51.2e12)
+    >>> round(watts), extrapolated
+    (750, False)
+    >>> chip_power(102.4e12)[1]
+    True
+    """
     caps = np.array(sorted(CHIP_POWER_W))
     watts = np.array([CHIP_POWER_W[c] for c in caps])
     x, lx, ly = np.log(capacity), np.log(caps), np.log(watts)
@@ -77,7 +97,26 @@ _TIER_NAMES = {
 
 
 def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]:
-    """Switches by tier, optics and cables by tier and speed, power, thermal check, cost."""
+    """Switches by tier, optics and cables by tier and speed, power, thermal check, cost.
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    prices
+        Unit prices; None: no ``cost`` part.
+
+    Returns
+    -------
+    dict
+        ``switches`` (:class:`SwitchRow` each), ``links`` (:class:`LinkRow` each), ``totals``,
+        ``chip``, ``thermal`` (fits per heat sink) and, with prices, ``cost``.
+
+    Raises
+    ------
+    InputError
+        When a price is missing for a chip or speed the fabric uses.
+    """
     chip = float(getattr(f.spec, "chip", 0.0) or 0.0)
     if not chip:  # fat trees and imports: the chip is what the busiest switch needs
         sw = f.nodes.kind[f.links.src] >= NodeKind.TOR

@@ -21,7 +21,22 @@ def _spread(n: int) -> np.ndarray:
 
 
 def draw_segment(f: Fabric, path: str | Path, pod: int = 0, segment: int = 0) -> Path:
-    """Draw segment ``segment`` of pod ``pod`` to ``path`` (PNG, SVG or PDF by extension)."""
+    """Draw segment ``segment`` of pod ``pod`` to ``path`` (PNG, SVG or PDF by extension).
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    path
+        Output file; its extension picks the format.
+    pod, segment
+        Which segment to draw.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
