@@ -120,8 +120,11 @@ def load_mix(spec: str | Path) -> Mix:
     """
     if str(spec) == "production":
         return production()
+    data = load_toml(spec)
+    if not data.get("model"):
+        raise InputError(str(spec), "has no model: a mix lists [[model]] tables (model, rate)")
     try:
-        doc = _MixFile.model_validate(load_toml(spec))
+        doc = _MixFile.model_validate(data)
     except ValidationError as e:
         raise one_line(e, prefix=str(spec)) from None
     names: list[str] = []

@@ -52,6 +52,9 @@ def draw_segment(f: Fabric, path: str | Path, pod: int = 0, segment: int = 0) ->
         & (nd.segment == segment)
     )
     if not len(ends):
+        pods = int(nd.pod[be].max()) + 1 if be.any() else 0
+        if not 0 <= pod < pods:
+            raise InputError("pod", f"no pod {pod}: the fabric has pods 0..{pods - 1}")
         raise InputError("segment", f"pod {pod} has no segment {segment}")
     hosts = np.unique(nd.host[ends])
     up = (lk.tier == LinkTier.NIC_TOR) & np.isin(lk.src, ends)
