@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -72,7 +72,7 @@ class Result:
         return None
 
     @classmethod
-    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+    def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
         """Build from a domain function's dict; a key the class does not declare is an error."""
         names = {
             f.metadata.get("key", f.name): f.name

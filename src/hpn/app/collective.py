@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
@@ -11,6 +11,9 @@ from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.units import format_size, parse_duration, parse_size_list
+
+if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
+    from hpn.workload.collectives.run import SizeResult
 
 
 class CollectiveOptions(Model):
@@ -69,7 +72,7 @@ class CollectiveResult(Result):
     per_host: int
     hosts: int
     jobs: int
-    results: list[dict[str, Any]]
+    results: list[SizeResult]
     wall_s: float
     preset: str | None
 

@@ -166,8 +166,8 @@ def run_timeline(
     w0 = min(starts) if starts else 0.0
     w1 = min(max((o.end for o in outs), default=0.0), horizon)
     w1 = max(w1, max((c["restart_s"] for c in crashes), default=w1))
-    progress = sum(s * _overlap(a, b, w0, w1) / (b - a) for a, b, s in rows)
-    during = progress / (w1 - w0) if w1 > w0 else rate0
+    achieved = sum(s * _overlap(a, b, w0, w1) / (b - a) for a, b, s in rows)
+    during = achieved / (w1 - w0) if w1 > w0 else rate0
     done = sum(s * _overlap(a, b, 0.0, horizon) / (b - a) for a, b, s in rows)
     lost_work = float(sum(c["lost_work_s"] for c in crashes))
     durs = np.array([b - a for a, b, _ in rows]) if rows else np.array([d0])

@@ -9,7 +9,7 @@ Alibaba designed its own (~810 W).
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 from pydantic import Field
@@ -54,6 +54,51 @@ class LinkRow(TypedDict):
     transceivers: int
 
 
+class BomTotals(TypedDict):
+    """Switches, cables and transceivers in all; switch power."""
+
+    switches: int
+    cables: int
+    transceivers: int
+    switch_power_kw: float
+
+
+class ChipFigures(TypedDict):
+    """The switch chip: capacity label, power, whether the power was extrapolated."""
+
+    capacity: str
+    power_w: float
+    power_extrapolated: bool
+
+
+class HeatSinkFit(TypedDict):
+    """A heat sink's limit and whether it cools the chip."""
+
+    limit_w: float
+    fits: bool
+
+
+class BomCost(TypedDict):
+    """Cost of switches, transceivers and cables at the given prices."""
+
+    currency: str
+    switches: float
+    transceivers: float
+    cables: float
+    total: float
+
+
+class Bom(TypedDict):
+    """A bill of materials (the JSON of ``hpn topo bom``)."""
+
+    switches: list[SwitchRow]
+    links: list[LinkRow]
+    totals: BomTotals
+    chip: ChipFigures
+    thermal: dict[str, HeatSinkFit]
+    cost: NotRequired[BomCost]
+
+
 def chip_power(capacity: float) -> tuple[float, bool]:
     """(watts, extrapolated) for a chip of ``capacity`` bit/s.
 
@@ -96,7 +141,7 @@ _TIER_NAMES = {
 }
 
 
-def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]:
+def bill_of_materials(f: Fabric, prices: Prices | None = None) -> Bom:
     """Switches by tier, optics and cables by tier and speed, power, thermal check, cost.
 
     Parameters
@@ -108,7 +153,7 @@ def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]
 
     Returns
     -------
-    dict
+    Bom
         ``switches`` (:class:`SwitchRow` each), ``links`` (:class:`LinkRow` each), ``totals``,
         ``chip``, ``thermal`` (fits per heat sink) and, with prices, ``cost``.
 
@@ -148,7 +193,7 @@ def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]
                 }
             )
     total_switches = sum(s["count"] for s in switches)
-    out: dict[str, Any] = {
+    out: Bom = {
         "switches": switches,
         "links": links,
         "totals": {
@@ -177,7 +222,7 @@ def _price(table: dict[str, float], key: str, what: str) -> float:
     return float(table[key])
 
 
-def _cost(bom: dict[str, Any], prices: Prices, chip: str) -> dict[str, Any]:
+def _cost(bom: Bom, prices: Prices, chip: str) -> BomCost:
     sw = sum(s["count"] for s in bom["switches"]) * _price(prices.switch, chip, "switch")
     optics = sum(
         x["transceivers"] * _price(prices.transceiver, x["speed"], "transceiver")
