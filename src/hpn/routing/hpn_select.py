@@ -70,9 +70,14 @@ class HpnRouter(HashEcmpRouter):
         self.max_candidates = int(max_candidates)
 
     def route(self, fabric, src, dst, keys=None, down=None) -> Paths:
+        """The paths of :meth:`select` (see :meth:`hpn.routing.base.Router.route`)."""
         return self.select(fabric, src, dst, keys, down).paths
 
     def select(self, fabric, src, dst, keys=None, down=None) -> Selection:
+        """Each flow's source port, chosen as HPN's hosts do, and the path and plane it gets.
+
+        Takes the arguments of :meth:`hpn.routing.base.Router.route`.
+        """
         src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
         validate_endpoints(fabric, src, dst)
         n = len(src)
