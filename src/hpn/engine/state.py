@@ -82,7 +82,9 @@ class FlowState:
         self.sending[flows] = True
         self.t_at[flows] = now
         if len(new):
-            self.act = np.union1d(self.active(), new)
+            act = self.active()
+            new = np.sort(new)
+            self.act = np.insert(act, np.searchsorted(act, new), new)  # still sorted
             self.n_act += len(new)
         return len(new) > 0
 
@@ -304,3 +306,4 @@ class Counters:
     events: int = 0
     batches: int = 0
     rate_computations: int = 0
+    full_refills: int = 0  # rate computations that re-filled every sending flow
