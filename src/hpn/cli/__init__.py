@@ -37,8 +37,9 @@ def _app_command(name: str) -> Any:
     from hpn.app import COMMANDS
     from hpn.cli import gen
 
-    summary = COMMANDS.summary(name)
-    return _one(gen.typer_command(COMMANDS.get(name), summary), name.split()[-1], summary)
+    one = typer.Typer(add_completion=False)
+    gen.add(one, COMMANDS.get(name), COMMANDS.summary(name))
+    return typer.main.get_command(one)
 
 
 def _summary(fn: Any) -> str:

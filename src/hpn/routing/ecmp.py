@@ -160,6 +160,26 @@ class HashEcmpRouter(EcmpRouter):
 
     _given: np.ndarray | None = None
 
+    def kernel_spec(self, fabric, src, dst, keys):
+        """The compiled walk's view of :meth:`chooser` (None for a subclass's own chooser)."""
+        if type(self).chooser is not HashEcmpRouter.chooser:
+            return None
+        from hpn.routing.fast import hash_spec
+
+        conn = np.asarray(keys, np.int64)
+        sports = self._given if self._given is not None else self.sports(conn)
+        tuples = roce_tuples(address_plan(fabric), src, dst, sports)
+        seeds = self.switch_seeds(fabric, np.arange(fabric.num_nodes))
+        return hash_spec(
+            fabric, self.hashing, self.seed, seeds, tuples, conn, self.core_ports(fabric)
+        )
+
+    def core_ports(self, fabric: Fabric) -> tuple | None:
+        """(in-port rank per link, the cores' ports per pod) where cores map ports."""
+        if not self.hashing.core_port_map:
+            return None
+        return _in_rank(fabric), _core_ports(fabric)
+
     def chooser(self, fabric, src, dst, keys):
         conn = np.arange(len(src)) if keys is None else np.asarray(keys, np.int64)
         sports = self._given if self._given is not None else self.sports(conn)

@@ -16,6 +16,7 @@ All CRCs are bit-exact with their catalogue definitions (``zlib.crc32``, ``binas
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class TupleBytes:
 
     def __init__(self, src_ip, dst_ip, sport, dport, proto: int = 17):
         n = len(src_ip)
-        self.fields = (
+        self.fields: tuple[tuple[np.ndarray, int], ...] = (
             (np.asarray(src_ip, np.uint32), 32),
             (np.asarray(dst_ip, np.uint32), 32),
             (np.full(n, proto, np.uint32), 8),
@@ -159,7 +160,7 @@ def mix64(data: np.ndarray, seed: int = 0) -> np.ndarray:
     return (h >> np.uint64(32)).astype(np.uint32)
 
 
-HASHES: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
+HASHES: dict[str, Callable[[Any, Any], np.ndarray]] = {
     "crc32": crc32,
     "crc32c": crc32c,
     "crc16": crc16_ccitt,
@@ -169,7 +170,7 @@ HASHES: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
 }
 
 
-def get_hash(name: str) -> Callable[[np.ndarray, int], np.ndarray]:
+def get_hash(name: str) -> Callable[[Any, Any], np.ndarray]:
     if name not in HASHES:
         raise InputError("hash", f"unknown hash {name!r}; choose from {', '.join(HASHES)}")
     return HASHES[name]

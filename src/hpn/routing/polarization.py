@@ -39,13 +39,13 @@ def job_flows(fabric: Fabric, hosts: int, senders: int, connections: int, rail: 
         gpus.append(ids[:hosts])
     if not 1 <= senders <= hosts:
         raise InputError("--senders", f"must be 1..{hosts}, got {senders}")
-    src, dst = [], []
+    srcs, dsts = [], []
     for a, b in ((gpus[0], gpus[1]), (gpus[1], gpus[0])):
         for k in range(senders):
-            src.append(a)
-            dst.append(np.roll(b, -k))
-    src = np.repeat(np.concatenate(src), connections)
-    dst = np.repeat(np.concatenate(dst), connections)
+            srcs.append(a)
+            dsts.append(np.roll(b, -k))
+    src = np.repeat(np.concatenate(srcs), connections)
+    dst = np.repeat(np.concatenate(dsts), connections)
     return src, dst, np.arange(len(src), dtype=np.int64)
 
 
