@@ -124,3 +124,17 @@ def test_partial_refills_equal_full_refills_with_a_failed_link():
     full = run_sim(_FullRefill, fabric, dag, router, 0, ev, None, None, None)
     assert full.stats["full_refills"] == full.stats["rate_computations"]
     _close(fast, full)
+
+
+def test_connections_group_flows_by_source_destination_and_key():
+    from hpn.engine.sim import connections
+
+    src = np.array([0, 1, 0, 2, 0, 1])
+    dst = np.array([1, 0, 1, 3, 1, 0])
+    key = np.array([7, 7, 7, 7, 8, 7])  # key 7 shared by three pairs: the slow path
+    first, inv = connections(src, dst, key, 4)
+    np.testing.assert_array_equal(first, [0, 1, 3, 4])
+    np.testing.assert_array_equal(inv, [0, 1, 0, 2, 3, 1])
+    first, inv = connections(src, dst, np.array([5, 6, 5, 9, 8, 6]), 4)  # keys per pair
+    np.testing.assert_array_equal(first, [0, 1, 3, 4])
+    np.testing.assert_array_equal(inv, [0, 1, 0, 2, 3, 1])

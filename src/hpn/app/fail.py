@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
@@ -15,6 +15,9 @@ from hpn.config import Model
 from hpn.errors import InputError
 from hpn.failures.config import FailCfg, ReliabilityCfg, SimpleStep
 from hpn.workload.training.config import JobConfig
+
+if TYPE_CHECKING:  # imported when the command runs (a fast ``hpn --help``)
+    from hpn.failures.run import FaultSummary
 
 
 class FailConfig(Model):
@@ -42,7 +45,7 @@ class FailResult(Result):
     seed: int
     job: str
     gpus: int
-    faults: list[dict[str, Any]]
+    faults: list[FaultSummary]
     timeout_s: float
     checkpoint_interval_s: float
     restart_s: float

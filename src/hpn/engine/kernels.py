@@ -248,6 +248,12 @@ def _find(parent, x):  # pragma: no cover - compiled
     return r
 
 
+def _hops_kernel(start, length, links, hops, delta):  # pragma: no cover - compiled
+    for i in range(len(start)):
+        for j in range(start[i], start[i] + length[i]):
+            hops[links[j]] += delta
+
+
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
@@ -260,6 +266,7 @@ def _kernel(name: str):
         _compiled["fill"] = jit(_fill_kernel)
         _compiled["ledger"] = jit(_ledger_kernel)
         _compiled["reach"] = jit(_reach_kernel)
+        _compiled["hops"] = jit(_hops_kernel)
     return _compiled[name]
 
 
@@ -319,6 +326,22 @@ def reached(
     has = np.bincount(user[rep], minlength=n_users) > 0
     u = user[:n_live]
     return hit[label[u]] & has[u]
+
+
+def add_hops(
+    start: np.ndarray, length: np.ndarray, links: np.ndarray, hops: np.ndarray, delta: int
+) -> None:
+    """``hops[l] += delta`` for every element ``l`` of the rows ``links[start[i] :
+    start[i] + length[i]]`` (repeats counted)."""
+    i64 = np.int64
+    start, length = np.asarray(start, i64), np.asarray(length, i64)
+    if HAVE_NUMBA:
+        _kernel("hops")(start, length, np.asarray(links, i64), hops, delta)
+        return
+    from hpn.engine.state import gather_rows
+
+    _, pos = gather_rows(start, length)
+    np.add.at(hops, links[pos], delta)
 
 
 def ledger_set(ledger, links: np.ndarray, new: np.ndarray, now: float) -> None:

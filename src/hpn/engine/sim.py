@@ -30,7 +30,7 @@ import numpy as np
 
 from hpn.engine import kernels
 from hpn.engine.dag import FLOW, FlowDAG
-from hpn.engine.kernels import fill_rates, reached
+from hpn.engine.kernels import add_hops, fill_rates, reached
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
 from hpn.engine.result import Result, Series
@@ -100,7 +100,7 @@ def run_sim(cls, fabric, dag, router, seed, cap_events, interval, sample_links, 
     wall = _time.perf_counter()
     if router is None or isinstance(router, str):
         router = router_for(fabric, router, seed=seed)
-    dag.validate(fabric.num_nodes)
+    dag.validate(fabric.num_nodes, cycles=False)  # cycles: see Sim._stuck
     sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
     sim.run()
     return sim.result(_time.perf_counter() - wall)
@@ -143,14 +143,19 @@ def route_flows(fabric: Fabric, router: Router, t) -> PathTable:
 def connections(src, dst, keys, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """(first flow of each distinct (src, dst, key) in order of first appearance, the
     connection of every flow)."""
-    pair = src * n_nodes + dst
-    order = np.lexsort((keys, pair))
-    p, k = pair[order], keys[order]
+    order = np.argsort(keys, kind="stable")  # keys are mostly unique per (src, dst)
     new = np.ones(len(order), bool)
-    new[1:] = (p[1:] != p[:-1]) | (k[1:] != k[:-1])
+    k = keys[order]
+    np.not_equal(k[1:], k[:-1], out=new[1:])
+    pair = src * n_nodes + dst
+    p = pair[order]
+    if (p[1:] != p[:-1])[~new[1:]].any():  # a key shared by two pairs: sort by both
+        order = np.lexsort((keys, pair))
+        p, k = pair[order], keys[order]
+        new[1:] = (p[1:] != p[:-1]) | (k[1:] != k[:-1])
     group = np.cumsum(new) - 1
-    first = order[new]
-    rank = np.argsort(first, kind="stable")  # connections in order of first appearance
+    first = order[new]  # stable sorts: the earliest flow of each connection
+    rank = np.argsort(first)  # connections in order of first appearance (distinct values)
     pos = np.empty(len(rank), np.int64)
     pos[rank] = np.arange(len(rank))
     inv = np.empty(len(order), np.int64)
@@ -162,7 +167,7 @@ class Sim:
     """The fast simulator: lazily booked bytes, partial re-fills, work per sending flow."""
 
     def __init__(self, fabric, dag, router, cap_events, sample_interval, sample_links, progress):
-        self.fabric, self.router, self.progress = fabric, router, progress
+        self.fabric, self.router, self.progress, self.dag = fabric, router, progress, dag
         t = self.t = dag.tasks
         nl = fabric.num_links
         self.nf, self.nt = len(t.size), len(t.kind)
@@ -223,8 +228,7 @@ class Sim:
 
     def _count_hops(self, flows: np.ndarray, delta: int) -> None:
         """Add ``delta`` to :attr:`hops` for every hop of ``flows``."""
-        _, links = self.path.entries(flows)
-        np.add.at(self.hops, links, delta)
+        add_hops(self.path.start[flows], self.path.length[flows], self.path.links, self.hops, delta)
 
     # --- events --------------------------------------------------------------------------
 
@@ -376,6 +380,7 @@ class Sim:
                 self.now,
             )
             return
+        assert live is not None
         g_rep, g_links = self.path.entries(gone)
         l_rep, l_links = self.path.entries(live)
         touched, inv = distinct(np.concatenate([g_links, l_links]), self.stamp)
@@ -468,6 +473,7 @@ class Sim:
                 f"{left} tasks can never finish: flow {f} (and {len(act) - 1} more) "
                 f"has {why} and no repair is scheduled",
             )
+        self.dag.check_cycles()
         raise InputError("dag", f"{left} tasks can never start (their dependencies never finish)")
 
     def result(self, wall: float) -> Result:
