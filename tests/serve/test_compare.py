@@ -122,3 +122,13 @@ def test_timeline_logs_serverless_scale_ups():
     assert loads == [(1.0, "load"), (pytest.approx(2.25), "load-done")]
     assert [e["ev"] for e in events if e["t"] <= 1.0] == ["evict", "load"]
     assert reqs[0]["first_t"] == pytest.approx(3.0 + 0.002 + 10 * 1e-5)
+
+
+def test_shared_device_counts_a_cold_scale_up_as_compute():
+    # serverless (engines started afresh): alone the cold load takes 0.5 x 1.25 s
+    p = _shared_profile()
+    p["contention"]["load"] = [0.5, 1.0]
+    tr = Trace.build([0.0], [0], [10], [2], ["a"], ["engine"])
+    _, events = _timeline(p, tr, Cluster(1, 0, 0, 1), "serverless")
+    loads = [(e["t"], e["ev"]) for e in events if e["ev"].startswith("load")]
+    assert loads == [(1.0, "load"), (pytest.approx(1.0 + 0.625), "load-done")]

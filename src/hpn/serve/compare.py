@@ -70,6 +70,8 @@ class EngineCost(CostModel):
         c = self.shared
         if not c:
             return 1.0
+        if kind not in c:
+            return 1.0
         k = min(max(self.active, 1), len(c[kind]))
         return float(c[kind][k - 1])
 
@@ -98,7 +100,8 @@ class EngineCost(CostModel):
         return tokens * self.kvb[model] / self.gpu.host_link
 
     def switch_time(self, model: str) -> float:
-        return switch_seconds(self.profile, model, self.cold)
+        t = switch_seconds(self.profile, model, self.cold)
+        return t * self.factor("load") if self.cold else t
 
     def prefetch_time(self, model: str) -> float:
         return float(self.profile["switch_s"][model])
@@ -123,8 +126,10 @@ class _Scaled(dict):
 
 class SharedDeviceBackend(SimulatedBackend):
     """`SimulatedBackend` whose instances share one device: the cost's `active` count is
-    the number of instances in a prefill or decode, and each change re-plans the running
-    decodes from their next step boundary (weight and KV copies are not counted)."""
+    the number of instances in a prefill, a decode or a cold scale-up (a model built
+    afresh: CPU work), and each change re-plans the running decodes from their next step
+    boundary. Weight copies of a warm scale-up and KV copies are paced by the link, not
+    counted."""
 
     def __init__(self, cost: EngineCost, cluster: Cluster, sink):
         super().__init__(cost, cluster, sink)
@@ -139,6 +144,18 @@ class SharedDeviceBackend(SimulatedBackend):
         for inst in self.instances:
             if inst.iid != iid and self._slots[inst.iid].op is not None:
                 SimulatedBackend.join(self, inst, [], 0)  # re-plan at its next boundary
+
+    def load(self, inst, model, on_done) -> None:
+        if not (self.cost.cold and model not in (inst.resident, inst.prefetched)):
+            super().load(inst, model, on_done)
+            return
+        self._computing(inst.iid, True)
+
+        def done(d):
+            self._computing(d.inst.iid, False)
+            on_done(d)
+
+        super().load(inst, model, done)
 
     def prefill(self, inst, reqs, on_done) -> None:
         self._computing(inst.iid, True)

@@ -127,12 +127,13 @@ PROBE_LEN, PROBE_BATCH = 64, 4
 
 
 def contention(host: HostModel, spec: DeviceSpec, n: int, repeats: int = 2) -> dict:
-    """Prefill (`PROBE_BATCH` x `PROBE_LEN`) and decode-step times with k = 1..n instances
-    of `host` computing at once, relative to k = n (the grid's concurrency).
+    """Prefill (`PROBE_BATCH` x `PROBE_LEN`), decode-step and cold scale-up (a model built
+    afresh, as an engine start-up) times with k = 1..n instances of `host` computing at
+    once, relative to k = n (the grid's concurrency).
 
-    Returns {"k": [1..n], "prefill": [t_k / t_n], "decode": [t_k / t_n], "prefill_s": [...],
-    "decode_step_s": [...]} (medians over the instances and repeats)."""
-    pre_s, dec_s = [], []
+    Returns {"k": [1..n], "prefill" / "decode" / "load": [t_k / t_n], "prefill_s",
+    "decode_step_s", "cold_load_s": [t_k]} (medians over the instances and repeats)."""
+    pre_s, dec_s, cold_s = [], [], []
     for k in range(1, n + 1):
         results: list = [None] * k
 
@@ -140,7 +141,12 @@ def contention(host: HostModel, spec: DeviceSpec, n: int, repeats: int = 2) -> d
             pts = _measure_shape(
                 host, spec, (PROBE_LEN,), (PROBE_BATCH,), repeats, seed=j, loads=False
             )[1]
-            results[j] = pts[0]
+            dm, link = DeviceModel(host, spec), Link(spec)
+            cold = []
+            for _ in range(repeats + 1):
+                cold.append(dm.load(link, cold=True))
+                dm.evict()
+            results[j] = (*pts[0], statistics.median(cold[1:]))
 
         threads = [threading.Thread(target=work, args=(j,)) for j in range(k)]
         for t in threads:
@@ -149,12 +155,15 @@ def contention(host: HostModel, spec: DeviceSpec, n: int, repeats: int = 2) -> d
             t.join()
         pre_s.append(statistics.median(r[2] for r in results))
         dec_s.append(statistics.median(r[3] for r in results))
+        cold_s.append(statistics.median(r[4] for r in results))
     return {
         "k": list(range(1, n + 1)),
         "prefill": [p / pre_s[-1] for p in pre_s],
         "decode": [d / dec_s[-1] for d in dec_s],
+        "load": [c / cold_s[-1] for c in cold_s],
         "prefill_s": pre_s,
         "decode_step_s": dec_s,
+        "cold_load_s": cold_s,
     }
 
 
