@@ -23,7 +23,8 @@ _PATTERN = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-z/µ]*)\s*$")
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 _BARE_BIN = {"K": 2**10, "k": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}
-_TIME = {  # a number, or 1 / a number (divided, so that 25ns is exactly 25e-9)
+# a number, or 1 / a number (divided, so that 25ns is exactly 25e-9)
+_TIME: dict[str, float | tuple[float]] = {
     "ns": (1e9,),
     "us": (1e6,),
     "µs": (1e6,),

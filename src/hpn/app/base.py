@@ -29,6 +29,14 @@ OMIT = {"omit_if_none": True}
 """Field metadata: leave the key out of the JSON form when the value is None."""
 
 
+def json_key(key: str, **metadata: Any) -> dict[str, Any]:
+    """Field metadata: the field's key in the JSON form is ``key``.
+
+    For a JSON key that would shadow a :class:`Result` method as a field name (``rows``).
+    """
+    return {"key": key, **metadata}
+
+
 class Result:
     """Base of typed results (subclasses are dataclasses, fields in JSON order)."""
 
@@ -41,7 +49,7 @@ class Result:
             v = getattr(self, f.name)
             if v is None and f.metadata.get("omit_if_none"):
                 continue
-            out[f.name] = v.to_json() if isinstance(v, Result) else v
+            out[f.metadata.get("key", f.name)] = v.to_json() if isinstance(v, Result) else v
         return out
 
     def rows(self) -> list[tuple[str, Any]]:
@@ -66,11 +74,14 @@ class Result:
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
         """Build from a domain function's dict; a key the class does not declare is an error."""
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        names = {
+            f.metadata.get("key", f.name): f.name
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        }
         extra = [k for k in data if k not in names]
         if extra:
             raise TypeError(f"{cls.__qualname__}: undeclared result field(s) {extra}")
-        return cls(**data)
+        return cls(**{names[k]: v for k, v in data.items()})
 
 
 @dataclass

@@ -122,7 +122,7 @@ def lab_spec(fabric: Any, lab: LabOptions):
     return LabSpec(preset=preset, fabric=fields, **extra, **opts)
 
 
-class _Tables:
+class _Tables(Result):
     """Key figures: the scalar fields, then one table per flat dict field."""
 
     def rows(self) -> list[tuple[str, Any]]:
@@ -136,35 +136,32 @@ class _Tables:
         return out
 
 
-_O = {"metadata": OMIT}
-
-
 @dataclass
-class StatusResult(_Tables, Result):
+class StatusResult(_Tables):
     name: str
     status: str
     namespaces: int
-    prefix: str | None = field(default=None, **_O)
-    preset: str | None = field(default=None, **_O)
-    control: str | None = field(default=None, **_O)
-    ecmp_seeds: str | None = field(default=None, **_O)
-    rate_scale: float | None = field(default=None, **_O)
-    namespaces_expected: int | None = field(default=None, **_O)
-    hosts: int | None = field(default=None, **_O)
-    switches: int | None = field(default=None, **_O)
-    nics: int | None = field(default=None, **_O)
-    links: int | None = field(default=None, **_O)
-    link_rates_bps: list[int] | None = field(default=None, **_O)
-    processes: int | None = field(default=None, **_O)
-    built_s: float | None = field(default=None, **_O)
-    converge_s: float | None = field(default=None, **_O)
-    subnets: list[str] | None = field(default=None, **_O)
+    prefix: str | None = field(default=None, metadata=OMIT)
+    preset: str | None = field(default=None, metadata=OMIT)
+    control: str | None = field(default=None, metadata=OMIT)
+    ecmp_seeds: str | None = field(default=None, metadata=OMIT)
+    rate_scale: float | None = field(default=None, metadata=OMIT)
+    namespaces_expected: int | None = field(default=None, metadata=OMIT)
+    hosts: int | None = field(default=None, metadata=OMIT)
+    switches: int | None = field(default=None, metadata=OMIT)
+    nics: int | None = field(default=None, metadata=OMIT)
+    links: int | None = field(default=None, metadata=OMIT)
+    link_rates_bps: list[int] | None = field(default=None, metadata=OMIT)
+    processes: int | None = field(default=None, metadata=OMIT)
+    built_s: float | None = field(default=None, metadata=OMIT)
+    converge_s: float | None = field(default=None, metadata=OMIT)
+    subnets: list[str] | None = field(default=None, metadata=OMIT)
 
     title = "hpn lab"
 
 
 @dataclass
-class DownResult(_Tables, Result):
+class DownResult(_Tables):
     name: str
     prefix: str
     removed: dict[str, int]
@@ -174,7 +171,7 @@ class DownResult(_Tables, Result):
 
 
 @dataclass
-class TrafficResult(_Tables, Result):
+class TrafficResult(_Tables):
     lab: str
     preset: str
     dual_plane: bool | None
@@ -209,7 +206,7 @@ class TrafficResult(_Tables, Result):
 
 
 @dataclass
-class FailResult(_Tables, Result):
+class FailResult(_Tables):
     lab: str
     target: str
     kind: str
@@ -233,7 +230,7 @@ class FailResult(_Tables, Result):
 
 
 @dataclass
-class ConfigsResult(_Tables, Result):
+class ConfigsResult(_Tables):
     out: str
     switches: int
     files: list[str]

@@ -7,13 +7,13 @@ Limits: at most 500 workload files, 16 worker processes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from hpn.app.base import Command, FileInput, Outcome, Result
+from hpn.app.base import Command, FileInput, Outcome, Result, json_key
 from hpn.config import Model
 from hpn.units import parse_duration
 
@@ -64,17 +64,17 @@ class ValidateResult(Result):
     gpu: str
     gpus: int
     workload: str
-    rows: list[dict[str, Any]]
+    points: list[dict[str, Any]] = field(metadata=json_key("rows"))  # one per policy x CSV
 
     def heading(self) -> str:
         return f"pool validate: {self.folder}"
 
     def lines(self) -> list[str]:
         cols = list(_COLUMNS)
-        if any(r.get("reference") is not None for r in self.rows):
+        if any(r.get("reference") is not None for r in self.points):
             cols += [("ref %", "reference"), ("diff", "difference")]
         table = [[h for h, _ in cols]] + [
-            ["" if r.get(k) is None else str(r[k]) for _, k in cols] for r in self.rows
+            ["" if r.get(k) is None else str(r[k]) for _, k in cols] for r in self.points
         ]
         width = [max(len(row[i]) for row in table) for i in range(len(cols))]
         out = [f"pool validate: {self.folder} ({self.gpus} x {self.gpu}, {self.workload} workload)"]
@@ -95,7 +95,7 @@ def validate(cfg: ValidateConfig) -> Outcome[ValidateResult]:
     res = run(p.folder, p.policy or None, p.gpu, p.gpus, p.workload, p.reference, p.workers, slo)
     d = res.to_dict()
     columns = {k: [r[k] for r in d["rows"]] for k in (d["rows"][0] if d["rows"] else {})}
-    return Outcome(ValidateResult(**d), {"validate": columns})
+    return Outcome(ValidateResult.from_dict(d), {"validate": columns})
 
 
 def _folder(path: Any) -> dict[str, Any]:

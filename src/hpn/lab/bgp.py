@@ -115,9 +115,9 @@ def config(plan: LabPlan, node: int, addresses: bool = False) -> dict[str, str]:
         " timers bgp 1 3",
     ]
     for ln in peers:
-        peer = int(f.links.dst[ln])
-        bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} remote-as {asn_of(plan, peer)}")
-        bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} description {f.node_name(peer)}")
+        peer_id = int(f.links.dst[ln])
+        bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} remote-as {asn_of(plan, peer_id)}")
+        bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} description {f.node_name(peer_id)}")
         bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} timers connect 1")
         bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} advertisement-interval 0")
     bgp.append(" !")
@@ -174,16 +174,16 @@ def _daemon_args(d: str, ns: str, run: Path) -> list[str]:
 
 def start(plan: LabPlan, state: Path) -> None:
     """Write every switch's configuration under ``state`` and start its daemons."""
-    runs = {}
-    for ns, role in enumerate(plan.ns_role):
+    runs: dict[str, Path] = {}
+    for ns_id, role in enumerate(plan.ns_role):
         if role == "host":
             continue
-        (node,) = plan.nodes_in_ns[ns]
-        run = state / plan.namespaces[ns]
+        (node,) = plan.nodes_in_ns[ns_id]
+        run = state / plan.namespaces[ns_id]
         run.mkdir(parents=True, exist_ok=True)
         for d, text in config(plan, node).items():
             (run / f"{d}.conf").write_text(text)
-        runs[plan.namespaces[ns]] = run
+        runs[plan.namespaces[ns_id]] = run
     _give_to_frr([state, *runs.values()])
     spawned = (state / netns.SPAWNED).open("a")
     for group in (("zebra",), ("staticd", "bgpd")):

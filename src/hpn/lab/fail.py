@@ -154,14 +154,16 @@ def fail(
     others = others or [int(n) for n in plan.endpoints if n not in nics]
     if not others:
         raise InputError("target", "the lab has no NIC outside the failure to talk to")
-    src, dst, direction = [], [], []
+    src_l: list[int] = []
+    dst_l: list[int] = []
+    dir_l: list[str] = []
     for k, nic in enumerate(nics):
         peer = others[k % len(others)]
         for _ in range(connections):
-            src += [peer, nic]
-            dst += [nic, peer]
-            direction += ["to_nic", "from_nic"]
-    src, dst = np.array(src, np.int64), np.array(dst, np.int64)
+            src_l += [peer, nic]
+            dst_l += [nic, peer]
+            dir_l += ["to_nic", "from_nic"]
+    src, dst = np.array(src_l, np.int64), np.array(dst_l, np.int64)
     sport, _ = sports_for(plan, src, dst, routing, seed)
     t_fail, t_repair = before, before + repair
     total = t_repair + after
@@ -188,7 +190,7 @@ def fail(
             t += probe
     tr = run_flows(plan, flows, rate, payload, events, rebinds=rebinds)
     interval = 8 * payload / rate
-    direction = np.array(direction)
+    direction = np.array(dir_l)
     out: dict[str, Any] = {
         "lab": name,
         "target": target,

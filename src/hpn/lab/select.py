@@ -53,14 +53,14 @@ def select(
         seen[c_pair[i]].add(p)
         options[c_pair[i]].append((p, int(cand[i]), int(f.links.port[p[0]])))
     sport = np.zeros(len(src), np.uint32)
-    use = {}  # per source NIC: link -> connections on it
-    nth = {}  # per source NIC: connections assigned so far
+    use: dict[int, dict[int, int]] = {}  # per source NIC: link -> connections on it
+    nth: dict[int, int] = {}  # per source NIC: connections assigned so far
     taken: list[dict[tuple, int]] = [{} for _ in range(n_pairs)]
     for i in range(len(src)):
-        p = int(pair_of[i])
-        opts = options[p]
+        pi = int(pair_of[i])
+        opts = options[pi]
         if not opts:
-            sport[i] = cand[p * candidates]  # no route now: any port
+            sport[i] = cand[pi * candidates]  # no route now: any port
             continue
         u = use.setdefault(int(src[i]), {})
         j = nth.get(int(src[i]), 0)
@@ -68,17 +68,17 @@ def select(
         planes = {o[2] for o in opts}
         want = j % 2 if len(planes) > 1 else next(iter(planes))
 
-        def cost(o, u=u, p=p, want=want):
+        def cost(o, u=u, pi=pi, want=want):
             return (
                 o[2] != want,
-                taken[p].get(o[0], 0),
+                taken[pi].get(o[0], 0),
                 sum(u.get(ln, 0) for ln in o[0]),
                 max(u.get(ln, 0) for ln in o[0]),
             )
 
         best = min(opts, key=cost)
         sport[i] = best[1]
-        taken[p][best[0]] = taken[p].get(best[0], 0) + 1
+        taken[pi][best[0]] = taken[pi].get(best[0], 0) + 1
         for ln in best[0]:
             u[ln] = u.get(ln, 0) + 1
     info = {

@@ -60,7 +60,7 @@ def flows_of(
         raise InputError(
             "pattern", f"unknown pattern {pattern!r}; choose from {', '.join(PATTERNS)}"
         )
-    bad = np.flatnonzero(plan.nic_ip[src] == 0) if len(src) else []
+    bad = np.flatnonzero(plan.nic_ip[src] == 0) if len(src) else np.zeros(0, np.int64)
     if len(bad):
         raise InputError("flows", f"node {int(src[bad[0]])} is not a NIC of the lab")
     same = plan.ns_of_node[src] == plan.ns_of_node[dst]

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -131,7 +132,7 @@ def run_flows(
 
         def drain(now: float) -> None:
             for key, _ in sel.select(timeout=0):
-                so = key.fileobj
+                so = cast(socket.socket, key.fileobj)  # only sockets are registered
                 while True:
                     try:
                         data = so.recv(65536)
@@ -168,8 +169,8 @@ def run_flows(
                 socks[i] = _socket(plan, int(flows.src[i]), int(port))
                 flows.sport[i] = port
             ready = np.flatnonzero((due <= now) & (sent + errs < pkts))
-            for i in ready:
-                i = int(i)
+            for ready_i in ready:
+                i = int(ready_i)
                 k = int(sent[i] + errs[i])
                 try:
                     socks[i].sendto(HEADER.pack(i, k) + pad, dests[i])

@@ -17,6 +17,7 @@ def figure(chart: Chart):
 
     fig = go.Figure()
     if chart.kind == "heatmap":
+        z = chart.z if chart.z is not None else np.zeros((0, 0))
         fig.add_trace(
             go.Heatmap(
                 z=chart.z,
@@ -24,7 +25,7 @@ def figure(chart: Chart):
                 y=chart.rows,
                 colorbar={"title": chart.zlabel},
                 zmin=0,
-                zmax=max(1.0, float(np.nanmax(chart.z)) if chart.z.size else 1),
+                zmax=max(1.0, float(np.nanmax(z)) if z.size else 1),
             )
         )
     elif chart.kind == "gantt":

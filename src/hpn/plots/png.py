@@ -27,16 +27,16 @@ def draw_png(chart: Chart, path: Path) -> Path:
     try:
         if chart.kind == "heatmap":
             z = chart.z if chart.z is not None else np.zeros((0, 0))
-            x = chart.x if chart.x is not None else np.arange(z.shape[1])
+            xs = chart.x if chart.x is not None else np.arange(z.shape[1])
             mesh = ax.pcolormesh(
-                np.arange(len(x) + 1),
+                np.arange(len(xs) + 1),
                 np.arange(len(chart.rows) + 1),
                 z,
                 vmin=0,
                 vmax=max(1.0, float(np.nanmax(z)) if z.size else 1),
             )
-            step = max(1, len(x) // 8)
-            ax.set_xticks(np.arange(len(x))[::step] + 0.5, [f"{v:.3g}" for v in x[::step]])
+            step = max(1, len(xs) // 8)
+            ax.set_xticks(np.arange(len(xs))[::step] + 0.5, [f"{v:.3g}" for v in xs[::step]])
             ax.set_yticks(np.arange(len(chart.rows)) + 0.5, chart.rows)
             fig.colorbar(mesh, ax=ax, label=chart.zlabel)
         elif chart.kind == "gantt":

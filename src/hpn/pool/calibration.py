@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -122,7 +123,7 @@ def length_quantiles() -> dict[str, list[float]]:
     return json.loads(text)
 
 
-def fit_lengths(paths: list[str | Path]) -> dict:
+def fit_lengths(paths: Sequence[str | Path]) -> dict:
     """Quantile tables of prompt/output lengths of Aegaeon synthetic traces (ShareGPT-sampled)."""
     from hpn.pool.traces.aegaeon import read_aegaeon
 

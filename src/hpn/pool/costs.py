@@ -86,8 +86,7 @@ def latency_for(model: LLM, gpu: GPU, tp: int | None = None) -> Latency:
     own = _fit(model.profile, gpu)
     if own is not None and tp == 1:
         return Latency(tuple(own["prefill"]), tuple(own["decode"]), f"fit {model.profile}")
-    refs = [(m, _fit(m.profile, gpu)) for m in MODELS.values()]
-    refs = [(m, f) for m, f in refs if f is not None]
+    refs = [(m, fit) for m in MODELS.values() if (fit := _fit(m.profile, gpu)) is not None]
     if not refs:
         raise InputError("gpu", f"no latency profile for any model on {gpu.name}")
     per_gpu = model.n_params / tp

@@ -93,14 +93,16 @@ def load_mix(spec: str | Path) -> Mix:
         doc = _MixFile.model_validate(load_toml(spec))
     except ValidationError as e:
         raise one_line(e, prefix=str(spec)) from None
-    names, kinds, rates = [], [], []
-    for e in doc.model:
-        kind = get_model(e.model, field=f"{spec}: model").name
-        base = e.name or f"model_{len(names):02d}"
-        for j in range(e.count):
-            names.append(base if e.count == 1 else f"{base}_{j}")
+    names: list[str] = []
+    kinds: list[str] = []
+    rates: list[float] = []
+    for entry in doc.model:
+        kind = get_model(entry.model, field=f"{spec}: model").name
+        base = entry.name or f"model_{len(names):02d}"
+        for j in range(entry.count):
+            names.append(base if entry.count == 1 else f"{base}_{j}")
             kinds.append(kind)
-            rates.append(e.rate)
+            rates.append(entry.rate)
     if len(set(names)) != len(names):
         raise InputError(f"{spec}: model.name", "model names must be unique")
     return Mix(tuple(names), tuple(kinds), tuple(rates), doc.gpu)

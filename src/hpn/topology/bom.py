@@ -9,7 +9,7 @@ Alibaba designed its own (~810 W).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from pydantic import Field
@@ -34,6 +34,24 @@ class Prices(Model):
     switch: dict[str, float] = Field(default_factory=dict)
     transceiver: dict[str, float] = Field(default_factory=dict)
     cable: dict[str, float] = Field(default_factory=dict)
+
+
+class SwitchRow(TypedDict):
+    """One tier's switches in a bill of materials."""
+
+    tier: str
+    chip: str
+    count: int
+    power_w: float
+
+
+class LinkRow(TypedDict):
+    """One tier's links of one speed in a bill of materials."""
+
+    tier: str
+    speed: str
+    cables: int
+    transceivers: int
 
 
 def chip_power(capacity: float) -> tuple[float, bool]:
@@ -66,7 +84,7 @@ def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]
         chip = float(np.bincount(f.links.src[sw], f.links.capacity[sw]).max()) if sw.any() else 0
     chip_label = format_bandwidth(chip) + "bps" if chip else "n/a"
     watts, extrapolated = chip_power(chip) if chip else (0.0, False)
-    switches = []
+    switches: list[SwitchRow] = []
     for net in Network:
         for kind in (NodeKind.TOR, NodeKind.AGG, NodeKind.CORE):
             n = f.count(kind, net)
@@ -75,7 +93,7 @@ def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]
                 switches.append(
                     {"tier": tier, "chip": chip_label, "count": n, "power_w": round(n * watts, 1)}
                 )
-    links = []
+    links: list[LinkRow] = []
     phys = slice(0, None, 2)
     tiers, caps = f.links.tier[phys], f.links.capacity[phys]
     for t, name in _TIER_NAMES.items():

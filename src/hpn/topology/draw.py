@@ -59,7 +59,9 @@ def draw_segment(f: Fabric, path: str | Path, pod: int = 0, segment: int = 0) ->
     ):
         a, b = x[lk.src[links]], x[lk.dst[links]]
         seg = np.stack([np.c_[a, np.full(len(a), y[lo])], np.c_[b, np.full(len(b), y[hi])]], 1)
-        ax.add_collection(LineCollection(seg, colors=_colors(plane), linewidths=width, alpha=alpha))
+        ax.add_collection(
+            LineCollection(list(seg), colors=_colors(plane), linewidths=width, alpha=alpha)
+        )
 
     host_x = _spread(len(hosts))
     backup = np.zeros(len(hosts), bool)

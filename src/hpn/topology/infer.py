@@ -115,8 +115,10 @@ def infer_structure(
     np.minimum.at(lo, t_nodes, index[a[nic]])
     np.maximum.at(hi, t_nodes, index[a[nic]])
     one_rail = tor & (lo == hi)
-    tors_per_seg = np.bincount(segment[tor] + (n + 1) * pod_id[tor]) if tor.any() else []
-    rail_opt = bool(one_rail[tor].all()) and tor.any() and max(tors_per_seg) > 2
+    tors_per_seg = np.bincount(segment[tor] + (n + 1) * pod_id[tor]) if tor.any() else None
+    rail_opt = (
+        bool(one_rail[tor].all()) and tors_per_seg is not None and int(tors_per_seg.max()) > 2
+    )
     if rail_opt:
         rail[tor] = lo[tor]
         gr = np.flatnonzero(nic)
@@ -207,7 +209,7 @@ def _backups(n, kind, a, b, nic, up_links, cap, host, segment, pod, hint) -> np.
         per_tor = spare // np.maximum(per_host, 1)
         # a segment's backups: what its ToRs agree on (the smallest, to be safe)
         t_key = pod[t] * (n + 1) + segment[t]
-        hint_of = {}
+        hint_of: dict[int, int] = {}
         for k, v in zip(t_key.tolist(), per_tor.tolist(), strict=True):
             hint_of[k] = min(v, hint_of.get(k, v))
     for k in np.unique(seg_key):

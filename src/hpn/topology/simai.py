@@ -134,8 +134,8 @@ def read_simai(path: str | Path, backup_hosts_per_segment: int | None = None) ->
     port = np.full(n_links, -1, np.int64)
     nic = np.flatnonzero((tier == LinkTier.NIC_TOR) & (ka == NodeKind.GPU))
     order = nic[np.argsort(a[nic], kind="stable")]
-    first = np.searchsorted(a[order], a[order], side="left")
-    port[order] = np.arange(len(order)) - first
+    run_start = np.searchsorted(a[order], a[order], side="left")
+    port[order] = np.arange(len(order)) - run_start
     gpu_ids = np.flatnonzero(is_gpu)
     host = np.full(n, -1, np.int64)
     index = np.full(n, -1, np.int64)
@@ -155,6 +155,7 @@ def read_simai(path: str | Path, backup_hosts_per_segment: int | None = None) ->
         asm.add_nodes(
             NodeKind(int(kind[s_])),
             int(e_ - s_),
+            Network.BACKEND,
             host=host[s_:e_],
             **{k: v[s_:e_] for k, v in attrs.items()},
         )

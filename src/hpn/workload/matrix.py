@@ -111,9 +111,13 @@ def _float(tok: str, what: str, bad, line: int) -> float:
 
 def _read_htsim(text: str, name: str) -> Matrix:
     bad = _Bad(name)
-    nodes = conns = None
+    nodes: int | None = None
+    conns: int | None = None
     conns_line = 0
-    src, dst, size, start = [], [], [], []
+    src: list[int] = []
+    dst: list[int] = []
+    size: list[int] = []
+    start: list[float] = []
     for no, raw in enumerate(text.splitlines(), 1):
         tok = raw.split()
         if not tok or tok[0].startswith("#"):

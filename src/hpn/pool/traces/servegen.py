@@ -21,6 +21,9 @@ from hpn.pool.models import artifact_model
 from hpn.pool.traces.base import Trace, parse_float, read_text
 from hpn.pool.traces.synthetic import sample_lengths
 
+Pmf = tuple[np.ndarray, np.ndarray]
+"""A length distribution: (values, probabilities)."""
+
 WINDOW = 600.0
 COLUMNS = ("window start", "rate", "cv", "pattern", "shape", "scale")
 
@@ -50,7 +53,7 @@ def read_windows(path: str | Path) -> list[tuple[float, float, str, float, float
     return out
 
 
-def _pmf(text: object, where: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _pmf(text: object, where: str) -> Pmf | None:
     if not isinstance(text, str):
         raise InputError(where, "expected a string holding a dict literal")
     try:
@@ -68,7 +71,7 @@ def _pmf(text: object, where: str) -> tuple[np.ndarray, np.ndarray] | None:
     return vals, p / p.sum()
 
 
-def read_dataset(path: str | Path) -> list[tuple[float, tuple, tuple]]:
+def read_dataset(path: str | Path) -> list[tuple[float, Pmf, Pmf]]:
     """Sorted (window start, input PMF, output PMF) of windows that have data."""
     try:
         doc = json.loads(read_text(path))
@@ -85,12 +88,12 @@ def read_dataset(path: str | Path) -> list[tuple[float, tuple, tuple]]:
             raise InputError(where, "window key must be a number of seconds") from None
         if not isinstance(fields, dict):
             raise InputError(where, "expected an object of fields")
-        pmfs = [
+        pin, pout = (
             _pmf(fields.get(f, "{}"), f"{where} field {f!r}")
             for f in ("input_tokens", "output_tokens")
-        ]
-        if all(p is not None for p in pmfs):
-            out.append((start, pmfs[0], pmfs[1]))
+        )
+        if pin is not None and pout is not None:
+            out.append((start, pin, pout))
     return sorted(out, key=lambda x: x[0])
 
 

@@ -27,13 +27,16 @@ def hd_schedule(op: str, n: int) -> list[tuple[int, float]]:
     raise InputError("algo", f"hd does not implement {op}")
 
 
-def build_hd(ctx: Ctx, op: str, ranks: np.ndarray, size: float, p: Params, start: int):
+def build_hd(
+    ctx: Ctx, op: str, ranks: np.ndarray, size: float, p: Params, start: int
+) -> tuple[np.ndarray, int]:
     flat = ranks.ravel()
     n = len(flat)
     sched = hd_schedule(op, n)
     ctx.check_budget(len(sched) * n * p.conns, "algo")
     r = np.arange(n)
-    prev, pprev = None, r
+    prev: np.ndarray | None = None
+    pprev = r
     for dist, frac in sched:
         partner = r ^ dist
         ids = np.stack(
@@ -50,4 +53,5 @@ def build_hd(ctx: Ctx, op: str, ranks: np.ndarray, size: float, p: Params, start
                 for q2 in range(p.conns):
                     ctx.dag.add_deps(before[q], ids[q2])
         prev, pprev = ids, partner
+    assert prev is not None  # hd_schedule has at least one step (n >= 2)
     return prev.ravel(), 0

@@ -39,7 +39,9 @@ def ring_order(hosts: int, per_host: int, channel: int) -> np.ndarray:
     return (np.arange(hosts)[:, None] * k + local).ravel()
 
 
-def build_ring(ctx: Ctx, op: str, ranks: np.ndarray, size: float, p: Params, start: int):
+def build_ring(
+    ctx: Ctx, op: str, ranks: np.ndarray, size: float, p: Params, start: int
+) -> tuple[np.ndarray, int]:
     if op not in RING_BYTES:
         raise InputError("algo", f"ring does not implement {op}")
     h, k = ranks.shape
@@ -47,7 +49,7 @@ def build_ring(ctx: Ctx, op: str, ranks: np.ndarray, size: float, p: Params, sta
     flat = ranks.ravel()
     chans = p.channels or k
     ctx.check_budget(n * chans * p.conns * (ring_steps(op, n) if p.stepwise else 1), "algo")
-    ends = []
+    ends: list[np.ndarray] = []
     for c in range(chans):
         order = flat[ring_order(h, k, c)]
         src, dst = order, np.roll(order, -1)
@@ -70,7 +72,7 @@ def _steps(ctx: Ctx, op, src, dst, share, n, qp, p: Params, start) -> np.ndarray
     e = len(src)
     if op == "broadcast":
         chunks = max(int(np.ceil(share / p.chunk)), 1)
-        prev_chunk = None
+        prev_chunk: np.ndarray | None = None
         for _ in range(chunks):  # chunk i on edge j after chunk i on edge j-1 and i-1 on j
             ids = np.array(
                 [
@@ -83,8 +85,9 @@ def _steps(ctx: Ctx, op, src, dst, share, n, qp, p: Params, start) -> np.ndarray
             if prev_chunk is not None:
                 ctx.dag.add_deps(prev_chunk, ids)
             prev_chunk = ids
+        assert prev_chunk is not None  # chunks >= 1
         return prev_chunk
-    prev = None
+    prev: np.ndarray | None = None
     for _ in range(ring_steps(op, n)):
         ids = ctx.flows(src, dst, share / n, qp, delay=p.alpha)
         if prev is None:
@@ -92,4 +95,5 @@ def _steps(ctx: Ctx, op, src, dst, share, n, qp, p: Params, start) -> np.ndarray
         else:  # the sender of edge j received on edge j - 1 in the previous step
             ctx.dag.add_deps(np.roll(prev, 1), ids)
         prev = ids
+    assert prev is not None  # a ring of n >= 2 ranks has at least one step
     return prev
