@@ -133,6 +133,7 @@ class SharedDeviceBackend(SimulatedBackend):
 
     def __init__(self, cost: EngineCost, cluster: Cluster, sink):
         super().__init__(cost, cluster, sink)
+        self.engine_cost = cost
         self.computing: set[int] = set()
         cost.active = 0
 
@@ -140,13 +141,13 @@ class SharedDeviceBackend(SimulatedBackend):
         if on == (iid in self.computing):
             return
         (self.computing.add if on else self.computing.discard)(iid)
-        self.cost.active = len(self.computing)
+        self.engine_cost.active = len(self.computing)
         for inst in self.instances:
             if inst.iid != iid and self._slots[inst.iid].op is not None:
                 SimulatedBackend.join(self, inst, [], 0)  # re-plan at its next boundary
 
     def load(self, inst, model, on_done) -> None:
-        if not (self.cost.cold and model not in (inst.resident, inst.prefetched)):
+        if not (self.engine_cost.cold and model not in (inst.resident, inst.prefetched)):
             super().load(inst, model, on_done)
             return
         self._computing(inst.iid, True)

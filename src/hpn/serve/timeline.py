@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpn.pool.backend import Done, Instance
+from hpn.pool.backend import Backend, Done, Instance
 from hpn.pool.requests import Request
 
 
-class Traced:
-    """Mixin: log operations, completions and requests (put it before a backend class)."""
+class Traced(Backend):
+    """Mixin: log operations, completions and requests (put it before a backend class;
+    never instantiated alone)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
