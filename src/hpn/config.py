@@ -76,6 +76,8 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML file; a missing or malformed file is an InputError naming the line."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError(str(path), "is a folder, not a file")
     if not p.is_file():
         raise InputError(str(path), "no such file")
     try:

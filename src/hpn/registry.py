@@ -11,6 +11,7 @@ Examples
 --------
 >>> COLORS: Registry[str] = Registry("color")
 >>> COLORS.add("red", "#f00", summary="warm")
+'#f00'
 >>> COLORS["red"]
 '#f00'
 >>> COLORS.get("blue")

@@ -7,6 +7,7 @@ import pytest
 
 from hpn.engine import CapacityEvents, kernels, simulate
 from hpn.engine.links import LinkLedger
+from hpn.engine.sim import Sim, run_sim
 from hpn.routing import make_router
 from hpn.topology import build
 from hpn.topology.fabric import LinkTier
@@ -84,3 +85,56 @@ def test_a_policy_counting_every_flow_is_routed_flow_by_flow(two_pods):
     fabric, dag = two_pods
     res = simulate(fabric, dag, "ideal")
     assert res.stats["routed_paths"] == dag.num_flows
+
+
+class _FullRefill(Sim):
+    """Every rate computation re-fills every sending flow (no partial re-fills)."""
+
+    def _full_refill(self) -> bool:
+        return True
+
+
+def _close(a, b, rtol=1e-9):
+    for name in ("task_start", "task_finish", "tx_end", "finish"):
+        x, y = getattr(a, name), getattr(b, name)
+        np.testing.assert_array_equal(np.isnan(x), np.isnan(y))
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=0, err_msg=name)
+    np.testing.assert_allclose(a.link_bytes, b.link_bytes, rtol=rtol, atol=1e-3)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "hpn"])
+def test_partial_refills_equal_full_refills_on_two_pods(two_pods, routing):
+    fabric, dag = two_pods
+    router = make_router(routing, seed=2)
+    fast = simulate(fabric, dag, router)
+    full = run_sim(_FullRefill, fabric, dag, router, 0, None, None, None, None)
+    st_fast, st_full = fast.stats, full.stats
+    assert st_full["full_refills"] == st_full["rate_computations"]  # the fast path not taken
+    assert st_fast["full_refills"] < st_fast["rate_computations"] / 10
+    _close(fast, full)
+
+
+def test_partial_refills_equal_full_refills_with_a_failed_link():
+    fabric = build("hpn", segments=2)
+    dag = _dag(fabric)
+    uplink = int(np.flatnonzero(fabric.links.tier == LinkTier.TOR_AGG)[0])
+    ev = CapacityEvents.of([(1e-4, uplink, 0.0), (1e-4, uplink ^ 1, 0.0)], reroute=True)
+    router = make_router("ecmp", seed=1)
+    fast = simulate(fabric, dag, router, capacity_events=ev)
+    full = run_sim(_FullRefill, fabric, dag, router, 0, ev, None, None, None)
+    assert full.stats["full_refills"] == full.stats["rate_computations"]
+    _close(fast, full)
+
+
+def test_connections_group_flows_by_source_destination_and_key():
+    from hpn.engine.sim import connections
+
+    src = np.array([0, 1, 0, 2, 0, 1])
+    dst = np.array([1, 0, 1, 3, 1, 0])
+    key = np.array([7, 7, 7, 7, 8, 7])  # key 7 shared by three pairs: the slow path
+    first, inv = connections(src, dst, key, 4)
+    np.testing.assert_array_equal(first, [0, 1, 3, 4])
+    np.testing.assert_array_equal(inv, [0, 1, 0, 2, 3, 1])
+    first, inv = connections(src, dst, np.array([5, 6, 5, 9, 8, 6]), 4)  # keys per pair
+    np.testing.assert_array_equal(first, [0, 1, 3, 4])
+    np.testing.assert_array_equal(inv, [0, 1, 0, 2, 3, 1])

@@ -49,3 +49,32 @@ def test_compiled_ledger_books_what_numpy_books(seed):
             ledger.set(links, new, now)
     for name in ("load", "bytes", "busy", "peak", "since", "cap_at", "on"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(ref, name), err_msg=name)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 30), st.integers(1, 25))
+def test_compiled_components_equal_scipy(seed, n_flows, n_links):
+    from hpn.engine.kernels import reached
+
+    rng = np.random.default_rng(seed)
+    length = rng.integers(0, 4, n_flows)
+    links = rng.integers(0, n_links, int(length.sum()) + 3)
+    start = rng.integers(0, len(links) - length + 1)
+    user = rng.integers(0, max(n_flows // 2, 1), n_flows)  # some flows coupled into one user
+    n_live = int(rng.integers(0, n_flows + 1))
+    stamp = np.full(n_links, -1, np.int64)
+    args = (start, length, links, user, int(user.max()) + 1, n_live, stamp)
+    fast = reached(*args, compiled=True)
+    np.testing.assert_array_equal(stamp, -1)  # scratch left as found
+    np.testing.assert_array_equal(fast, reached(*args, compiled=False))
+
+
+def test_components_by_hand():
+    from hpn.engine.kernels import reached
+
+    # flows 0-1 share link 5, flow 2 is alone on 7, flow 3 (a seed) crosses 5: 0 and 1 reached
+    links = np.array([5, 6, 5, 7, 5])
+    start, length = np.array([0, 2, 3, 4]), np.array([2, 1, 1, 1])
+    stamp = np.full(8, -1, np.int64)
+    got = reached(start, length, links, np.arange(4), 4, 3, stamp, compiled=True)
+    np.testing.assert_array_equal(got, [True, True, False])

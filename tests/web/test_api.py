@@ -178,7 +178,7 @@ def test_bad_requests(client):
     r = client.post(
         "/api/jobs", json={"command": "topo summary", "config": {"fabric": {"pods": 1000}}}
     )
-    assert r.status_code == 400 and r.json()["field"] == "fabric.pods"
+    assert r.status_code == 400 and r.json()["field"] == "fabric.pods"  # the core's ports
     r = client.post("/api/jobs", json={"command": "topo summary", "config_toml": "[x"})
     assert r.status_code == 400 and "TOML" in r.json()["error"]
     assert client.get("/api/jobs/nope").status_code == 404

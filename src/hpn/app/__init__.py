@@ -7,10 +7,10 @@ dashboard and the demo run them from a plain config dict. See :mod:`hpn.app.base
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from hpn.app.base import Command, Outcome, Result
+from hpn.app.limits import limits_of
 from hpn.registry import Registry
 from hpn.store import runnable as _runnable
 
@@ -30,11 +30,11 @@ def _add(
     target: str,
     summary: str,
     example: dict[str, Any] | None = None,
-    limits: Mapping[str, tuple[float, float]] | None = None,
 ) -> None:
     COMMANDS.lazy(name, target, summary)
     if example is not None:
-        _runnable.register(name, target, summary, example=example, limits=dict(limits or {}))
+        stated = tuple(lim.text() for lim in limits_of(name))
+        _runnable.register(name, target, summary, example=example, limits=stated)
 
 
 _add(
@@ -42,7 +42,6 @@ _add(
     "hpn.app.topo:SUMMARY",
     "Counts, oversubscription, paths and limits of a fabric.",
     example={"fabric": {"preset": "hpn"}},
-    limits={"fabric.pods": (1, 16), "fabric.segments": (1, 64), "fabric.k": (2, 64)},
 )
 _add(
     "traffic",
@@ -52,22 +51,18 @@ _add(
         "fabric": {"preset": "hpn", "segments": 2},
         "traffic": {"pattern": "permutation", "size": "2MB", "seed": 1},
     },
-    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "traffic.endpoints": (2, 4096)},
 )
-_POOL_LIMITS = {"pool.models": (1, 200), "pool.gpus": (1, 512), "pool.rate": (0.001, 10)}
 _add(
     "pool simulate",
     "hpn.app.pool:SIMULATE",
     "A serving pool: a trace through a policy; SLO attainment, TTFT/TBT, switches.",
     example={"pool": {"policy": "aegaeon", "models": 20, "gpus": 8, "duration": "120s"}},
-    limits=_POOL_LIMITS,
 )
 _add(
     "pool goodput",
     "hpn.app.pool:GOODPUT",
     "Most models at a rate each that a pool serves at >= 90 % SLO attainment.",
     example={"pool": {"policy": "aegaeon", "rate": 0.1, "gpus": 8, "duration": "120s"}},
-    limits=_POOL_LIMITS,
 )
 _add(
     "pool capacity",
@@ -122,7 +117,6 @@ _add(
         "fabric": {"preset": "hpn", "segments": 1},
         "collective": {"op": "allreduce", "gpus": 64, "sizes": "1M,64M,1G"},
     },
-    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "collective.gpus": (2, 4096)},
 )
 _add(
     "route polarization",
@@ -132,7 +126,6 @@ _add(
         "fabric": {"preset": "hpn", "segments": 2, "dual_plane": False},
         "polarization": {"routing": "ecmp", "seed": 1},
     },
-    limits={"fabric.pods": (1, 1), "fabric.segments": (2, 15)},
 )
 _add(
     "train",
@@ -149,7 +142,6 @@ _add(
             }
         ],
     },
-    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15)},
 )
 _add(
     "fail",
@@ -160,14 +152,12 @@ _add(
         "iteration": {"gpus": 32, "compute": "100ms", "allreduce": "1GB"},
         "fail": {"faults": ["link:host=1,nic=3,port=0,at=2s,repair=5s"], "routing": "hpn"},
     },
-    limits={"fabric.pods": (1, 1), "fabric.segments": (1, 15), "iteration.gpus": (2, 4096)},
 )
 _add(
     "reliability",
     "hpn.app.fail:RELIABILITY",
     "Monte Carlo of failures over months: crashes, degraded hours, goodput loss, cost.",
     example={"fabric": {"preset": "hpn"}, "reliability": {"gpus": 3072, "months": 12}},
-    limits={"reliability.trials": (1, 100_000), "reliability.months": (0.01, 120)},
 )
 
 _add("lab up", "hpn.app.lab:UP", "Build the fabric for real in network namespaces (root).")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -72,7 +72,7 @@ class Result:
         return None
 
     @classmethod
-    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+    def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
         """Build from a domain function's dict; a key the class does not declare is an error."""
         names = {
             f.metadata.get("key", f.name): f.name
@@ -138,12 +138,17 @@ class Command(Generic[C]):
     files: tuple[FileInput, ...] = ()
     progress: bool = False
 
-    def parse(self, data: dict[str, Any] | None) -> C:
-        """Validate a config dict (a TOML document) into the config model."""
+    def parse(self, data: dict[str, Any] | None, allow_large: bool = False) -> C:
+        """Validate a config dict (a TOML document) into the config model, then check the
+        command's size limits (:mod:`hpn.app.limits`; ``allow_large``: the raised bounds)."""
+        from hpn.app import limits
+
         try:
-            return self.config.model_validate(data or {})
+            cfg = self.config.model_validate(data or {})
         except ValidationError as e:
             raise one_line(e) from None
+        limits.check(self.name, cfg, allow_large)
+        return cfg
 
     def run(self, config: C, **kw: Any) -> Outcome[Any]:
         """Call the service, timing it unless it timed itself."""

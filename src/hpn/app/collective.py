@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.units import format_size, parse_duration, parse_size_list
+
+if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
+    from hpn.workload.collectives.run import SizeResult
 
 
 class CollectiveOptions(Model):
@@ -42,6 +45,13 @@ class CollectiveOptions(Model):
     jobs: int = Field(1, description="identical jobs at once on consecutive hosts")
     stepwise: bool = Field(False, description="one flow per step (validation; small jobs)")
 
+    @field_validator("sizes")
+    @classmethod
+    def _positive(cls, value: str) -> str:
+        if any(s <= 0 for s in parse_size_list(value, "collective.sizes")):
+            raise ValueError("every size must be > 0")
+        return value
+
 
 class CollectiveConfig(Model):
     """``hpn collective``: ``[fabric]`` and ``[collective]``."""
@@ -62,7 +72,7 @@ class CollectiveResult(Result):
     per_host: int
     hosts: int
     jobs: int
-    results: list[dict[str, Any]]
+    results: list[SizeResult]
     wall_s: float
     preset: str | None
 

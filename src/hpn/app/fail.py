@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
@@ -16,6 +16,9 @@ from hpn.errors import InputError
 from hpn.failures.config import FailCfg, ReliabilityCfg
 from hpn.failures.workload import SimpleStep
 from hpn.workload.training.config import JobConfig
+
+if TYPE_CHECKING:  # imported when the command runs (a fast ``hpn --help``)
+    from hpn.failures.run import FaultSummary
 
 
 class FailConfig(Model):
@@ -43,7 +46,7 @@ class FailResult(Result):
     seed: int
     job: str
     gpus: int
-    faults: list[dict[str, Any]]
+    faults: list[FaultSummary]
     timeout_s: float
     checkpoint_interval_s: float
     restart_s: float

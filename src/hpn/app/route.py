@@ -49,8 +49,8 @@ class PolarizationOptions(HashOptions):
 
     routing: str = Field("ecmp", description="routing policy")
     seed: int = Field(1, ge=0, le=2**63 - 1, description="hash seed")
-    hosts: int = Field(16, description="hosts of the job in each of 2 segments")
-    senders: int = Field(2, description="peers each GPU sends to")
+    hosts: int = Field(16, ge=1, description="hosts of the job in each of 2 segments")
+    senders: int = Field(2, ge=1, description="peers each GPU sends to (at most hosts)")
     connections: int = Field(4, ge=1, description="connections per peer")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -12,6 +12,9 @@ from hpn.app.base import OMIT, Command, FileInput, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
 from hpn.config import Model
 from hpn.errors import InputError
+
+if TYPE_CHECKING:  # the domain is imported when a command runs (a fast ``hpn --help``)
+    from hpn.topology.bom import BomCost, BomTotals, ChipFigures, HeatSinkFit, LinkRow, SwitchRow
 
 
 class FabricConfig(Model):
@@ -203,12 +206,12 @@ class BomConfig(Model):
 
 @dataclass
 class BomResult(Result):
-    switches: list[dict[str, Any]]
-    links: list[dict[str, Any]]
-    totals: dict[str, Any]
-    chip: dict[str, Any]
-    thermal: dict[str, Any]
-    cost: dict[str, Any] | None = field(default=None, metadata=OMIT)
+    switches: list[SwitchRow]
+    links: list[LinkRow]
+    totals: BomTotals
+    chip: ChipFigures
+    thermal: dict[str, HeatSinkFit]
+    cost: BomCost | None = field(default=None, metadata=OMIT)
 
     def lines(self) -> list[str]:
         import json

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
@@ -35,6 +35,13 @@ class TrafficOptions(Model):
     endpoints: int | None = Field(
         None, description="use only the first N endpoints (GPUs or hosts)"
     )
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, value: str) -> str:
+        if parse_size(value, "traffic.size") <= 0:
+            raise ValueError("must be > 0")
+        return value
 
 
 class TrafficConfig(Model):

@@ -17,7 +17,10 @@ def demo(
 ) -> None:
     """HPN against DCN+: fabrics, a collective sweep, a training iteration, a serving pool."""
     from hpn.demo import run_demo
+    from hpn.store.record import check_folder, check_out
 
+    check_folder(out, "--out")  # before any work: a file in the way, a read-only folder
+    check_out(None)  # the store the demo's runs go to
     d = run_demo(out, say=lambda msg: stderr.print(f"[bold]>[/bold] {msg}"))
     stdout.print(kv_table(f"hpn demo ({d.wall_s:.0f} s, {len(d.runs)} runs stored)", d.figures))
     stdout.print(f"report: {d.report}", highlight=False)

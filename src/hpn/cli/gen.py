@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 from pydantic.fields import FieldInfo
 
+from hpn.app import limits
 from hpn.app.base import Command
 from hpn.cli import fabric_opts
 from hpn.cli.output import JsonOpt, emit_json, kv_table, progress_bar, stdout
@@ -32,6 +33,10 @@ _SEP = "__"
 _KW = inspect.Parameter.KEYWORD_ONLY
 _POS = inspect.Parameter.POSITIONAL_OR_KEYWORD
 
+LargeOpt = Annotated[
+    bool,
+    typer.Option("--allow-large", help="Raise the size limits to their large bounds (see Limits)."),
+]
 ConfigFileOpt = Annotated[
     Path | None,
     typer.Option("--config", help="TOML file with the command's tables (\\[fabric], ...)."),
@@ -121,6 +126,8 @@ def typer_command(cmd: Command[Any], summary: str) -> Callable[..., None]:
             seen.add(flag)
             params.append(param)
     params.append(inspect.Parameter("json_out", _KW, default=False, annotation=JsonOpt))
+    if limits.overridable(cmd.name):
+        params.append(inspect.Parameter("allow_large", _KW, default=False, annotation=LargeOpt))
     if cmd.stored:
         params.append(inspect.Parameter("out", _KW, default=None, annotation=OutOpt))
         params.append(inspect.Parameter("plot", _KW, default=False, annotation=PlotOpt))
@@ -184,15 +191,29 @@ def _given_flags(cmd: Command[Any], kw: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _required_flag(cmd: Command[Any], field: str) -> str | None:
+    """The flag of a missing required config field (``export`` or ``select.dst``), if any."""
+    table, _, name = field.partition(".")
+    if table not in cmd.flags or table == "fabric":
+        return None
+    model = cmd.config.model_fields[table].annotation
+    names = [name] if name else [n for n, f in model.model_fields.items() if f.is_required()]
+    for key, _, flag in field_options(table, model):
+        if key.partition(_SEP)[2] in names[:1]:
+            return flag
+    return None
+
+
 def invoke(cmd: Command[Any], kw: dict[str, Any]) -> None:
     """Parse, run, record and print one command."""
     json_out = kw.pop("json_out", False)
     out: Path | None = kw.pop("out", None)
     plot = kw.pop("plot", False)
+    allow_large = kw.pop("allow_large", False)
     check_out(out)
     given = _given_flags(cmd, kw)
     try:
-        cfg = cmd.parse(config_data(cmd, kw))
+        cfg = cmd.parse(config_data(cmd, kw), allow_large)
         if cmd.progress:
             with progress_bar() as bar:
                 outcome = cmd.run(cfg, progress=bar)
@@ -201,6 +222,9 @@ def invoke(cmd: Command[Any], kw: dict[str, Any]) -> None:
     except InputError as e:  # name the flag the user typed, not the config field
         if e.field in given:
             raise InputError(given[e.field], e.message) from None
+        missing = _required_flag(cmd, e.field) if e.message == "Field required" else None
+        if missing:
+            raise InputError(missing, "required option, not given") from None
         raise
     if cmd.stored:
         save(cmd.name, outcome, out, plot, json_out)
@@ -226,7 +250,9 @@ def show(result: Any, json_out: bool) -> None:
 
 def add(app: typer.Typer, cmd: Command[Any], summary: str, name: str | None = None) -> None:
     """Register ``cmd`` on a typer app under its last word (or ``name``)."""
-    app.command(name or cmd.name.split()[-1], help=summary)(typer_command(cmd, summary))
+    stated = limits.describe(cmd.name)
+    text = f"{summary}\n\n{stated}" if stated else summary
+    app.command(name or cmd.name.split()[-1], help=text)(typer_command(cmd, summary))
 
 
 __all__ = ["add", "config_data", "invoke", "show", "typer_command"]

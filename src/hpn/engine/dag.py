@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -133,11 +134,11 @@ class FlowDAG:
         is_flow = kind == FLOW
         local[is_flow] = np.arange(int(is_flow.sum()))
         local[~is_flow] = np.arange(int((~is_flow).sum()))
-        cols = list(zip(*self._flows, strict=True)) if self._flows else [[]] * 6
+        cols: list[Any] = list(zip(*self._flows, strict=True)) if self._flows else [[]] * 6
         cat = [np.concatenate(c) if len(c) else np.zeros(0, np.int64) for c in cols[:5]]
         has = [np.full(len(f[0]), f[5] is not None) for f in self._flows]
-        comp = list(zip(*self._compute, strict=True)) if self._compute else [[], []]
-        deps = list(zip(*self._deps, strict=True)) if self._deps else [[], []]
+        comp: list[Any] = list(zip(*self._compute, strict=True)) if self._compute else [[], []]
+        deps: list[Any] = list(zip(*self._deps, strict=True)) if self._deps else [[], []]
         t = Tasks(
             kind=kind,
             local=local,
@@ -168,8 +169,10 @@ class FlowDAG:
         if self._flows and all(f[5] is None for f in self._flows):
             self._flows = [(t.src, t.dst, t.size, t.group, t.keys, None)]
 
-    def validate(self, num_nodes: int) -> None:
-        """InputError for negative sizes or times, unknown nodes or tasks, or a cycle."""
+    def validate(self, num_nodes: int, cycles: bool = True) -> None:
+        """InputError for negative sizes or times, unknown nodes or tasks, or (``cycles``) a
+        cycle. The simulator checks for cycles only when tasks can never start: tasks on a
+        cycle never do, and the check costs a strongly-connected-components pass."""
         t = self.tasks
         for name, a in (("size", t.size), ("delay", t.delay), ("duration", t.duration)):
             bad = ~np.isfinite(a) | (a < 0)
@@ -183,6 +186,12 @@ class FlowDAG:
             bad = (a < 0) | (a >= self.num_tasks)
             if bad.any():
                 raise InputError(name, f"unknown task {int(a[bad][0])}")
+        if cycles:
+            self.check_cycles()
+
+    def check_cycles(self) -> None:
+        """InputError naming some tasks on a dependency cycle, if there is one."""
+        t = self.tasks
         cyc = find_cycle(self.num_tasks, t.dep_before, t.dep_after)
         if cyc is not None:
             raise InputError("dependencies", f"cycle through tasks {cyc}")

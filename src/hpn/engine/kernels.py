@@ -200,6 +200,60 @@ def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, ca
         on[lk] = v > 0
 
 
+def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
+    # pragma: no cover - compiled
+    total = 0
+    for i in range(len(start)):
+        total += length[i]
+    parent = np.empty(total, np.int64)  # union-find over the local ids of the links
+    used = np.empty(total, np.int64)
+    n = 0
+    first = np.full(n_users, -1, np.int64)  # a link of each user
+    for i in range(len(start)):
+        u = user[i]
+        for j in range(start[i], start[i] + length[i]):
+            lk = links[j]
+            x = stamp[lk]
+            if x < 0:
+                x = n
+                stamp[lk] = n
+                parent[n] = n
+                used[n] = lk
+                n += 1
+            if first[u] < 0:
+                first[u] = x
+            else:
+                a, b = _find(parent, first[u]), _find(parent, x)
+                if a != b:
+                    parent[a] = b
+    mark = np.zeros(n, np.bool_)
+    for i in range(n_live, len(start)):
+        for j in range(start[i], start[i] + length[i]):
+            mark[_find(parent, stamp[links[j]])] = True
+    for k in range(n):
+        stamp[used[k]] = -1
+    out = np.zeros(n_live, np.bool_)
+    for i in range(n_live):
+        f = first[user[i]]
+        out[i] = f >= 0 and mark[_find(parent, f)]
+    return out
+
+
+def _find(parent, x):  # pragma: no cover - compiled
+    r = x
+    while parent[r] != r:
+        r = parent[r]
+    while parent[x] != r:  # path compression
+        parent[x], x = r, parent[x]
+    return r
+
+
+def _hops_kernel(start, length, links, hops, delta):  # pragma: no cover - compiled
+    for i in range(len(start)):
+        for j in range(start[i], start[i] + length[i]):
+            hops[links[j]] += delta
+
+
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
@@ -207,10 +261,12 @@ def _kernel(name: str):
 
         jit = numba.njit(cache=True, nogil=True)
         g = globals()
-        for helper in ("_push", "_pop", "_grow"):
+        for helper in ("_push", "_pop", "_grow", "_find"):
             g[helper] = jit(g[helper])
         _compiled["fill"] = jit(_fill_kernel)
         _compiled["ledger"] = jit(_ledger_kernel)
+        _compiled["reach"] = jit(_reach_kernel)
+        _compiled["hops"] = jit(_hops_kernel)
     return _compiled[name]
 
 
@@ -232,6 +288,60 @@ def fill_rates(
             np.asarray(rows, np.int64), np.asarray(cols, np.int64), n_users, n_links, cap, eps
         )
     return maxmin_rates(incidence(rows, cols, n_users, n_links), cap, eps)
+
+
+def reached(
+    start: np.ndarray,
+    length: np.ndarray,
+    links: np.ndarray,
+    user: np.ndarray,
+    n_users: int,
+    n_live: int,
+    stamp: np.ndarray,
+    compiled: bool | None = None,
+) -> np.ndarray:
+    """For each of the first ``n_live`` flows: whether it is connected to a link of one of
+    the others (the seeds). Flow ``i`` crosses ``links[start[i] : start[i] + length[i]]`` and
+    belongs to user ``user[i]`` (a coupled group is one user); users sharing a link are
+    connected (components of the user-link graph, by union-find over the links). ``stamp``:
+    scratch indexed by link id, all -1 (left so)."""
+    use = HAVE_NUMBA if compiled is None else compiled
+    i64 = np.int64
+    start, length, user = (np.asarray(a, i64) for a in (start, length, user))
+    if use:
+        return _kernel("reach")(start, length, np.asarray(links, i64), user, n_users, n_live, stamp)
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    from hpn.engine.maxmin import distinct
+    from hpn.engine.state import gather_rows
+
+    rep, pos = gather_rows(start, length)
+    ids, loc = distinct(np.asarray(links, i64)[pos], stamp)
+    n = n_users + len(ids)
+    g = sp.csr_matrix((np.ones(len(rep), bool), (user[rep], n_users + loc)), shape=(n, n))
+    _, label = connected_components(g, directed=False)
+    hit = np.zeros(n, bool)
+    hit[label[n_users + loc[rep >= n_live]]] = True
+    has = np.bincount(user[rep], minlength=n_users) > 0
+    u = user[:n_live]
+    return hit[label[u]] & has[u]
+
+
+def add_hops(
+    start: np.ndarray, length: np.ndarray, links: np.ndarray, hops: np.ndarray, delta: int
+) -> None:
+    """``hops[l] += delta`` for every element ``l`` of the rows ``links[start[i] :
+    start[i] + length[i]]`` (repeats counted)."""
+    i64 = np.int64
+    start, length = np.asarray(start, i64), np.asarray(length, i64)
+    if HAVE_NUMBA:
+        _kernel("hops")(start, length, np.asarray(links, i64), hops, delta)
+        return
+    from hpn.engine.state import gather_rows
+
+    _, pos = gather_rows(start, length)
+    np.add.at(hops, links[pos], delta)
 
 
 def ledger_set(ledger, links: np.ndarray, new: np.ndarray, now: float) -> None:

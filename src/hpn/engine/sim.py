@@ -30,7 +30,7 @@ import numpy as np
 
 from hpn.engine import kernels
 from hpn.engine.dag import FLOW, FlowDAG
-from hpn.engine.kernels import fill_rates
+from hpn.engine.kernels import add_hops, fill_rates, reached
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
 from hpn.engine.result import Result, Series
@@ -100,7 +100,7 @@ def run_sim(cls, fabric, dag, router, seed, cap_events, interval, sample_links, 
     wall = _time.perf_counter()
     if router is None or isinstance(router, str):
         router = router_for(fabric, router, seed=seed)
-    dag.validate(fabric.num_nodes)
+    dag.validate(fabric.num_nodes, cycles=False)  # cycles: see Sim._stuck
     sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
     sim.run()
     return sim.result(_time.perf_counter() - wall)
@@ -143,14 +143,19 @@ def route_flows(fabric: Fabric, router: Router, t) -> PathTable:
 def connections(src, dst, keys, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """(first flow of each distinct (src, dst, key) in order of first appearance, the
     connection of every flow)."""
-    pair = src * n_nodes + dst
-    order = np.lexsort((keys, pair))
-    p, k = pair[order], keys[order]
+    order = np.argsort(keys, kind="stable")  # keys are mostly unique per (src, dst)
     new = np.ones(len(order), bool)
-    new[1:] = (p[1:] != p[:-1]) | (k[1:] != k[:-1])
+    k = keys[order]
+    np.not_equal(k[1:], k[:-1], out=new[1:])
+    pair = src * n_nodes + dst
+    p = pair[order]
+    if (p[1:] != p[:-1])[~new[1:]].any():  # a key shared by two pairs: sort by both
+        order = np.lexsort((keys, pair))
+        p, k = pair[order], keys[order]
+        new[1:] = (p[1:] != p[:-1]) | (k[1:] != k[:-1])
     group = np.cumsum(new) - 1
-    first = order[new]
-    rank = np.argsort(first, kind="stable")  # connections in order of first appearance
+    first = order[new]  # stable sorts: the earliest flow of each connection
+    rank = np.argsort(first)  # connections in order of first appearance (distinct values)
     pos = np.empty(len(rank), np.int64)
     pos[rank] = np.arange(len(rank))
     inv = np.empty(len(order), np.int64)
@@ -162,7 +167,7 @@ class Sim:
     """The fast simulator: lazily booked bytes, partial re-fills, work per sending flow."""
 
     def __init__(self, fabric, dag, router, cap_events, sample_interval, sample_links, progress):
-        self.fabric, self.router, self.progress = fabric, router, progress
+        self.fabric, self.router, self.progress, self.dag = fabric, router, progress, dag
         t = self.t = dag.tasks
         nl = fabric.num_links
         self.nf, self.nt = len(t.size), len(t.kind)
@@ -174,11 +179,14 @@ class Sim:
         self.task = TaskState.of(self.nt, t.dep_before, t.dep_after)
         self.ledger = LinkLedger(self.cap)
         self.stamp = np.full(nl, -1, np.int64)  # scratch for sort-free dedupe of link ids
+        self.group_stamp = np.full(int(t.group.max(initial=-1)) + 1, -1, np.int64)
         self.queue = EventQueue()
         self.count = Counters()
         self.now, self.dirty, self.full = 0.0, False, True
         self.departed: list[np.ndarray] = []  # flows that ended since the last rate update
         self.departed_rates: list[np.ndarray] = []
+        self.arrived: list[np.ndarray] = []  # flows that began since the last rate update
+        self.hops = np.zeros(nl, np.int64)  # hops of transmitting flows per link
         roots = self.task.roots()
         self.queue.push(t.delay[roots], START, roots)
         self.cap_events = cap_events
@@ -212,8 +220,15 @@ class Sim:
             new = self.router.route(self.fabric, t.src[flows], t.dst[flows], t.keys[flows], down)
         except InputError:
             return  # no path avoids the failed links: the flows wait for a repair
+        sending = flows[self.flow.sending[flows]]
+        self._count_hops(sending, -1)
         self.path.replace(flows, new, self.lat)
+        self._count_hops(sending, 1)
         self.dirty = True
+
+    def _count_hops(self, flows: np.ndarray, delta: int) -> None:
+        """Add ``delta`` to :attr:`hops` for every hop of ``flows``."""
+        add_hops(self.path.start[flows], self.path.length[flows], self.path.links, self.hops, delta)
 
     # --- events --------------------------------------------------------------------------
 
@@ -231,12 +246,20 @@ class Sim:
                 self._tx_done(flows[empty])
             live = flows[~empty]
             if len(live):
-                self.flow.begin(np.unique(live), now)
-                self.dirty = self.full = True
+                live = np.unique(live)
+                new = live[~self.flow.sending[live]]
+                self.flow.begin(live, now)
+                if len(new):
+                    self._count_hops(new, 1)
+                    self.arrived.append(new)
+                self.dirty = True
 
     def _tx_done(self, flows: np.ndarray) -> None:
-        self.departed.append(flows)
-        self.departed_rates.append(self.flow.rate[flows].copy())
+        sent = flows[self.flow.sending[flows]]
+        if len(sent):
+            self.departed.append(sent)
+            self.departed_rates.append(self.flow.rate[sent].copy())
+            self._count_hops(sent, -1)
         self.flow.end(flows, self.now)
         self.queue.push(self.now + self.path.latency[flows], DONE, self.t.flow_task[flows])
 
@@ -256,43 +279,89 @@ class Sim:
 
     # --- rates ---------------------------------------------------------------------------
 
+    components = True
+
+    def _users(self, flows: np.ndarray) -> tuple[np.ndarray, int]:
+        """(the user of each of ``flows``: a coupled group is one user, the number of users)."""
+        group = self.t.group[flows]
+        grouped = group >= 0
+        if not grouped.any():
+            return np.arange(len(flows)), len(flows)
+        ug, ginv = distinct(group[grouped], self.group_stamp)
+        solo = np.flatnonzero(~grouped)
+        user = np.empty(len(flows), np.int64)
+        user[solo] = np.arange(len(solo))
+        user[grouped] = len(solo) + ginv
+        return user, len(solo) + len(ug)
+
     def _fill(self, flows, rep, local, avail) -> np.ndarray:
         """Max-min rates of ``flows`` whose hops are (``rep``: position in flows, ``local``:
         index into ``avail``, the capacity in bytes/s left to them per link)."""
-        group = self.t.group[flows]
-        grouped = group >= 0
-        user = np.arange(len(flows))
-        if grouped.any():
-            ug, ginv = np.unique(group[grouped], return_inverse=True)
-            solo = np.flatnonzero(~grouped)
-            user = np.empty(len(flows), np.int64)
-            user[solo] = np.arange(len(solo))
-            user[grouped] = len(solo) + ginv
-        return fill_rates(user[rep], local, int(user.max()) + 1, len(avail), avail)[user]
+        user, n_users = self._users(flows)
+        return fill_rates(user[rep], local, n_users, len(avail), avail)[user]
+
+    def _reached(self, live: np.ndarray, changed: np.ndarray) -> np.ndarray:
+        """The flows of ``live`` connected (by shared links, among ``live``, and coupled
+        groups) to a link of a ``changed`` flow. Max-min fairness decomposes over these
+        components: on what the users kept below the floor leave, a component that no changed
+        flow touches faces the same problem as before, so its rates stay."""
+        both = np.concatenate([live, changed])  # a changed flow joins its group's members
+        user, n_users = self._users(both)
+        start, length = self.path.start[both], self.path.length[both]
+        hit = reached(start, length, self.path.links, user, n_users, len(live), self.stamp)
+        return live[hit]
 
     def _full_refill(self) -> bool:
         """Whether this recomputation re-fills every sending flow."""
-        return self.full or not len(self.departed)
+        return self.full or not (self.departed or self.arrived)
+
+    def _arrival_floor(self, new: np.ndarray) -> float:
+        """A level below which no user's rate changes when ``new`` flows join: every link a
+        new flow crosses has a share of at least ``capacity / hops`` in every round of the
+        fill (shares only rise as users freeze), so rounds at lower levels, with their
+        eps-grouped bottlenecks, are the same with and without the new flows."""
+        _, links = self.path.entries(new)
+        if not len(links):
+            return np.inf
+        return float((self.cap[links] / self.hops[links]).min()) / (1 + 2 * _TOL)
 
     def _rates(self) -> None:
-        """Recompute rates. After departures only, users at rates below the lowest departed
-        rate keep theirs (progressive filling reaches those levels unchanged: a departure only
-        raises the saturation level of the links it crossed, all at or above its own rate),
-        so only the flows at or above it are filled again, on what the others leave."""
+        """Recompute rates. After departures and arrivals, users at rates below a floor keep
+        theirs (progressive filling reaches those levels unchanged: a departure only raises
+        the saturation level of the links it crossed, all at or above its own rate; for
+        arrivals see :meth:`_arrival_floor`), so only the flows at or above it and the new
+        ones are filled again, on what the others leave. Capacity changes re-fill all."""
         self.count.rate_computations += 1
         fl = self.flow
         full = self._full_refill()
         self.full = False
         if not full:
-            gone = np.concatenate(self.departed)
-            old = np.concatenate(self.departed_rates)
-            floor = old.min() * (1 - 1e-9)
+            nothing = np.zeros(0, np.int64)
+            gone = np.concatenate([nothing, *self.departed])
+            old = np.concatenate([np.zeros(0), *self.departed_rates])
+            new = np.concatenate([nothing, *self.arrived])
+            new = new[fl.sending[new]]
+            floor = old.min() * (1 - 1e-9) if len(old) else np.inf
+            if len(new):
+                floor = min(floor, self._arrival_floor(new))
             # flows not sending have rate 0: with a positive floor they are never picked
             act = fl.active()
-            live = act[fl.rate[act] >= floor] if floor > 0 else None
+            live = None
+            if floor > 0:
+                keep = fl.rate[act] < floor
+                if len(new):  # new flows (rate 0 so far) and their coupled group's members
+                    keep[np.searchsorted(act, new)] = False
+                    grp = self.t.group[new]
+                    grp = grp[grp >= 0]
+                    if len(grp):
+                        keep &= ~np.isin(self.t.group[act], grp)
+                live = act[~keep]
+                if len(live) and self.components:
+                    live = self._reached(live, np.concatenate([gone, new]))
             full = live is None or 2 * len(live) > fl.n_act
-        self.departed, self.departed_rates = [], []
+        self.departed, self.departed_rates, self.arrived = [], [], []
         if full:
+            self.count.full_refills += 1
             act = fl.active()
             loaded = self.ledger.loaded()
             if not len(act):
@@ -311,6 +380,7 @@ class Sim:
                 self.now,
             )
             return
+        assert live is not None
         g_rep, g_links = self.path.entries(gone)
         l_rep, l_links = self.path.entries(live)
         touched, inv = distinct(np.concatenate([g_links, l_links]), self.stamp)
@@ -403,6 +473,7 @@ class Sim:
                 f"{left} tasks can never finish: flow {f} (and {len(act) - 1} more) "
                 f"has {why} and no repair is scheduled",
             )
+        self.dag.check_cycles()
         raise InputError("dag", f"{left} tasks can never start (their dependencies never finish)")
 
     def result(self, wall: float) -> Result:
@@ -436,6 +507,7 @@ class Sim:
                 "events": self.queue.popped,
                 "batches": self.count.batches,
                 "rate_computations": self.count.rate_computations,
+                "full_refills": self.count.full_refills,  # the others re-filled a part
                 "sim_wall_s": wall,
                 "routed_paths": self.path.routed,  # < routed flows: connections routed once
                 "kernels": "numba" if kernels.HAVE_NUMBA else "numpy",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpn.engine.maxmin import distinct
 from hpn.routing.base import Paths
 
 START, DONE, CAPACITY = 2, 1, 0  # heap order at equal times: capacity, completions, starts
@@ -82,7 +83,9 @@ class FlowState:
         self.sending[flows] = True
         self.t_at[flows] = now
         if len(new):
-            self.act = np.union1d(self.active(), new)
+            act = self.active()
+            new = np.sort(new)
+            self.act = np.insert(act, np.searchsorted(act, new), new)  # still sorted
             self.n_act += len(new)
         return len(new) > 0
 
@@ -165,6 +168,7 @@ class TaskState:
     succ: np.ndarray  # successors, grouped by predecessor
     succ_off: np.ndarray
     indeg: np.ndarray  # predecessors not finished yet
+    stamp: np.ndarray  # scratch for sort-free dedupe of task ids (all -1)
     done: int = 0
 
     @classmethod
@@ -178,6 +182,7 @@ class TaskState:
             succ=after[order],
             succ_off=off,
             indeg=np.bincount(after, minlength=n).astype(np.int64),
+            stamp=np.full(n, -1, np.int64),
         )
 
     def roots(self) -> np.ndarray:
@@ -192,9 +197,9 @@ class TaskState:
         if not cnt.sum():
             return np.zeros(0, np.int64)
         _, pos = gather_rows(off[tasks], cnt)
-        succ = self.succ[pos]
-        np.subtract.at(self.indeg, succ, 1)
-        return np.unique(succ[self.indeg[succ] == 0])
+        succ, local = distinct(self.succ[pos], self.stamp)
+        self.indeg[succ] -= np.bincount(local, minlength=len(succ))
+        return np.sort(succ[self.indeg[succ] == 0])
 
 
 @dataclass(eq=False)
@@ -304,3 +309,4 @@ class Counters:
     events: int = 0
     batches: int = 0
     rate_computations: int = 0
+    full_refills: int = 0  # rate computations that re-filled every sending flow

@@ -6,7 +6,7 @@ does not.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.config import Duration, Model
 from hpn.failures.checkpoint import Recovery
@@ -40,6 +40,13 @@ class FailCfg(RecoveryCfg):
     since_checkpoint: Duration | None = Field(
         None, description="age of the last checkpoint at time 0 (default: half an interval)"
     )
+
+    @field_validator("duration")
+    @classmethod
+    def _positive(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("must be > 0")
+        return value
 
 
 class ReliabilityCfg(RecoveryCfg):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 from hpn.failures.checkpoint import Recovery
 from hpn.failures.faults import Fault, parse_fault
@@ -11,6 +11,14 @@ from hpn.failures.semantics import design_of, fault_down_links, outages
 from hpn.failures.timeline import run_timeline
 from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
+
+
+class FaultSummary(TypedDict):
+    """A fault of a run: as given, how many links it takes down, the first of them."""
+
+    fault: str
+    links_down: int
+    first_link: str
 
 
 def run_fail(
@@ -36,7 +44,7 @@ def run_fail(
     router = router or router_for(fabric, routing, seed=seed, hashing=hashing)
     rec = recovery or Recovery()
     result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed)
-    described = []
+    described: list[FaultSummary] = []
     for f in parsed:
         links = fault_down_links(fabric, f, design)
         lk0 = int(links[0])

@@ -135,6 +135,13 @@ class Done:
     reqs: tuple[Request, ...]
     t: float
 
+    @property
+    def instance(self) -> Instance:
+        """`inst` of a load, prefill or decode (which always run on an instance)."""
+        if self.inst is None:
+            raise ValueError(f"a {self.op} to host memory has no instance")
+        return self.inst
+
 
 OnDone = Callable[[Done], None]
 

@@ -49,7 +49,19 @@ def _nnls_fit(x: np.ndarray, y: np.ndarray) -> tuple[list[float], float]:
 
 
 def fit_profiles(path: str | Path) -> dict:
-    """Fit every (model, GPU) set of a `vllm_eager_profiles.csv` table."""
+    """Fit every (model, GPU) set of a `vllm_eager_profiles.csv` table.
+
+    Parameters
+    ----------
+    path
+        The profiles CSV (rows with ``clean=1`` are fitted).
+
+    Returns
+    -------
+    dict
+        ``{"<model>/<GPU>": {"prefill": [a, b, c], "decode": [a, b, c], ...}}``: non-negative
+        least-squares coefficients and their R^2.
+    """
     rows: dict[str, list[tuple[int, int, float, float]]] = {}
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
@@ -86,7 +98,18 @@ def fit_profiles(path: str | Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    """Refit: ``python -m hpn.pool.calibration PROFILES_CSV [SYNTH_CSV ...]``."""
+    """Refit: ``python -m hpn.pool.calibration PROFILES_CSV [SYNTH_CSV ...]``.
+
+    Parameters
+    ----------
+    argv
+        The profiles CSV, then optional Aegaeon synthetic traces for the length tables.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     if len(argv) < 1:
         print("usage: python -m hpn.pool.calibration PROFILES_CSV [SYNTH_CSV ...]", file=sys.stderr)
         return 2
@@ -124,7 +147,18 @@ def length_quantiles() -> dict[str, list[float]]:
 
 
 def fit_lengths(paths: Sequence[str | Path]) -> dict:
-    """Quantile tables of prompt/output lengths of Aegaeon synthetic traces (ShareGPT-sampled)."""
+    """Quantile tables of prompt/output lengths of Aegaeon synthetic traces (ShareGPT-sampled).
+
+    Parameters
+    ----------
+    paths
+        Aegaeon trace CSVs.
+
+    Returns
+    -------
+    dict
+        Input and output length quantiles.
+    """
     from hpn.pool.traces.aegaeon import read_aegaeon
 
     ins, outs = [], []

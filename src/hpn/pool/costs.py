@@ -41,13 +41,46 @@ SWITCH_MODES = ("optimized", "unoptimized")
 
 
 def prefill_latency(coef: tuple[float, float, float], lens: list[int]) -> float:
-    """Prefill time of one batch: a + b * sum(L) + c * sum(L^2)."""
+    """Prefill time of one batch: a + b * sum(L) + c * sum(L^2).
+
+    Parameters
+    ----------
+    coef
+        ``(a, b, c)``, seconds.
+    lens
+        Prompt length of each request, tokens.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    >>> round(prefill_latency((0.01, 1e-4, 1e-8), [100, 200]), 6)
+    0.0405
+    """
     a, b, c = coef
     return a + b * sum(lens) + c * sum(x * x for x in lens)
 
 
 def decode_latency(coef: tuple[float, float, float], batch: int, ctx_sum: float) -> float:
-    """One decode step over `batch` sequences holding `ctx_sum` KV tokens: a + b*ctx + c*B."""
+    """One decode step over `batch` sequences holding `ctx_sum` KV tokens: a + b*ctx + c*B.
+
+    Parameters
+    ----------
+    coef
+        ``(a, b, c)``, seconds.
+    batch
+        Sequences in the step.
+    ctx_sum
+        KV tokens they hold.
+
+    Returns
+    -------
+    float
+        Seconds.
+    """
     a, b, c = coef
     return a + b * ctx_sum + c * batch
 
@@ -81,7 +114,30 @@ def _fit(profile: str | None, gpu: GPU) -> dict | None:
 
 
 def latency_for(model: LLM, gpu: GPU, tp: int | None = None) -> Latency:
-    """Latency coefficients of `model` on `gpu` at tensor parallelism `tp`."""
+    """Latency coefficients of `model` on `gpu` at tensor parallelism `tp`.
+
+    Its own profile fit when there is one (at TP 1); else scaled from the fitted model of the
+    nearest size per GPU, plus two all-reduces per layer when ``tp > 1``.
+
+    Parameters
+    ----------
+    model
+        Catalog model.
+    gpu
+        GPU preset.
+    tp
+        Tensor-parallel degree; None: the model's own.
+
+    Returns
+    -------
+    Latency
+        Prefill and decode coefficients and where they came from.
+
+    Raises
+    ------
+    InputError
+        When no model has a profile on `gpu`.
+    """
     tp = tp or model.tp
     own = _fit(model.profile, gpu)
     if own is not None and tp == 1:

@@ -39,7 +39,18 @@ GPUS: dict[str, GPU] = {
 
 
 def get_gpu(name: str) -> GPU:
-    """GPU preset by name (case-insensitive); InputError if unknown."""
+    """GPU preset by name (case-insensitive); InputError if unknown.
+
+    Parameters
+    ----------
+    name
+        ``h800``, ``h20``, ...
+
+    Returns
+    -------
+    GPU
+        The preset.
+    """
     key = name.strip().lower()
     if key not in GPUS:
         raise InputError("gpu", f"unknown GPU {name!r}; known: {', '.join(GPUS)}")

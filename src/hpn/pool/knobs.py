@@ -74,7 +74,25 @@ KNOBS: dict[str, type[Model]] = {
 
 
 def validate_options(policy: str, options: dict | None) -> dict:
-    """`options` checked against the policy's knobs, with the defaults filled in."""
+    """`options` checked against the policy's knobs, with the defaults filled in.
+
+    Parameters
+    ----------
+    policy
+        Policy name.
+    options
+        Knob values given; None: all defaults.
+
+    Returns
+    -------
+    dict
+        Every knob of the policy.
+
+    Raises
+    ------
+    InputError
+        For an unknown knob or a bad value, named ``<policy> option.<knob>``.
+    """
     from pydantic import ValidationError
 
     from hpn.config import one_line

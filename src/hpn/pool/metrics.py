@@ -30,15 +30,18 @@ class Recorder:
         self.failures = 0
 
     def tokens(self, req, t_first: float, step: float, n: int, gap: float | None) -> None:
+        """Count the token gaps (`backend.MetricsSink.tokens`)."""
         if gap is not None:
             self.gaps.append((gap, 1))
         if n > 1:
             self.gaps.append((step, n - 1))
 
     def switched(self, inst, model: str, t: float) -> None:
+        """Count a scale-up."""
         self.switches += 1
 
     def busy(self, inst, seconds: float) -> None:
+        """Add `seconds` x `inst.tp` GPU-seconds to the instance."""
         b = self.busy_by_instance
         b[inst.iid] = b.get(inst.iid, 0.0) + seconds * inst.tp
 
@@ -48,11 +51,35 @@ class Recorder:
         return sum(v for _, v in sorted(self.busy_by_instance.items()))
 
     def failed(self, req) -> None:
+        """Count a failed request."""
         self.failures += 1
 
 
 def slo_attainment(arrival: float, token_times, ttft_slo: float, tbt_slo: float) -> float:
-    """Reference (token by token) attainment of one finished request."""
+    """Reference (token by token) attainment of one finished request.
+
+    Token ``k`` is on time if it comes by ``arrival + ttft_slo + k * tbt_slo``; the request's
+    attainment is the share of its lifetime covered by gaps that end on time.
+
+    Parameters
+    ----------
+    arrival
+        Arrival time, s.
+    token_times
+        Time of each token, s.
+    ttft_slo, tbt_slo
+        Time-to-first-token and time-between-tokens SLOs, s.
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Examples
+    --------
+    >>> slo_attainment(0.0, [0.5, 0.6, 0.7], 1.0, 0.1)
+    1.0
+    """
     prev, credit = arrival, 0.0
     for k, t in enumerate(token_times):
         if t <= arrival + ttft_slo + k * tbt_slo + 1e-9:
@@ -64,7 +91,22 @@ def slo_attainment(arrival: float, token_times, ttft_slo: float, tbt_slo: float)
 
 def slo_attainment_artifact(arrival: float, token_times, ttft_slo: float, tbt_slo: float):
     """Reference of the Aegaeon artifact's accounting (`compute_request_metrics` in
-    aegaeon/aegaeon/utils.py as described in aegaeon-facts §5): lenient after a miss."""
+    aegaeon/aegaeon/utils.py as described in aegaeon-facts §5): lenient after a miss.
+
+    Parameters
+    ----------
+    arrival
+        Arrival time, s.
+    token_times
+        Time of each token, s.
+    ttft_slo, tbt_slo
+        Time-to-first-token and time-between-tokens SLOs, s.
+
+    Returns
+    -------
+    float
+        In [0, 1].
+    """
     start, target, credit, total = arrival, ttft_slo, 0.0, 0.0
     for t in token_times:
         if t - start <= target + 1e-9:
@@ -80,7 +122,27 @@ def slo_attainment_artifact(arrival: float, token_times, ttft_slo: float, tbt_sl
 
 
 def weighted_quantile(values, weights, q: float) -> float:
-    """The `q` quantile of `values` with `weights` (0 for no values)."""
+    """The `q` quantile of `values` with `weights` (0 for no values).
+
+    Parameters
+    ----------
+    values
+        The values.
+    weights
+        A weight per value (run lengths of a histogram).
+    q
+        Quantile in [0, 1].
+
+    Returns
+    -------
+    float
+        The smallest value whose cumulative weight reaches ``q`` of the total.
+
+    Examples
+    --------
+    >>> weighted_quantile([1.0, 2.0, 3.0], [1, 1, 2], 0.5)
+    2.0
+    """
     if len(values) == 0:
         return 0.0
     v = np.asarray(values, dtype=float)
@@ -131,7 +193,31 @@ class PoolResult:
 
 
 def summarize(requests, gaps, *, policy, gpu, gpus, switches, busy_gpu_s, span, wall=0.0):
-    """Pool metrics from finished request states and the token-gap histogram."""
+    """Pool metrics from finished request states and the token-gap histogram.
+
+    Parameters
+    ----------
+    requests
+        Every request of the run, in its final state.
+    gaps
+        ``(gap, count)`` token-gap runs of the :class:`Recorder`.
+    policy, gpu, gpus
+        What was run.
+    switches
+        Scale-ups.
+    busy_gpu_s
+        GPU-seconds spent computing.
+    span
+        Seconds the run covered.
+    wall
+        Wall-clock seconds it took.
+
+    Returns
+    -------
+    PoolResult
+        Attainment (both accountings, overall and per model), TTFT and TBT quantiles,
+        switches, utilization.
+    """
     att = np.array([r.attainment() for r in requests]) if requests else np.zeros(0)
     ttft = np.array([r.first_t - r.arrival for r in requests if r.first_t >= 0])
     gv = [g for g, _ in gaps]

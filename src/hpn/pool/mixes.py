@@ -50,7 +50,22 @@ class Mix:
 
 
 def tail_rates(n: int, low: float, high: float, mean: float) -> np.ndarray:
-    """n rates, largest `high`, approaching `low`, averaging `mean` (power-law tail)."""
+    """n rates, largest `high`, approaching `low`, averaging `mean` (power-law tail).
+
+    Parameters
+    ----------
+    n
+        Number of models.
+    low, high
+        Rate of the least and the most popular model, req/s.
+    mean
+        Mean rate, req/s (the exponent is fitted to it).
+
+    Returns
+    -------
+    numpy.ndarray
+        Rates, descending.
+    """
     k = np.arange(1, n + 1, dtype=float)
     target = mean * n - low * n
 
@@ -86,11 +101,30 @@ class _MixFile(Model):
 
 
 def load_mix(spec: str | Path) -> Mix:
-    """`production` or a TOML mix file."""
+    """`production` or a TOML mix file.
+
+    Parameters
+    ----------
+    spec
+        ``production`` or the path of a TOML file of ``[[model]]`` tables.
+
+    Returns
+    -------
+    Mix
+        Model names, catalog kinds and rates.
+
+    Raises
+    ------
+    InputError
+        For a bad file, an unknown model or duplicate names.
+    """
     if str(spec) == "production":
         return production()
+    data = load_toml(spec)
+    if not data.get("model"):
+        raise InputError(str(spec), "has no model: a mix lists [[model]] tables (model, rate)")
     try:
-        doc = _MixFile.model_validate(load_toml(spec))
+        doc = _MixFile.model_validate(data)
     except ValidationError as e:
         raise one_line(e, prefix=str(spec)) from None
     names: list[str] = []

@@ -70,12 +70,36 @@ ARTIFACT_MIX = ("qwen2.5-7b",) * 6 + ("yi-1.5-9b",) * 2 + ("llama-2-13b",) * 2
 
 
 def artifact_model(index: int) -> str:
-    """Catalog model of synthetic model `index` (the artifact's mod-10 mapping)."""
+    """Catalog model of synthetic model `index` (the artifact's mod-10 mapping).
+
+    Parameters
+    ----------
+    index
+        Synthetic model number.
+
+    Returns
+    -------
+    str
+        Catalog model name.
+    """
     return ARTIFACT_MIX[index % 10]
 
 
 def get_model(name: str, field: str = "model") -> LLM:
-    """Catalog model by name or alias; InputError naming `field` if unknown."""
+    """Catalog model by name or alias; InputError naming `field` if unknown.
+
+    Parameters
+    ----------
+    name
+        Model name or alias (case-insensitive).
+    field
+        Field named in the error.
+
+    Returns
+    -------
+    LLM
+        The catalog entry.
+    """
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key not in MODELS:

@@ -34,7 +34,29 @@ def _score(res, metric: str) -> float:
 
 
 def largest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int:
-    """Largest n in [0, limit] with ok(n), assuming ok is monotone decreasing."""
+    """Largest n in [0, limit] with ok(n), assuming ok is monotone decreasing.
+
+    Doubles from `start` until ``ok`` fails, then bisects.
+
+    Parameters
+    ----------
+    ok
+        The predicate.
+    start
+        First n tried.
+    limit
+        Largest n tried.
+
+    Returns
+    -------
+    int
+        0 when ``ok(1)`` fails.
+
+    Examples
+    --------
+    >>> largest_ok(lambda n: n <= 37, 8, 1024)
+    37
+    """
     lo, hi = 0, None
     n = max(1, start)
     while n <= limit:
@@ -51,7 +73,27 @@ def largest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int:
 
 
 def smallest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int | None:
-    """Smallest n in [start, limit] with ok(n), assuming ok is monotone increasing."""
+    """Smallest n in [start, limit] with ok(n), assuming ok is monotone increasing.
+
+    Parameters
+    ----------
+    ok
+        The predicate.
+    start
+        First n tried.
+    limit
+        Largest n tried.
+
+    Returns
+    -------
+    int or None
+        None when ``ok(limit)`` fails.
+
+    Examples
+    --------
+    >>> smallest_ok(lambda n: n >= 37, 1, 512)
+    37
+    """
     lo, n = start - 1, start
     while not ok(n):
         lo = n
@@ -75,7 +117,30 @@ def goodput(
     metric: str = "deadline",
     **sim,
 ) -> dict:
-    """Max models at `rate` req/s each with attainment >= 90 % on the given pool."""
+    """Max models at `rate` req/s each with attainment >= 90 % on the given pool.
+
+    Parameters
+    ----------
+    policy
+        Policy name.
+    rate
+        Rate of each model, req/s.
+    duration
+        Seconds of each synthetic market simulated.
+    seed
+        Trace seed.
+    start, limit
+        First and largest model count tried.
+    metric
+        ``deadline`` or ``artifact`` attainment.
+    **sim
+        Pool arguments of :func:`~hpn.pool.simulate.simulate` (``gpu``, ``gpus``, ...).
+
+    Returns
+    -------
+    dict
+        ``max_models``, attainment there, models per GPU and every count evaluated.
+    """
     seen: dict[int, float] = {}
     unserved: dict[int, int] = {}
 
@@ -149,7 +214,30 @@ def capacity(
     metric: str = "deadline",
     **sim,
 ) -> dict:
-    """Fewest GPUs keeping every TP group of `mix` at >= 90 % attainment."""
+    """Fewest GPUs keeping every TP group of `mix` at >= 90 % attainment.
+
+    Parameters
+    ----------
+    mix
+        The models and their rates.
+    policy
+        Policy name.
+    duration
+        Seconds simulated.
+    seed
+        Trace seed.
+    limit
+        Most instances tried per group.
+    metric
+        ``deadline`` or ``artifact`` attainment.
+    **sim
+        Pool arguments of :func:`~hpn.pool.simulate.simulate` (``gpu``, ...).
+
+    Returns
+    -------
+    dict
+        GPUs in all and per TP group.
+    """
     sim.setdefault("gpu", mix.gpu)
     groups = []
     for tp, idx in mix.groups().items():
@@ -188,6 +276,18 @@ def capacity(
 
 
 def get_gpu_name(gpu: str) -> str:
+    """The canonical name of GPU preset `gpu`.
+
+    Parameters
+    ----------
+    gpu
+        A GPU name (case-insensitive).
+
+    Returns
+    -------
+    str
+        Its preset's name.
+    """
     from hpn.pool.gpus import get_gpu
 
     return get_gpu(gpu).name

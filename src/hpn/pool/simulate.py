@@ -27,7 +27,18 @@ DEFAULT_PREFILL_SHARE = 3 / 8  # the artifact runs 3 prefill + 5 decode engines 
 def expected_rates(trace: Trace) -> dict[str, float]:
     """The load forecast given to placement: the trace's declared per-model rates; for a
     trace that declares none, its mean observed rate per model (the forecast an operator
-    would take from history; see docs/guide/pool.md)."""
+    would take from history; see docs/guide/pool.md).
+
+    Parameters
+    ----------
+    trace
+        The trace.
+
+    Returns
+    -------
+    dict
+        Rate of each model, req/s.
+    """
     if trace.rates is not None:
         return dict(zip(trace.names, trace.rates, strict=True))
     span = max(trace.duration, 1e-9)
@@ -36,7 +47,25 @@ def expected_rates(trace: Trace) -> dict[str, float]:
 
 
 def split_gpus(gpus: int, tp: int = 1) -> tuple[int, int]:
-    """Default prefill/decode split of `gpus` (3:5, at least one instance each)."""
+    """Default prefill/decode split of `gpus` (3:5, at least one instance each).
+
+    Parameters
+    ----------
+    gpus
+        GPUs of the pool.
+    tp
+        GPUs per instance.
+
+    Returns
+    -------
+    tuple of int
+        ``(prefill_gpus, decode_gpus)``.
+
+    Examples
+    --------
+    >>> split_gpus(16)
+    (6, 10)
+    """
     inst = gpus // tp
     p = min(max(1, round(inst * DEFAULT_PREFILL_SHARE)), inst - 1)
     return p * tp, (inst - p) * tp
@@ -54,7 +83,39 @@ def simulate(
     drain: float = DRAIN_S,
     options: dict | None = None,
 ) -> PoolResult:
-    """Simulate `trace` under `policy`; unfinished requests at trace end + `drain` score 0."""
+    """Simulate `trace` under `policy`; unfinished requests at trace end + `drain` score 0.
+
+    Parameters
+    ----------
+    trace
+        The requests.
+    policy
+        Policy name.
+    gpu
+        GPU preset.
+    gpus
+        GPUs of a colocated pool, or of a split one by :func:`split_gpus`.
+    prefill_gpus, decode_gpus
+        The partitions of a split pool (both or neither).
+    slo
+        TTFT and TBT SLOs.
+    switch
+        ``optimized`` (Aegaeon's loader) or ``unoptimized`` model switching.
+    drain
+        Seconds served after the last arrival.
+    options
+        Policy knobs (:func:`~hpn.pool.knobs.validate_options`).
+
+    Returns
+    -------
+    PoolResult
+        The run's metrics.
+
+    Raises
+    ------
+    InputError
+        For an unknown policy, GPU or model, or a pool that does not fit.
+    """
     wall = time.perf_counter()
     cls = get_policy(policy)
     g = get_gpu(gpu)

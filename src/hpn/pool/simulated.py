@@ -11,12 +11,16 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from hpn.pool.backend import Backend, Cluster, Done, Instance, MetricsSink, OnDone
 from hpn.pool.costs import CostModel, decode_latency
 from hpn.pool.requests import Request
 
 EPS = 1e-9
+
+Seg = tuple[float, float, int, int]
+"""A run of decode steps: (start, step time, steps, steps before)."""
 
 
 class _Slot:
@@ -32,6 +36,20 @@ class _Slot:
 
 
 class _DecodeOp:
+    """A running decode operation: its batches, budget, planned runs of steps, joins."""
+
+    inst: Instance
+    batches: list[list[Request]]
+    start: float
+    budget_end: float | None
+    on_done: OnDone
+    stop: bool
+    segs: list[Seg]
+    end: float
+    ver: int  # bumped when the plan changes: stale completion events are ignored
+    joins: list[tuple[int, list[Request]]]
+    done: list[Request]
+
     __slots__ = (
         "inst",
         "batches",
@@ -54,7 +72,7 @@ class SimulatedBackend(Backend):
         super().__init__(cluster, sink)
         self.cost = cost
         self.t = 0.0
-        self._heap: list = []
+        self._heap: list[tuple[float, int, Callable[..., object], tuple[object, ...]]] = []
         self._seq = 0
         self._slots = [_Slot() for _ in self.instances]
 
@@ -62,7 +80,7 @@ class SimulatedBackend(Backend):
     def now(self) -> float:
         return self.t
 
-    def call_at(self, t: float, fn: Callable, *args) -> None:
+    def call_at(self, t: float, fn: Callable[..., object], *args: object) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (max(t, self.t), self._seq, fn, args))
 
@@ -136,7 +154,14 @@ class SimulatedBackend(Backend):
         inst.busy = False
         on_done(Done("prefill", inst, tuple(reqs), self.t))
 
-    def decode(self, inst, batches, budget, on_done, stop_on_finish=False) -> None:
+    def decode(
+        self,
+        inst: Instance,
+        batches: list[list[Request]],
+        budget: float | None,
+        on_done: OnDone,
+        stop_on_finish: bool = False,
+    ) -> None:
         op = _DecodeOp()
         op.inst, op.batches, op.start, op.on_done, op.stop = (
             inst,
@@ -152,7 +177,7 @@ class SimulatedBackend(Backend):
         self._slots[inst.iid].op = op
         self.call_at(op.end, self._decoded, op, 0)
 
-    def _step(self, batches) -> float:
+    def _step(self, batches: list[list[Request]]) -> float:
         """Duration of the next step over `batches`."""
         d = 0.0
         for b in batches:
@@ -182,7 +207,7 @@ class SimulatedBackend(Backend):
         last = op.segs[-1]
         return op.end, last[2] + last[3]
 
-    def join(self, inst: Instance, reqs, index: int = 0) -> bool:
+    def join(self, inst: Instance, reqs: list[Request], index: int = 0) -> bool:
         op = self._slots[inst.iid].op
         if op is None or op.end <= self.t + EPS:
             return False
@@ -215,16 +240,18 @@ class SimulatedBackend(Backend):
         op.ver += 1
         self.call_at(op.end, self._decoded, op, op.ver)
 
-    def _plan(self, op: _DecodeOp):
+    def _plan(self, op: _DecodeOp) -> tuple[list[Seg], float]:
         """Runs of steps (start, step time, steps, steps before) and the end time."""
         dec = self.cost.dec
-        state = []
+        # per batch, a list for speed: [coefficients, (steps left, KV) sorted, next, running, KV]
+        state: list[list[Any]] = []
         for b in op.batches:
             if b:
                 rem = sorted((r.output_len - r.generated, r.input_len + r.output_len) for r in b)
                 ctx = sum(r.input_len + r.generated for r in b)
                 state.append([dec[b[0].model], rem, 0, len(b), ctx])
-        t, steps, segs, budget_end = op.start, 0, [], op.budget_end
+        t, steps, budget_end = op.start, 0, op.budget_end
+        segs: list[Seg] = []
         while True:
             d, k = 0.0, math.inf
             for s in state:
@@ -233,12 +260,12 @@ class SimulatedBackend(Backend):
                     k = min(k, s[1][s[2]][0] - steps)
             if d == 0.0:
                 break
-            n, kb = k, math.inf
+            kb: float = math.inf
             if budget_end is not None:
                 if steps and t >= budget_end - EPS:
                     break
                 kb = max(1, math.ceil((budget_end - t) / d - EPS))
-                n = min(k, kb)
+            n = int(min(k, kb))  # finite: a batch with requests running bounds k
             segs.append((t, d, n, steps))
             t += n * d
             steps += n
@@ -278,7 +305,9 @@ class SimulatedBackend(Backend):
         op.on_done(Done("decode", inst, tuple(finished), self.t))
 
     # --- KV cache ------------------------------------------------------------------------
-    def move_kv(self, reqs, src, dst, on_done) -> None:
+    def move_kv(
+        self, reqs: list[Request], src: Instance | None, dst: Instance | None, on_done: OnDone
+    ) -> None:
         dur = sum(self.cost.kv_transfer_time(r.model, r.input_len + r.generated) for r in reqs)
         t = self.t
         if src is not None:

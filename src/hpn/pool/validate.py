@@ -73,7 +73,23 @@ class ValidateResult:
 
 
 def workload_files(folder: str | Path) -> list[Path]:
-    """The Aegaeon-format CSVs of `folder`, sorted by name."""
+    """The Aegaeon-format CSVs of `folder`, sorted by name.
+
+    Parameters
+    ----------
+    folder
+        The folder.
+
+    Returns
+    -------
+    list of Path
+        Files whose first line is the Aegaeon header.
+
+    Raises
+    ------
+    InputError
+        When the folder is missing, holds none, or more than `MAX_FILES`.
+    """
     d = Path(folder)
     if not d.is_dir():
         raise InputError("folder", f"{folder}: not a folder")
@@ -95,7 +111,27 @@ def _stem(name: str) -> str:
 
 def read_reference(path: str | Path, files: list[str], policies: list[str]) -> dict:
     """{(file, policy): attainment %} from a CSV with header file,policy,attainment (% or,
-    when every value is at most 1, fractions); a file may be named with or without .csv."""
+    when every value is at most 1, fractions); a file may be named with or without .csv.
+
+    Parameters
+    ----------
+    path
+        The reference CSV.
+    files
+        Names of the folder's workload files.
+    policies
+        Policies being run.
+
+    Returns
+    -------
+    dict
+        Attainment in % by (file name, policy).
+
+    Raises
+    ------
+    InputError
+        For a bad header, row, file name or policy.
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("reference", f"{path}: no such file")
@@ -170,7 +206,32 @@ def validate(
     workers: int = 1,
     slo: Slo = Slo(),
 ) -> ValidateResult:
-    """Every policy on every Aegaeon workload file of `folder` (see the module docstring)."""
+    """Every policy on every Aegaeon workload file of `folder` (see the module docstring).
+
+    Parameters
+    ----------
+    folder
+        Folder of Aegaeon workload CSVs.
+    policies
+        Policies to run; None: all.
+    gpu
+        GPU preset.
+    gpus
+        GPUs of the pool (split 3:5 for split policies).
+    workload
+        ``simulator`` (as the authors' simulator generates it) or ``file`` (rows as written).
+    reference
+        Reference CSV of attainments to compare with; None: none.
+    workers
+        Processes running the (file, policy) pairs.
+    slo
+        TTFT and TBT SLOs.
+
+    Returns
+    -------
+    ValidateResult
+        One row per (file, policy).
+    """
     if workload not in WORKLOADS:
         raise InputError("workload", f"unknown workload {workload!r}; choose from: simulator, file")
     if gpus < 2:

@@ -115,7 +115,20 @@ TIER_SEEDS = {NodeKind.TOR: 0, NodeKind.AGG: 10, NodeKind.CORE: 25}
 
 def switch_seed(node: np.ndarray | int, base: int) -> np.ndarray:
     """The per-switch seed of ``seeds="switch"``: the low 32 bits of splitmix64(node ^ base),
-    for switch node id ``node`` and router seed ``base``."""
+    for switch node id ``node`` and router seed ``base``.
+
+    Parameters
+    ----------
+    node
+        Switch node id(s).
+    base
+        Router seed.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint64 seeds below 2**32.
+    """
     x = np.asarray(node, np.uint64) ^ np.uint64(base & 0xFFFFFFFF)
     return splitmix64(x) & np.uint64(0xFFFFFFFF)
 
@@ -159,6 +172,26 @@ class HashEcmpRouter(EcmpRouter):
         return switch_seed(nodes, self.seed)
 
     _given: np.ndarray | None = None
+
+    def kernel_spec(self, fabric, src, dst, keys):
+        """The compiled walk's view of :meth:`chooser` (None for a subclass's own chooser)."""
+        if type(self).chooser is not HashEcmpRouter.chooser:
+            return None
+        from hpn.routing.fast import hash_spec
+
+        conn = np.asarray(keys, np.int64)
+        sports = self._given if self._given is not None else self.sports(conn)
+        tuples = roce_tuples(address_plan(fabric), src, dst, sports)
+        seeds = self.switch_seeds(fabric, np.arange(fabric.num_nodes))
+        return hash_spec(
+            fabric, self.hashing, self.seed, seeds, tuples, conn, self.core_ports(fabric)
+        )
+
+    def core_ports(self, fabric: Fabric) -> tuple | None:
+        """(in-port rank per link, the cores' ports per pod) where cores map ports."""
+        if not self.hashing.core_port_map:
+            return None
+        return _in_rank(fabric), _core_ports(fabric)
 
     def chooser(self, fabric, src, dst, keys):
         conn = np.arange(len(src)) if keys is None else np.asarray(keys, np.int64)

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpn.routing.addressing import SPORT_MAX, SPORT_MIN
+from hpn.errors import InputError
+from hpn.routing.addressing import SPORT_MAX, SPORT_MIN, address_plan, roce_tuples
 from hpn.routing.base import Paths, register_router, validate_endpoints
 from hpn.routing.ecmp import HashEcmpRouter
 from hpn.routing.shortest import splitmix64
@@ -69,9 +70,14 @@ class HpnRouter(HashEcmpRouter):
         self.max_candidates = int(max_candidates)
 
     def route(self, fabric, src, dst, keys=None, down=None) -> Paths:
+        """The paths of :meth:`select` (see :meth:`hpn.routing.base.Router.route`)."""
         return self.select(fabric, src, dst, keys, down).paths
 
     def select(self, fabric, src, dst, keys=None, down=None) -> Selection:
+        """Each flow's source port, chosen as HPN's hosts do, and the path and plane it gets.
+
+        Takes the arguments of :meth:`hpn.routing.base.Router.route`.
+        """
         src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
         validate_endpoints(fabric, src, dst)
         n = len(src)
@@ -87,30 +93,77 @@ class HpnRouter(HashEcmpRouter):
         p_src, p_dst = pairs // fabric.num_nodes, pairs % fabric.num_nodes
         ports = _ports(fabric, down)[p_src]
         per_plane = -(-need // ports)
-        found = _Found(len(pairs))
-        active = np.arange(len(pairs))
-        tried, size = 0, self.first_round
-        while len(active) and tried < self.max_candidates:
-            size = min(size, self.max_candidates - tried)
-            cand_pair = np.repeat(active, size)
-            offs = np.tile(np.arange(tried, tried + size), len(active))
-            sp = self._candidate_sports(pairs[cand_pair], offs)
-            paths = self.route_sports(fabric, p_src[cand_pair], p_dst[cand_pair], sp, down)
-            new = found.add(cand_pair, sp, _path_ids(paths), *_plane_and_uplink(fabric, paths))
-            tried += size
-            a = active
-            enough = (found.per_plane[a, 0] >= per_plane[a]) & (
-                (ports[a] < 2) | (found.per_plane[a, 1] >= per_plane[a])
-            )
-            saturated = np.bincount(cand_pair, weights=new, minlength=len(pairs))[a] == 0
-            active = a[~(enough | saturated)]
-            size *= 2
+        found = self._search(fabric, pairs, p_src, p_dst, ports, per_plane, down)
+        if found is None:
+            found = _Found(len(pairs))
+            active = np.arange(len(pairs))
+            tried, size = 0, self.first_round
+            while len(active) and tried < self.max_candidates:
+                size = min(size, self.max_candidates - tried)
+                cand_pair = np.repeat(active, size)
+                offs = np.tile(np.arange(tried, tried + size), len(active))
+                sp = self._candidate_sports(pairs[cand_pair], offs)
+                paths = self.route_sports(fabric, p_src[cand_pair], p_dst[cand_pair], sp, down)
+                new = found.add(cand_pair, sp, _path_ids(paths), *_plane_and_uplink(fabric, paths))
+                tried += size
+                a = active
+                enough = (found.per_plane[a, 0] >= per_plane[a]) & (
+                    (ports[a] < 2) | (found.per_plane[a, 1] >= per_plane[a])
+                )
+                saturated = np.bincount(cand_pair, weights=new, minlength=len(pairs))[a] == 0
+                active = a[~(enough | saturated)]
+                size *= 2
         salt = splitmix64(p_src.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
         chosen = found.place(conns[0], conn_rank, p_src, ports, (salt & np.uint64(1)) > 0)
         sport = chosen[conn_of]
         paths = self.route_sports(fabric, src, dst, sport, down)
+        self.kernel = "numba" if isinstance(found, _Compiled) else "numpy"
         plane = fabric.links.port[paths.links[paths.offsets[:-1]]].astype(np.int64)
         return Selection(sport, paths, plane, found.count[pair_of])
+
+    def _search(self, fabric, pairs, p_src, p_dst, ports, per_plane, down) -> _Found | None:
+        """The candidate rounds in the compiled kernel (None where it does not run)."""
+        if not self.use_kernels() or type(self).chooser is not HashEcmpRouter.chooser:
+            return None
+        from hpn.routing.fast import NoPath, hash_spec, search_compiled
+        from hpn.routing.shortest import _classes, _Graph, _graph, _nvlink_pairs, _nvlink_up
+
+        # the checks route_sports makes in its first round, in its order
+        tuples = roce_tuples(address_plan(fabric), p_src, p_dst, np.zeros(len(pairs), np.uint32))
+        g = _Graph(fabric, down) if down is not None else _graph(fabric)
+        nv = _nvlink_pairs(fabric, p_src, p_dst)
+        net = np.flatnonzero(~nv)
+        p_u = np.zeros(len(pairs), np.int64)
+        if len(net):
+            walk, p_u[net] = _classes(g, fabric, p_dst[net], None)
+        else:
+            return None
+        up = _nvlink_up(fabric)
+        nv0 = np.where(nv, up[p_src], -1)
+        nv1 = np.where(nv, up[p_dst] ^ 1, -1)
+        seeds = self.switch_seeds(fabric, np.arange(fabric.num_nodes))
+        spec = hash_spec(
+            fabric, self.hashing, self.seed, seeds, tuples, np.zeros(len(pairs)),
+            self.core_ports(fabric),
+        )  # fmt: skip
+        start = splitmix64(pairs.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
+        arrays = {
+            "src": p_src, "dst": p_dst, "start": start, "per_plane": per_plane.astype(np.int64),
+            "ports": ports.astype(np.int64), "nv0": nv0.astype(np.int64),
+            "nv1": nv1.astype(np.int64),
+        }  # fmt: skip
+        try:
+            items, count, plane_count = search_compiled(
+                fabric, g, walk, p_u, arrays, spec,
+                first_round=self.first_round, max_candidates=self.max_candidates,
+            )  # fmt: skip
+        except NoPath as e:  # the message route_sports gives in the first round
+            size = min(self.first_round, self.max_candidates)
+            i = int(np.count_nonzero(~nv[: e.pair])) * size
+            raise InputError(
+                "routing", f"no path from node {int(p_src[e.pair])} (flow {i}) to its destination"
+            ) from None
+        return _Compiled(count, plane_count, items)
 
     def _candidate_sports(self, pair_key: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Candidate ``index`` of a pair: a pair-specific walk through the port range."""
@@ -232,3 +285,10 @@ class _Found:
 register_router(
     "hpn", HpnRouter, "host-side precise path selection (source-port search, per-NIC balance)"
 )
+
+
+class _Compiled(_Found):
+    """What the compiled candidate rounds found (items in the numpy code's order)."""
+
+    def __init__(self, count, per_plane, items):
+        self.count, self.per_plane, self.items = count, per_plane, [items]

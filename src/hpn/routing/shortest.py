@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from hpn.errors import InputError
@@ -25,6 +26,7 @@ from hpn.routing.cache import per_fabric
 from hpn.topology.fabric import LinkTier, NodeKind
 
 if TYPE_CHECKING:
+    from hpn.routing.fast import FlowSpec
     from hpn.topology import Fabric
 
 FORWARDING = np.array([NodeKind.NVSWITCH, NodeKind.TOR, NodeKind.AGG, NodeKind.CORE])
@@ -32,18 +34,44 @@ _FAR = np.int32(1 << 20)  # "unreachable" hop distance
 _CHUNK = 1 << 15  # flows walked at once (bounds the candidate expansion)
 
 
-def splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finalizer, vectorized over uint64 (wrapping arithmetic)."""
-    x = np.asarray(x, dtype=np.uint64)
+def splitmix64(x: npt.ArrayLike) -> np.ndarray:
+    """The splitmix64 finalizer, vectorized over uint64 (wrapping arithmetic).
+
+    Parameters
+    ----------
+    x
+        Values (cast to uint64).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint64 hashes.
+    """
+    v: np.ndarray = np.asarray(x, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        x = x + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+        v = v + np.uint64(0x9E3779B97F4A7C15)
+        v = (v ^ (v >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        v = (v ^ (v >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return v ^ (v >> np.uint64(31))
 
 
 def uniform(seed: int, keys: np.ndarray, hop: int) -> np.ndarray:
-    """A deterministic uniform [0, 1) per key, independent of the keys' order."""
+    """A deterministic uniform [0, 1) per key, independent of the keys' order.
+
+    Parameters
+    ----------
+    seed
+        Router seed.
+    keys
+        Flow keys.
+    hop
+        The hop being chosen (each hop draws independently).
+
+    Returns
+    -------
+    numpy.ndarray
+        One float per key.
+    """
     with np.errstate(over="ignore"):
         base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) + np.uint64(hop) * np.uint64(7919))
         h = splitmix64(keys.astype(np.uint64) ^ base)
@@ -163,38 +191,27 @@ class EcmpRouter:
         keys: np.ndarray | None = None,
         down: np.ndarray | None = None,
     ) -> Paths:
+        """A path per flow over the equal-cost next hops (:meth:`.base.Router.route`)."""
         src = np.asarray(src, np.int64)
         dst = np.asarray(dst, np.int64)
         keys = np.arange(len(src), dtype=np.int64) if keys is None else np.asarray(keys)
         validate_endpoints(fabric, src, dst)
-        keys, pick = self.chooser(fabric, src, dst, keys)
+        spec = self.kernel_spec(fabric, src, dst, keys) if self.use_kernels() else None
+        pick = None
+        if spec is None:
+            keys, pick = self.chooser(fabric, src, dst, keys)
+        self.kernel = "numpy" if spec is None else "numba"
         g = _Graph(fabric, down) if down is not None else _graph(fabric)
-        nodes = fabric.nodes
-        nvlink = (
-            (nodes.kind[src] == NodeKind.GPU)
-            & (nodes.kind[dst] == NodeKind.GPU)
-            & (nodes.host[src] == nodes.host[dst])
-            & (nodes.host[src] >= 0)
-        )
+        nvlink = _nvlink_pairs(fabric, src, dst)
         lengths = np.zeros(len(src), np.int64)
         net = np.flatnonzero(~nvlink)
         if len(net):
-            ud, inv, tgt, toff = _targets(g, fabric, dst[net])
-            sig_rows, sig_of_ud = np.unique(
-                np.concatenate([tgt, toff[:, None]], axis=1), axis=0, return_inverse=True
-            )
-            sig_tgt, sig_off = sig_rows[:, :-1], sig_rows[:, -1]
-            cols, tinv = np.unique(sig_tgt[sig_tgt >= 0], return_inverse=True)
-            D = _hops_to(g, g.comp[cols])  # (switches + 1, target switches)
-            tcol = np.full(sig_tgt.shape, -1, np.int64)
-            tcol[sig_tgt >= 0] = tinv
-            dsig = np.full((D.shape[0], len(sig_rows)), _FAR, np.int32)
-            for j in range(tcol.shape[1]):
-                has = np.flatnonzero(tcol[:, j] >= 0)
-                dsig[:, has] = np.minimum(dsig[:, has], D[:, tcol[has, j]])
-            dsig = np.minimum(dsig + sig_off[None, :].astype(np.int32), _FAR)
-            walk = _Walk(fabric, g, dsig, pick)
-            inv = sig_of_ud.ravel()[inv]
+            walk, inv = _classes(g, fabric, dst[net], pick)
+            if spec is not None:
+                from hpn.routing.fast import route_compiled
+
+                found = route_compiled(fabric, g, walk, inv, src[net], dst[net], spec.take(net))
+                return _with_nvlink(fabric, src, dst, nvlink, net, found)
             lengths[net] = walk.distance(src[net], inv)
         lengths[nvlink] = 2
         offsets = np.zeros(len(src) + 1, np.int64)
@@ -209,6 +226,77 @@ class EcmpRouter:
             part = net[lo : lo + _CHUNK]
             walk.walk(src[part], dst[part], inv[lo : lo + _CHUNK], keys[part], offsets[part], links)
         return Paths(offsets, links)
+
+    compiled: bool | None = None  # the numba walk (None: when numba is installed)
+    kernel = "numpy"  # which walk the last ``route`` call ran: "numba" or "numpy"
+
+    def use_kernels(self) -> bool:
+        """Whether ``route`` may run the compiled walk (it does when ``kernel_spec`` allows)."""
+        from hpn.routing import kernels
+
+        return kernels.HAVE_NUMBA if self.compiled is None else bool(self.compiled)
+
+    def kernel_spec(
+        self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, keys: np.ndarray
+    ) -> FlowSpec | None:
+        """What the compiled walk needs to choose as :meth:`chooser` does; None where it
+        cannot (a subclass with its own chooser, keys that are not integers)."""
+        if type(self).chooser is not EcmpRouter.chooser or np.asarray(keys).dtype.kind not in "iu":
+            return None
+        from hpn.routing.fast import uniform_spec
+
+        return uniform_spec(self.seed, np.asarray(keys).astype(np.int64))
+
+
+def _nvlink_pairs(fabric: Fabric, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Flows between two GPUs of one host (they go GPU -> NVSwitch -> GPU)."""
+    nodes = fabric.nodes
+    return (
+        (nodes.kind[src] == NodeKind.GPU)
+        & (nodes.kind[dst] == NodeKind.GPU)
+        & (nodes.host[src] == nodes.host[dst])
+        & (nodes.host[src] >= 0)
+    )
+
+
+def _classes(g: _Graph, fabric: Fabric, dst: np.ndarray, pick: Chooser | None):
+    """(the walk over the hop distances to the destination classes of ``dst``, the class of
+    every flow): destinations with the same attachment switches share a class."""
+    ud, inv, tgt, toff = _targets(g, fabric, dst)
+    sig_rows, sig_of_ud = np.unique(
+        np.concatenate([tgt, toff[:, None]], axis=1), axis=0, return_inverse=True
+    )
+    sig_tgt, sig_off = sig_rows[:, :-1], sig_rows[:, -1]
+    cols, tinv = np.unique(sig_tgt[sig_tgt >= 0], return_inverse=True)
+    D = _hops_to(g, g.comp[cols])  # (switches + 1, target switches)
+    tcol: np.ndarray = np.full(sig_tgt.shape, -1, np.int64)
+    tcol[sig_tgt >= 0] = tinv
+    width = int(np.shape(tcol)[1])
+    dsig = np.full((D.shape[0], len(sig_rows)), _FAR, np.int32)
+    for j in range(width):
+        has = np.flatnonzero(tcol[:, j] >= 0)
+        dsig[:, has] = np.minimum(dsig[:, has], D[:, tcol[has, j]])
+    dsig = np.minimum(dsig + sig_off[None, :].astype(np.int32), _FAR)
+    return _Walk(fabric, g, dsig, pick), sig_of_ud.ravel()[inv]
+
+
+def _with_nvlink(fabric, src, dst, nvlink, net, part: Paths) -> Paths:
+    """All flows' paths from the network flows' (``part``, flows ``net``) and the NVLink
+    flows' two hops."""
+    if len(net) == len(src):
+        return part
+    lengths = np.full(len(src), 2, np.int64)
+    lengths[net] = part.lengths
+    offsets = np.zeros(len(src) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    links = np.empty(offsets[-1], np.int64)
+    nv = np.flatnonzero(nvlink)
+    up = _nvlink_up(fabric)
+    links[offsets[nv]] = up[src[nv]]
+    links[offsets[nv] + 1] = up[dst[nv]] ^ 1
+    pos = np.repeat(offsets[net] - part.offsets[:-1], part.lengths) + np.arange(len(part.links))
+    links[pos] = part.links
+    return Paths(offsets, links)
 
 
 def _hops_to(g: _Graph, targets: np.ndarray) -> np.ndarray:
@@ -259,7 +347,7 @@ class _Walk:
     """Walks flows hop by hop; ``dsig[switch, sig]`` is the hop distance to a destination
     class (destinations with the same attachment switches share a class)."""
 
-    def __init__(self, fabric: Fabric, g: _Graph, dsig: np.ndarray, pick: Chooser):
+    def __init__(self, fabric: Fabric, g: _Graph, dsig: np.ndarray, pick: Chooser | None):
         self.lk, self.g, self.pick = fabric.links, g, pick
         self.nsig = dsig.shape[1]
         self.flat = dsig.ravel()
@@ -334,6 +422,7 @@ class _Walk:
                 count = c_count[of]
                 first = np.concatenate(([0], np.cumsum(c_count)[:-1]))[of]
                 prev = links[offsets[idx[mid]] + hop - 1] if hop else np.full(len(mid), -1)
+                assert self.pick is not None, "a numpy walk needs its chooser"
                 pick = self.pick(Choice(v[mid], keys[idx[mid]], hop, count, first, cand, prev))
                 chosen[mid] = cand[first + pick]
             links[offsets[idx] + hop] = chosen

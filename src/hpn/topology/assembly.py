@@ -106,6 +106,21 @@ class Assembly:
         self.add_links(lo, up, capacity, latency, tier)
 
     def fabric(self, spec: Any, meta: dict[str, Any] | None = None) -> Fabric:
+        """The fabric of everything added so far.
+
+        Parameters
+        ----------
+        spec
+            The spec it was built from (kept as ``Fabric.spec``; None for imports).
+        meta
+            Derived figures to keep (``Fabric.meta``), copied.
+
+        Returns
+        -------
+        Fabric
+            Nodes in the order they were added; links in directed pairs (``2 i`` and
+            ``2 i + 1`` are the two directions of one cable).
+        """
         nodes = Nodes(
             **{
                 name: np.concatenate([blk[name] for blk in self._nodes])

@@ -9,7 +9,7 @@ Alibaba designed its own (~810 W).
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 from pydantic import Field
@@ -54,8 +54,73 @@ class LinkRow(TypedDict):
     transceivers: int
 
 
+class BomTotals(TypedDict):
+    """Switches, cables and transceivers in all; switch power."""
+
+    switches: int
+    cables: int
+    transceivers: int
+    switch_power_kw: float
+
+
+class ChipFigures(TypedDict):
+    """The switch chip: capacity label, power, whether the power was extrapolated."""
+
+    capacity: str
+    power_w: float
+    power_extrapolated: bool
+
+
+class HeatSinkFit(TypedDict):
+    """A heat sink's limit and whether it cools the chip."""
+
+    limit_w: float
+    fits: bool
+
+
+class BomCost(TypedDict):
+    """Cost of switches, transceivers and cables at the given prices."""
+
+    currency: str
+    switches: float
+    transceivers: float
+    cables: float
+    total: float
+
+
+class Bom(TypedDict):
+    """A bill of materials (the JSON of ``hpn topo bom``)."""
+
+    switches: list[SwitchRow]
+    links: list[LinkRow]
+    totals: BomTotals
+    chip: ChipFigures
+    thermal: dict[str, HeatSinkFit]
+    cost: NotRequired[BomCost]
+
+
 def chip_power(capacity: float) -> tuple[float, bool]:
-    """(watts, extrapolated) for a chip of ``capacity`` bit/s."""
+    """(watts, extrapolated) for a chip of ``capacity`` bit/s.
+
+    Parameters
+    ----------
+    capacity
+        Chip switching capacity, bit/s.
+
+    Returns
+    -------
+    tuple of (float, bool)
+        Power in watts (log-log interpolation of Fig 9a), and whether it was extrapolated
+        beyond the figure's 3.2T..51.2T.
+
+    Examples
+    --------
+    >>> watts, extrapolated = chip_power(51.2e12)
+    >>> round(watts), extrapolated
+    (750, False)
+    >>> chip_power(102.4e12)[1]
+    True
+    """
     caps = np.array(sorted(CHIP_POWER_W))
     watts = np.array([CHIP_POWER_W[c] for c in caps])
     x, lx, ly = np.log(capacity), np.log(caps), np.log(watts)
@@ -76,8 +141,27 @@ _TIER_NAMES = {
 }
 
 
-def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]:
-    """Switches by tier, optics and cables by tier and speed, power, thermal check, cost."""
+def bill_of_materials(f: Fabric, prices: Prices | None = None) -> Bom:
+    """Switches by tier, optics and cables by tier and speed, power, thermal check, cost.
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    prices
+        Unit prices; None: no ``cost`` part.
+
+    Returns
+    -------
+    Bom
+        ``switches`` (:class:`SwitchRow` each), ``links`` (:class:`LinkRow` each), ``totals``,
+        ``chip``, ``thermal`` (fits per heat sink) and, with prices, ``cost``.
+
+    Raises
+    ------
+    InputError
+        When a price is missing for a chip or speed the fabric uses.
+    """
     chip = float(getattr(f.spec, "chip", 0.0) or 0.0)
     if not chip:  # fat trees and imports: the chip is what the busiest switch needs
         sw = f.nodes.kind[f.links.src] >= NodeKind.TOR
@@ -109,7 +193,7 @@ def bill_of_materials(f: Fabric, prices: Prices | None = None) -> dict[str, Any]
                 }
             )
     total_switches = sum(s["count"] for s in switches)
-    out: dict[str, Any] = {
+    out: Bom = {
         "switches": switches,
         "links": links,
         "totals": {
@@ -138,7 +222,7 @@ def _price(table: dict[str, float], key: str, what: str) -> float:
     return float(table[key])
 
 
-def _cost(bom: dict[str, Any], prices: Prices, chip: str) -> dict[str, Any]:
+def _cost(bom: Bom, prices: Prices, chip: str) -> BomCost:
     sw = sum(s["count"] for s in bom["switches"]) * _price(prices.switch, chip, "switch")
     optics = sum(
         x["transceivers"] * _price(prices.transceiver, x["speed"], "transceiver")

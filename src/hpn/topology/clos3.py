@@ -34,22 +34,42 @@ class Clos3Shape:
 
     @property
     def tor_agg_parallel(self) -> int:
+        """Parallel links from one ToR to each Agg of its pod."""
         return self.tor_uplinks // self.aggs_per_pod
 
     @property
     def max_segments_per_pod(self) -> int:
+        """Segments (ToR pairs) an Agg's downlinks can serve."""
         return self.agg_down // (2 * self.tor_agg_parallel)
 
     @property
     def cores_per_group(self) -> int:
+        """Cores per core group (one group per Agg index)."""
         return self.agg_up // self.core_parallel
 
     @property
     def max_pods(self) -> int:
+        """Pods a core's ports can connect."""
         return ports(self.chip, self.speed) // self.core_parallel
 
 
 def check_shape(s: Clos3Shape, pods: int, tier: str) -> None:
+    """Refuse a three-tier shape whose port budgets do not add up.
+
+    Parameters
+    ----------
+    s
+        The shape.
+    pods
+        Pods it is built with (more than one needs a core tier).
+    tier
+        Field prefix of the errors: ``""`` for the backend, ``"frontend."``.
+
+    Raises
+    ------
+    InputError
+        When ToR uplinks do not split evenly over the Aggs, or the Aggs or cores lack ports.
+    """
     if s.tor_uplinks % s.aggs_per_pod:
         raise InputError(
             f"{tier}tor",
@@ -76,7 +96,19 @@ def wire_clos3(
 ) -> None:
     """Wire ToRs, Aggs and cores above ``attach[segment, side, k]`` (endpoint node per port).
 
-    ``attach`` may hold -1 for empty ports. ``seg_pod[segment]`` is the pod of each segment.
+    Parameters
+    ----------
+    asm
+        The assembly the nodes and links are added to.
+    attach
+        ``(segments, 2, tor_down)`` endpoint node ids per ToR port (side 0 and 1 of each dual
+        ToR); -1 for an empty port.
+    seg_pod
+        Pod of each segment.
+    pods
+        Number of pods (a core tier is added when more than one).
+    s
+        The shape (port counts, speeds, network and link tiers).
     """
     nseg = attach.shape[0]
     seg_in_pod = np.zeros(nseg, np.int64)
@@ -119,7 +151,24 @@ def wire_clos3(
 
 
 def frontend_shape(chip: float, nic_bandwidth: float, latency: float, speed: float) -> Clos3Shape:
-    """The frontend of P §8 / Fig 20: dual-ToR at 1:1, 8 Aggs per pod, 1:1 Aggs."""
+    """The frontend of P §8 / Fig 20: dual-ToR at 1:1, 8 Aggs per pod, 1:1 Aggs.
+
+    Parameters
+    ----------
+    chip
+        Switch chip capacity, bit/s.
+    nic_bandwidth
+        Frontend NIC bandwidth, bit/s (half to each ToR).
+    latency
+        Per-link latency, s.
+    speed
+        ToR-Agg and Agg-core port speed, bit/s.
+
+    Returns
+    -------
+    Clos3Shape
+        The shape, four segments per pod.
+    """
     down_speed = nic_bandwidth / 2
     tor_down = ports(chip / 2, down_speed)
     tor_up = ports(chip / 2, speed)
@@ -142,7 +191,23 @@ def frontend_shape(chip: float, nic_bandwidth: float, latency: float, speed: flo
 
 
 def add_frontend(asm: Assembly, spec, host_pod: np.ndarray) -> dict[str, int]:
-    """A frontend NIC (NIC0) per host and the frontend Clos above them; its size figures."""
+    """A frontend NIC (NIC0) per host and the frontend Clos above them; its size figures.
+
+    Parameters
+    ----------
+    asm
+        The assembly holding the backend; the frontend is added to it.
+    spec
+        The fabric spec (``chip``, ``frontend_nic_bandwidth``, ``link_latency``,
+        ``uplink_speed``).
+    host_pod
+        Backend pod of each host, in host order.
+
+    Returns
+    -------
+    dict
+        ``frontend_segments`` and ``frontend_pods``.
+    """
     from hpn.topology.hosts import add_frontend_nics
 
     nics = add_frontend_nics(asm, len(host_pod), host_pod)

@@ -23,6 +23,18 @@ from hpn.topology.spec import DcnPlusSpec
 
 
 def dcn_shape(spec: DcnPlusSpec) -> Clos3Shape:
+    """The three-tier shape of a DCN+ spec: dual-ToR, not rail-optimized.
+
+    Parameters
+    ----------
+    spec
+        The DCN+ spec.
+
+    Returns
+    -------
+    Clos3Shape
+        The shape; ``segments=None`` gives as many segments per pod as the Aggs serve.
+    """
     port_speed = spec.nic_bandwidth / 2
     up_default = ports(spec.chip / 2, spec.uplink_speed)
     tor = tor_budget(
@@ -55,6 +67,23 @@ def dcn_shape(spec: DcnPlusSpec) -> Clos3Shape:
 
 
 def build_dcn_plus(spec: DcnPlusSpec) -> Fabric:
+    """Build a DCN+ fabric: each host's NICs on one dual-ToR pair, a three-tier Clos above.
+
+    Parameters
+    ----------
+    spec
+        The DCN+ spec.
+
+    Returns
+    -------
+    Fabric
+        The fabric, with its derived sizes in ``meta``.
+
+    Raises
+    ------
+    InputError
+        When a tier's ports do not fit the spec.
+    """
     s = dcn_shape(spec)
     check_shape(s, spec.pods, "")
     G = spec.gpus_per_host

@@ -21,7 +21,22 @@ def _spread(n: int) -> np.ndarray:
 
 
 def draw_segment(f: Fabric, path: str | Path, pod: int = 0, segment: int = 0) -> Path:
-    """Draw segment ``segment`` of pod ``pod`` to ``path`` (PNG, SVG or PDF by extension)."""
+    """Draw segment ``segment`` of pod ``pod`` to ``path`` (PNG, SVG or PDF by extension).
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    path
+        Output file; its extension picks the format.
+    pod, segment
+        Which segment to draw.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -37,6 +52,9 @@ def draw_segment(f: Fabric, path: str | Path, pod: int = 0, segment: int = 0) ->
         & (nd.segment == segment)
     )
     if not len(ends):
+        pods = int(nd.pod[be].max()) + 1 if be.any() else 0
+        if not 0 <= pod < pods:
+            raise InputError("pod", f"no pod {pod}: the fabric has pods 0..{pods - 1}")
         raise InputError("segment", f"pod {pod} has no segment {segment}")
     hosts = np.unique(nd.host[ends])
     up = (lk.tier == LinkTier.NIC_TOR) & np.isin(lk.src, ends)

@@ -18,7 +18,19 @@ _LINK_COLS = tuple(LINK_DTYPES)
 
 
 def to_json(f: Fabric) -> dict[str, Any]:
-    """A lossless JSON document of the fabric: spec, node columns, directed link columns."""
+    """A lossless JSON document of the fabric: spec, node columns, directed link columns.
+
+    Parameters
+    ----------
+    f
+        The fabric.
+
+    Returns
+    -------
+    dict
+        The document (``format = "hpn-fabric"``, ``version``, ``spec``, ``meta``, ``nodes``,
+        ``links``); :func:`from_json` reads it back.
+    """
     spec = f.spec.model_dump(mode="json") if f.spec is not None else None
     return {
         "format": "hpn-fabric",
@@ -33,6 +45,25 @@ def to_json(f: Fabric) -> dict[str, Any]:
 
 
 def from_json(doc: dict[str, Any], source: str = "json") -> Fabric:
+    """A fabric from a document of :func:`to_json`.
+
+    Parameters
+    ----------
+    doc
+        The parsed JSON document.
+    source
+        Where it came from, named in errors.
+
+    Returns
+    -------
+    Fabric
+        The fabric; its spec is rebuilt when the document has one.
+
+    Raises
+    ------
+    InputError
+        When the document is not an hpn fabric or its columns are inconsistent.
+    """
     if not isinstance(doc, dict) or doc.get("format") != "hpn-fabric":
         raise InputError(source, "not an hpn fabric JSON file (format must be 'hpn-fabric')")
     try:
@@ -62,12 +93,38 @@ def _check(nodes: Nodes, links: Links, source: str) -> None:
 
 
 def write_graphml(f: Fabric, path: Path) -> None:
+    """Write ``f`` as GraphML (a networkx multigraph with node and link attributes).
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    path
+        Output file.
+    """
     import networkx as nx
 
     nx.write_graphml(f.to_networkx(multigraph=True), path)
 
 
 def read_graphml(path: Path) -> Fabric:
+    """A fabric from a GraphML file written by :func:`write_graphml`.
+
+    Parameters
+    ----------
+    path
+        The file.
+
+    Returns
+    -------
+    Fabric
+        The fabric (no spec).
+
+    Raises
+    ------
+    InputError
+        When the file is malformed or lacks an attribute.
+    """
     import networkx as nx
 
     try:
@@ -100,7 +157,24 @@ def read_graphml(path: Path) -> Fabric:
 
 
 def write(f: Fabric, fmt: str, path: str | Path, gpu_type: str = "H800") -> None:
-    """Write ``f`` to ``path`` atomically (a temporary file, then a rename)."""
+    """Write ``f`` to ``path`` atomically (a temporary file, then a rename).
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    fmt
+        ``json``, ``graphml`` or ``simai``.
+    path
+        Output file.
+    gpu_type
+        GPU type written in a SimAI header.
+
+    Raises
+    ------
+    InputError
+        For an unknown format (field ``--format``).
+    """
     if fmt not in FORMATS:
         raise InputError("--format", f"choose from {', '.join(FORMATS)}, got {fmt!r}")
     path = Path(path)
@@ -120,7 +194,25 @@ def write(f: Fabric, fmt: str, path: str | Path, gpu_type: str = "H800") -> None
 
 
 def read(path: str | Path, fmt: str | None = None) -> Fabric:
-    """Read a fabric file; the format defaults to the file's extension (none: SimAI)."""
+    """Read a fabric file; the format defaults to the file's extension (none: SimAI).
+
+    Parameters
+    ----------
+    path
+        The file.
+    fmt
+        ``json``, ``graphml`` or ``simai``; None: from the extension.
+
+    Returns
+    -------
+    Fabric
+        The fabric.
+
+    Raises
+    ------
+    InputError
+        When the file is missing or malformed.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError(str(path), "no such file")

@@ -89,10 +89,12 @@ class Fabric:
 
     @property
     def num_nodes(self) -> int:
+        """Number of nodes."""
         return len(self.nodes)
 
     @property
     def num_links(self) -> int:
+        """Number of directed links (twice the physical links)."""
         return len(self.links)
 
     @staticmethod
@@ -101,13 +103,60 @@ class Fabric:
         return np.bitwise_xor(link, 1) if isinstance(link, np.ndarray) else link ^ 1
 
     def nodes_of(self, kind: NodeKind, network: Network = Network.BACKEND) -> np.ndarray:
+        """Ids of the nodes of one kind in one network.
+
+        Parameters
+        ----------
+        kind
+            Node kind.
+        network
+            Backend (default) or frontend.
+
+        Returns
+        -------
+        numpy.ndarray
+            Node ids, ascending.
+        """
         mask = (self.nodes.kind == kind) & (self.nodes.network == network)
         return np.flatnonzero(mask)
 
     def count(self, kind: NodeKind, network: Network = Network.BACKEND) -> int:
+        """How many nodes of one kind are in one network.
+
+        Parameters
+        ----------
+        kind
+            Node kind.
+        network
+            Backend (default) or frontend.
+
+        Returns
+        -------
+        int
+            The count.
+
+        Examples
+        --------
+        >>> from hpn.topology.presets import build
+        >>> f = build("fat-tree", k=4)
+        >>> f.count(NodeKind.HOST), f.count(NodeKind.CORE), f.num_nodes
+        (16, 4, 36)
+        """
         return int(np.count_nonzero((self.nodes.kind == kind) & (self.nodes.network == network)))
 
     def physical_links(self, tier: LinkTier) -> int:
+        """Physical (undirected) links of one tier.
+
+        Parameters
+        ----------
+        tier
+            Link tier.
+
+        Returns
+        -------
+        int
+            The count.
+        """
         return int(np.count_nonzero(self.links.tier[0::2] == tier))
 
     @cached_property
@@ -137,6 +186,18 @@ class Fabric:
         return offsets, order.astype(np.int64)
 
     def out_links(self, node: int) -> np.ndarray:
+        """Outgoing link ids of ``node``, in link-id (port) order.
+
+        Parameters
+        ----------
+        node
+            Node id.
+
+        Returns
+        -------
+        numpy.ndarray
+            Directed link ids (a view of :attr:`out_csr`).
+        """
         offsets, ids = self.out_csr
         return ids[offsets[node] : offsets[node + 1]]
 

@@ -15,6 +15,25 @@ from hpn.topology.spec import FatTreeSpec
 
 
 def build_fat_tree(spec: FatTreeSpec) -> Fabric:
+    """Build a k-ary fat tree: k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores.
+
+    Parameters
+    ----------
+    spec
+        The fat-tree spec (``k`` even).
+
+    Returns
+    -------
+    Fabric
+        The fabric: k^3/4 hosts, one per edge port.
+
+    Examples
+    --------
+    >>> from hpn.topology.spec import FatTreeSpec
+    >>> f = build_fat_tree(FatTreeSpec(k=4))
+    >>> f.count(NodeKind.HOST), f.physical_links(LinkTier.AGG_CORE)
+    (16, 16)
+    """
     k, h = spec.k, spec.k // 2
     asm = Assembly()
     n_host = k * h * h

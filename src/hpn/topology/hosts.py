@@ -21,6 +21,22 @@ def add_hosts(
 
     GPU ``g`` of host ``h`` has id ``first + h * gpus_per_host + g``. NVLink is modelled as a
     star through the host's NVSwitch, at half the bidirectional bandwidth in each direction.
+
+    Parameters
+    ----------
+    asm
+        The assembly the hosts are added to.
+    spec
+        Host fields of the spec (GPUs per host, NVLink and NIC bandwidth, latency).
+    pod, segment, backup
+        Pod, segment and backup flag of each host.
+    rail_optimized
+        Whether GPU ``g`` is on rail ``g`` (else its rail is -1: no rails).
+
+    Returns
+    -------
+    numpy.ndarray
+        GPU node ids, shape ``(hosts, gpus_per_host)``.
     """
     n, g = len(pod), spec.gpus_per_host
     host = np.arange(n)
@@ -48,7 +64,22 @@ def add_hosts(
 
 
 def add_frontend_nics(asm: Assembly, num_hosts: int, pod: np.ndarray) -> np.ndarray:
-    """One frontend NIC node (NIC0) per host."""
+    """One frontend NIC node (NIC0) per host.
+
+    Parameters
+    ----------
+    asm
+        The assembly the NICs are added to.
+    num_hosts
+        Number of hosts.
+    pod
+        Pod of each host.
+
+    Returns
+    -------
+    numpy.ndarray
+        The NIC node ids, in host order.
+    """
     return asm.add_nodes(
         NodeKind.NIC, num_hosts, Network.FRONTEND, pod=pod, host=np.arange(num_hosts), index=0
     )

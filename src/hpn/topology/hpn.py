@@ -30,7 +30,24 @@ from hpn.topology.spec import HpnSpec
 
 
 def hpn_shape(spec: HpnSpec) -> dict[str, int | float]:
-    """Every derived size of an HPN spec, refusing specs that exceed a port budget."""
+    """Every derived size of an HPN spec, refusing specs that exceed a port budget.
+
+    Parameters
+    ----------
+    spec
+        The HPN (or rail-only) spec.
+
+    Returns
+    -------
+    dict
+        Hosts, backup hosts and ToRs per segment, segments, Aggs, cores and the port
+        budgets' oversubscriptions, by name (kept as the fabric's ``meta``).
+
+    Raises
+    ------
+    InputError
+        When a tier needs more ports than its chip has.
+    """
     sides = 2 if spec.dual_tor else 1
     port_speed = spec.nic_bandwidth / sides
     tor = tor_budget(
@@ -108,6 +125,23 @@ def hpn_shape(spec: HpnSpec) -> dict[str, int | float]:
 
 
 def build_hpn(spec: HpnSpec) -> Fabric:
+    """Build an HPN fabric: dual-ToR, rail-optimized segments, dual-plane Aggs, a core tier.
+
+    Parameters
+    ----------
+    spec
+        The HPN (or rail-only) spec.
+
+    Returns
+    -------
+    Fabric
+        The fabric, with :func:`hpn_shape`'s sizes in ``meta``.
+
+    Raises
+    ------
+    InputError
+        When a tier needs more ports than its chip has.
+    """
     s = hpn_shape(spec)
     asm = Assembly()
     P, S, G = spec.pods, int(s["segments"]), spec.gpus_per_host

@@ -68,7 +68,29 @@ def infer_structure(
     index: np.ndarray,
     backup_hosts_per_segment: int | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """(node attribute arrays, meta) for links ``a -> b`` (lower tier first)."""
+    """(node attribute arrays, meta) for links ``a -> b`` (lower tier first).
+
+    Parameters
+    ----------
+    n
+        Number of nodes.
+    kind
+        Kind of each node.
+    a, b
+        Endpoints of each physical link, lower tier first.
+    tier, port, cap
+        Tier, GPU-side port and capacity of each link.
+    host, index
+        Host and index of each node (-1 where unknown).
+    backup_hosts_per_segment
+        Backup hosts per segment; None: inferred from the ToRs' spare ports.
+
+    Returns
+    -------
+    tuple
+        ``(attrs, meta)``: pod, segment, rail, plane, index and backup arrays by name, and
+        the inferred figures (``family = "hpn"`` for a dual-plane rail-optimized fabric).
+    """
     gpu = kind == NodeKind.GPU
     tor, agg = kind == NodeKind.TOR, kind == NodeKind.AGG
     nic = (tier == LinkTier.NIC_TOR) & gpu[a]

@@ -29,6 +29,19 @@ PRESETS: Registry[Preset] = Registry("preset")
 
 
 def register(name: str, spec: type[Model], build: Callable[[Any], Fabric], summary: str) -> None:
+    """Register a preset: its spec model, builder and one-line summary.
+
+    Parameters
+    ----------
+    name
+        Preset name (``--preset``).
+    spec
+        Pydantic spec model.
+    build
+        ``build(spec) -> Fabric``.
+    summary
+        One line for help and docs.
+    """
     PRESETS.add(name, Preset(name, spec, build, summary), summary)
 
 
@@ -39,7 +52,25 @@ register("fat-tree", FatTreeSpec, build_fat_tree, "k-ary fat tree")
 
 
 def make_spec(preset: str, fields: dict[str, Any] | None = None) -> Model:
-    """A validated spec of ``preset`` with ``fields`` overriding its defaults."""
+    """A validated spec of ``preset`` with ``fields`` overriding its defaults.
+
+    Parameters
+    ----------
+    preset
+        Preset name.
+    fields
+        Spec fields to override (a ``preset`` key is ignored).
+
+    Returns
+    -------
+    Model
+        The validated spec.
+
+    Raises
+    ------
+    InputError
+        For an unknown preset or a bad field value.
+    """
     entry = PRESETS.get(preset, "preset")
     fields = dict(fields or {})
     fields.pop("preset", None)
@@ -50,13 +81,43 @@ def make_spec(preset: str, fields: dict[str, Any] | None = None) -> Model:
 
 
 def spec_from_table(table: dict[str, Any] | None) -> Model:
-    """A spec from a config's ``[fabric]`` table (its ``preset`` key, else ``hpn``)."""
+    """A spec from a config's ``[fabric]`` table (its ``preset`` key, else ``hpn``).
+
+    Parameters
+    ----------
+    table
+        The table; None: the default HPN spec.
+
+    Returns
+    -------
+    Model
+        The validated spec.
+    """
     fields = dict(table or {})
     return make_spec(fields.pop("preset", "hpn"), fields)
 
 
 def build(spec: Model | str, **fields: Any) -> Fabric:
-    """Build a fabric from a spec, or from a preset name and field overrides."""
+    """Build a fabric from a spec, or from a preset name and field overrides.
+
+    Parameters
+    ----------
+    spec
+        A spec model, or a preset name.
+    **fields
+        Spec fields to override.
+
+    Returns
+    -------
+    Fabric
+        The fabric.
+
+    Examples
+    --------
+    >>> f = build("fat-tree", k=4)
+    >>> f.num_nodes, f.num_links
+    (36, 96)
+    """
     if isinstance(spec, str):
         spec = make_spec(spec, fields)
     elif fields:

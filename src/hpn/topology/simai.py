@@ -26,7 +26,20 @@ def _num(x: float) -> str:
 
 
 def to_simai(f: Fabric, gpu_type: str = "H800") -> str:
-    """The fabric's backend as SimAI topology text."""
+    """The fabric's backend as SimAI topology text.
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    gpu_type
+        GPU type written in the header.
+
+    Returns
+    -------
+    str
+        The file's text: GPUs first, then NVSwitches, then switches; one line per link.
+    """
     nd = f.nodes
     be = nd.network == Network.BACKEND
     kind = nd.kind
@@ -71,8 +84,25 @@ def _parse_column(texts: np.ndarray, parse, field: str) -> np.ndarray:
 
 
 def read_simai(path: str | Path, backup_hosts_per_segment: int | None = None) -> Fabric:
-    """A fabric from a SimAI (or HPCC) topology file; node ids as in the file. Backup hosts
-    are inferred from ToR port counts unless ``backup_hosts_per_segment`` is given."""
+    """A fabric from a SimAI (or HPCC) topology file; node ids as in the file.
+
+    Parameters
+    ----------
+    path
+        The file.
+    backup_hosts_per_segment
+        Backup hosts per segment; None: inferred from ToR port counts.
+
+    Returns
+    -------
+    Fabric
+        The fabric (no spec), its structure inferred from the links.
+
+    Raises
+    ------
+    InputError
+        When the file is malformed.
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError(str(path), "no such file")

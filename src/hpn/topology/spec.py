@@ -12,6 +12,9 @@ from pydantic import Field, field_validator
 
 from hpn.config import Bandwidth, Duration, Model
 
+CHIPS = {25.6e12: "25.6T", 51.2e12: "51.2T", 102.4e12: "102.4T"}
+"""Single-chip switch generations a fabric can be built from (the port budgets follow)."""
+
 
 class HostFields(Model):
     """A GPU host: GPUs on NVLink/NVSwitch, one backend NIC per GPU."""
@@ -25,7 +28,9 @@ class HostFields(Model):
     )
     nvlink_latency: Duration = Field("25ns", description="GPU <-> NVSwitch latency")
     link_latency: Duration = Field("500ns", description="latency of every network link")
-    chip: Bandwidth = Field("51.2T", description="switch chip capacity (single-chip switches)")
+    chip: Bandwidth = Field(
+        "51.2T", description="switch chip capacity (single-chip switches): 25.6T, 51.2T or 102.4T"
+    )
     uplink_speed: Bandwidth = Field("400G", description="port speed above the ToR downlinks")
     frontend: bool = Field(False, description="also build the frontend network (NIC0 per host)")
     frontend_nic_bandwidth: Bandwidth = Field("400G", description="frontend NIC (2 x 200G)")
@@ -35,6 +40,13 @@ class HostFields(Model):
     def _positive(cls, value: float) -> float:
         if value <= 0:
             raise ValueError("must be > 0")
+        return value
+
+    @field_validator("chip")
+    @classmethod
+    def _generation(cls, value: float) -> float:
+        if not any(abs(value - c) <= 1e-9 * c for c in CHIPS):
+            raise ValueError(f"must be one of {', '.join(CHIPS.values())}")
         return value
 
 

@@ -10,7 +10,20 @@ from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
 
 
 def tor_pair_paths(f: Fabric, a: int, b: int) -> int:
-    """Equal-cost ToR -> Agg -> ToR paths from ToR ``a`` to ToR ``b`` (parallel links count)."""
+    """Equal-cost ToR -> Agg -> ToR paths from ToR ``a`` to ToR ``b`` (parallel links count).
+
+    Parameters
+    ----------
+    f
+        The fabric.
+    a, b
+        ToR node ids.
+
+    Returns
+    -------
+    int
+        Number of two-hop paths.
+    """
     lk = f.links
     up = (lk.src == a) & (lk.tier == LinkTier.TOR_AGG)
     down = (lk.dst == b) & (lk.tier == LinkTier.TOR_AGG)
@@ -21,7 +34,18 @@ def tor_pair_paths(f: Fabric, a: int, b: int) -> int:
 
 
 def sample_tor_pair(f: Fabric) -> tuple[int, int] | None:
-    """Two same-plane, same-rail backend ToRs in different segments of pod 0, if any."""
+    """Two same-plane, same-rail backend ToRs in different segments of pod 0, if any.
+
+    Parameters
+    ----------
+    f
+        The fabric.
+
+    Returns
+    -------
+    tuple of int, or None
+        The two ToR ids, or None for a single-segment fabric.
+    """
     nd = f.nodes
     tors = f.nodes_of(NodeKind.TOR)
     if not len(tors):
@@ -38,7 +62,19 @@ def sample_tor_pair(f: Fabric) -> tuple[int, int] | None:
 
 
 def summarize(f: Fabric) -> dict[str, Any]:
-    """The figures of ``hpn topo summary``; physical links counted once."""
+    """The figures of ``hpn topo summary``; physical links counted once.
+
+    Parameters
+    ----------
+    f
+        The fabric.
+
+    Returns
+    -------
+    dict
+        GPUs, hosts, switches and links by tier, oversubscriptions, paths between ToRs and
+        the size limits (segments and GPUs per pod, pods); a ``frontend`` part if it has one.
+    """
     nd, meta = f.nodes, f.meta
     be = nd.network == Network.BACKEND
     endpoint = be & ((nd.kind == NodeKind.GPU) | (nd.kind == NodeKind.HOST))

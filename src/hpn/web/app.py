@@ -198,7 +198,7 @@ def create_app(root: Path | None = None) -> FastAPI:
                     "summary": r.summary,
                     "example": r.example,
                     "example_toml": dump_toml(r.example),
-                    "limits": {k: list(v) for k, v in r.limits.items()},
+                    "limits": list(r.limits),
                 }
                 for r in RUNNABLES.values()
             ],

@@ -110,7 +110,7 @@ class Jobs:
 
     def submit(self, command: str, config: dict[str, Any]) -> Job:
         r = get(command)
-        r.check_limits(config)
+        r.validate(config)  # bad input and size limits, before the job is queued
         with self._lock:
             pending = sum(j.status in ("queued", "running") for j in self.jobs.values())
             if pending >= MAX_PENDING:

@@ -17,7 +17,18 @@ POLICIES: dict[str, type[Policy]] = {
 
 
 def get_policy(name: str) -> type[Policy]:
-    """Policy class by name (case-insensitive); InputError listing the known ones."""
+    """Policy class by name (case-insensitive); InputError listing the known ones.
+
+    Parameters
+    ----------
+    name
+        Policy name.
+
+    Returns
+    -------
+    type[Policy]
+        The class.
+    """
     key = name.strip().lower()
     if key not in POLICIES:
         raise InputError("policy", f"unknown policy {name!r}; choose from: {', '.join(POLICIES)}")

@@ -20,6 +20,7 @@ batch runs until work for another batch arrives.
 from __future__ import annotations
 
 from collections import deque
+from typing import cast
 
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import BLOCK_TOKENS
@@ -36,14 +37,16 @@ class _Group:
     __slots__ = ("model", "reqs", "size", "inst")
 
     def __init__(self, model: str, inst: Instance):
-        self.model, self.reqs, self.size, self.inst = model, deque(), 0, inst
+        self.model, self.size, self.inst = model, 0, inst
+        self.reqs: deque[Request] = deque()
 
 
 class _Batch:
     __slots__ = ("model", "reqs", "inst", "kv_tokens")
 
     def __init__(self, model: str, inst: Instance):
-        self.model, self.reqs, self.inst, self.kv_tokens = model, [], inst, 0
+        self.model, self.inst, self.kv_tokens = model, inst, 0
+        self.reqs: list[Request] = []
 
 
 class _Decoder:
@@ -57,6 +60,16 @@ class _Decoder:
         self.pos = 0
         self.running = False
         self.open_ended = False
+
+    @staticmethod
+    def of(inst: Instance) -> _Decoder:
+        """The state of decode instance `inst`."""
+        return cast(_Decoder, inst.state)
+
+
+def _groups(inst: Instance) -> deque[_Group]:
+    """The queued groups of prefill instance `inst` (its state)."""
+    return cast("deque[_Group]", inst.state)
 
 
 class Aegaeon(Policy):
@@ -97,7 +110,7 @@ class Aegaeon(Policy):
         if g is None or g.size >= self.max_group:
             inst = min(self.prefillers, key=self._prefill_load)
             g = _Group(req.model, inst)
-            inst.state.append(g)
+            _groups(inst).append(g)
             self.open_group[req.model] = g
         g.reqs.append(req)
         g.size += 1
@@ -107,7 +120,7 @@ class Aegaeon(Policy):
         """Estimated time of the instance's queued groups, switches included (A Alg 1)."""
         p = self.predictor
         load, model = 0.0, inst.resident
-        for g in inst.state:
+        for g in _groups(inst):
             if g.model != model:
                 load += p.switch_time(g.model)
                 model = g.model
@@ -117,7 +130,7 @@ class Aegaeon(Policy):
     def _kick_prefill(self, inst: Instance) -> None:
         if inst.busy:
             return
-        queue = inst.state
+        queue = _groups(inst)
         while queue and not queue[0].reqs:
             g = queue.popleft()
             if self.open_group.get(g.model) is g:
@@ -125,11 +138,11 @@ class Aegaeon(Policy):
         if not queue:
             return
         req = queue[0].reqs.popleft()
-        self.backend.load(inst, req.model, lambda d: self._run_prefill(d.inst, req))
+        self.backend.load(inst, req.model, lambda d: self._run_prefill(d.instance, req))
 
     def _run_prefill(self, inst: Instance, req: Request) -> None:
         if self.use_prefetch:
-            nxt = next((g.model for g in inst.state if g.model != req.model and g.reqs), None)
+            nxt = next((g.model for g in _groups(inst) if g.model != req.model and g.reqs), None)
             if nxt is not None:
                 self.backend.prefetch(inst, nxt)
         self.backend.prefill(inst, [req], self._prefilled)
@@ -138,7 +151,7 @@ class Aegaeon(Policy):
         live = [r for r in done.reqs if r.done_t < 0]
         if live:
             self.backend.move_kv(live, done.inst, None, lambda d: self._to_decode(d.reqs))
-        self._kick_prefill(done.inst)
+        self._kick_prefill(done.instance)
 
     # --- decode dispatch -------------------------------------------------------------------
     def _cap(self, model: str) -> int:
@@ -153,7 +166,7 @@ class Aegaeon(Policy):
     def _need(r: Request) -> int:
         return -(-(r.input_len + r.generated + LOOKAHEAD) // BLOCK_TOKENS) * BLOCK_TOKENS
 
-    def _to_decode(self, reqs) -> None:
+    def _to_decode(self, reqs: tuple[Request, ...]) -> None:
         for r in reqs:
             need, cap = self._need(r), self._cap(r.model)
             batches = self.open_batches.setdefault(r.model, [])
@@ -162,13 +175,13 @@ class Aegaeon(Policy):
                 None,
             )
             if b is None:
-                inst = min(self.decoders, key=lambda i: len(i.state.batches))
+                inst = min(self.decoders, key=lambda i: len(_Decoder.of(i).batches))
                 b = _Batch(r.model, inst)
-                inst.state.batches.append(b)
+                _Decoder.of(inst).batches.append(b)
                 batches.append(b)
             b.reqs.append(r)
             b.kv_tokens += need
-            st = b.inst.state
+            st = _Decoder.of(b.inst)
             if st.current is b:  # Art: joins the running same-model batch at its next step
                 self._join(b.inst, b, [r])
             elif not st.running:
@@ -179,7 +192,7 @@ class Aegaeon(Policy):
 
     # --- decode rounds ---------------------------------------------------------------------
     def _start_round(self, inst: Instance) -> None:
-        st: _Decoder = inst.state
+        st = _Decoder.of(inst)
         for b in st.batches:
             if not b.reqs:
                 self.open_batches[b.model].remove(b)
@@ -208,7 +221,7 @@ class Aegaeon(Policy):
         self._next_turn(inst)
 
     def _next_turn(self, inst: Instance) -> None:
-        st: _Decoder = inst.state
+        st = _Decoder.of(inst)
         while st.pos < len(st.round) and not st.round[st.pos][0].reqs:
             st.pos += 1
         if st.pos >= len(st.round):
@@ -216,10 +229,10 @@ class Aegaeon(Policy):
             return
         b, q = st.round[st.pos]
         st.pos += 1
-        self.backend.load(inst, b.model, lambda d: self._swap_in(d.inst, b, q))
+        self.backend.load(inst, b.model, lambda d: self._swap_in(d.instance, b, q))
 
     def _swap_in(self, inst: Instance, b: _Batch, q: float | None) -> None:
-        st: _Decoder = inst.state
+        st = _Decoder.of(inst)
         # Art: decoding starts as soon as any request of the batch is resident; the others
         # join the running turn as their KV arrives
         here = [r for r in b.reqs if r.kv_at is inst]
@@ -239,11 +252,11 @@ class Aegaeon(Policy):
             if nxt is not None:
                 self.backend.prefetch(inst, nxt)
 
-    def _decode(self, inst: Instance, b: _Batch, reqs, q: float | None) -> None:
-        st: _Decoder = inst.state
+    def _decode(self, inst: Instance, b: _Batch, reqs: list[Request], q: float | None) -> None:
+        st = _Decoder.of(inst)
         if q is None and st.dirty:  # work arrived while this lone batch was loading
             q = 0.0
-        self.backend.decode(inst, [reqs], q, lambda d: self._turn_done(d.inst, b, d.reqs))
+        self.backend.decode(inst, [reqs], q, lambda d: self._turn_done(d.instance, b, d.reqs))
         st.current = b
         # dispatched to this batch during the swap-in (moves already under way join by
         # themselves when they land)
@@ -253,17 +266,17 @@ class Aegaeon(Policy):
 
     def _join(self, inst: Instance, b: _Batch, reqs: list[Request]) -> None:
         def joined(_done: Done) -> None:
-            if inst.state.current is b:
+            if _Decoder.of(inst).current is b:
                 self.backend.join(inst, reqs)
 
         self.backend.move_kv(reqs, None, inst, joined)
 
-    def _turn_done(self, inst: Instance, b: _Batch, finished) -> None:
-        inst.state.current = None
+    def _turn_done(self, inst: Instance, b: _Batch, finished: tuple[Request, ...]) -> None:
+        st = _Decoder.of(inst)
+        st.current = None
         if finished:
             b.reqs = [r for r in b.reqs if r.done_t < 0]
         b.kv_tokens = sum(self._need(r) for r in b.reqs)
-        st: _Decoder = inst.state
         if b.reqs and sum(1 for x in st.batches if x.reqs) > 1:
             self.backend.move_kv(list(b.reqs), inst, None, _noop)
         self._next_turn(inst)

@@ -9,6 +9,7 @@ instance gets a request and which models are resident.
 from __future__ import annotations
 
 from collections import deque
+from typing import cast
 
 from hpn.pool.backend import Done, Instance
 from hpn.pool.policies.base import Policy, Slo
@@ -30,6 +31,11 @@ class Worker:
         self.assigned = 0
         self.idle_since = 0.0
 
+    @staticmethod
+    def of(inst: Instance) -> Worker:
+        """The worker state of `inst` (set when the policy is built)."""
+        return cast(Worker, inst.state)
+
 
 class Colocated(Policy):
     """Workers that prefill and decode on the same GPUs (continuous batching)."""
@@ -45,7 +51,7 @@ class Colocated(Policy):
 
     def admit(self, inst: Instance, req: Request) -> None:
         """Queue `req` on `inst` and start work if it is idle."""
-        w: Worker = inst.state
+        w = Worker.of(inst)
         w.waiting.append(req)
         w.assigned += 1
         self.kick(inst)
@@ -56,7 +62,7 @@ class Colocated(Policy):
 
     def kick(self, inst: Instance) -> None:
         """Start the next operation on `inst`: prefill waiting requests first, else decode."""
-        w: Worker = inst.state
+        w = Worker.of(inst)
         n_running = sum(len(v) for v in w.running.values())
         can_prefill = (
             bool(w.waiting) and n_running < self.max_batch and self.ready(inst, w.waiting[0])
@@ -66,8 +72,9 @@ class Colocated(Policy):
                 self.backend.interrupt(inst)
             return
         if can_prefill:
-            model, batch, tokens = w.waiting[0].model, [], 0
-            rest = deque()
+            model, tokens = w.waiting[0].model, 0
+            batch: list[Request] = []
+            rest: deque[Request] = deque()
             while w.waiting and n_running + len(batch) < self.max_batch:
                 r = w.waiting.popleft()
                 if r.model == model and (not batch or tokens + r.input_len <= MAX_PREFILL_TOKENS):
@@ -83,8 +90,8 @@ class Colocated(Policy):
             self.backend.decode(inst, batches, None, self._decoded, stop_on_finish=True)
 
     def _prefilled(self, done: Done) -> None:
-        inst = done.inst
-        w: Worker = inst.state
+        inst = done.instance
+        w = Worker.of(inst)
         for r in done.reqs:
             if r.done_t >= 0:
                 self._finish(inst, r)
@@ -93,8 +100,8 @@ class Colocated(Policy):
         self.kick(inst)
 
     def _decoded(self, done: Done) -> None:
-        inst, finished = done.inst, done.reqs
-        w: Worker = inst.state
+        inst, finished = done.instance, done.reqs
+        w = Worker.of(inst)
         if finished:
             for m in {r.model for r in finished}:
                 w.running[m] = [r for r in w.running[m] if r.done_t < 0]
@@ -103,7 +110,7 @@ class Colocated(Policy):
         self.kick(inst)
 
     def _finish(self, inst: Instance, req: Request) -> None:
-        w: Worker = inst.state
+        w = Worker.of(inst)
         w.assigned -= 1
         if w.assigned == 0:
             w.idle_since = self.backend.now()

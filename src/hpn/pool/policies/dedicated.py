@@ -13,7 +13,25 @@ from hpn.pool.requests import Request
 
 
 def spread(rates: dict[str, float], n: int) -> dict[str, int]:
-    """Instances per model: one each by popularity, extras by rate per instance."""
+    """Instances per model: one each by popularity, extras by rate per instance.
+
+    Parameters
+    ----------
+    rates
+        Forecast rate of each model, req/s.
+    n
+        Instances to hand out (models beyond ``n`` get none).
+
+    Returns
+    -------
+    dict
+        Instances per model.
+
+    Examples
+    --------
+    >>> spread({"a": 3.0, "b": 1.0, "c": 0.1}, 5)
+    {'a': 3, 'b': 1, 'c': 1}
+    """
     order = sorted(rates, key=lambda m: (-rates[m], m))
     count = {m: 1 for m in order[:n]}
     for _ in range(max(0, n - len(order))):

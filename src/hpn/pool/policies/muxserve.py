@@ -33,7 +33,23 @@ OVERHEAD_GB = 7.6  # place_model: model_size + 1.6 + 6
 
 
 def rate_scale(n_params: float) -> int:
-    """MuxServe's compute weight of a model relative to a 7B (`LLM.rate_scale`)."""
+    """MuxServe's compute weight of a model relative to a 7B (`LLM.rate_scale`).
+
+    Parameters
+    ----------
+    n_params
+        Parameter count.
+
+    Returns
+    -------
+    int
+        1, 2, 4 or 8.
+
+    Examples
+    --------
+    >>> rate_scale(7e9), rate_scale(13e9), rate_scale(70e9)
+    (1, 2, 8)
+    """
     if n_params >= 60e9:
         return 8
     if n_params >= 28e9:

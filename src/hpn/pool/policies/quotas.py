@@ -12,7 +12,33 @@ ALPHA_FLOOR = 0.5
 
 
 def quotas(step_times: list[float], switch_total: float, tbt_slo: float, q_max: float = Q_MAX):
-    """(quotas q_i in seconds, alpha) for batches with step times d_i."""
+    """(quotas q_i in seconds, alpha) for batches with step times d_i.
+
+    Parameters
+    ----------
+    step_times
+        Predicted decode step time d_i of each batch, s.
+    switch_total
+        c: the estimated switch times of the round's distinct models, s.
+    tbt_slo
+        Time-between-tokens SLO, s.
+    q_max
+        Q_MAX of A Eq. 3.
+
+    Returns
+    -------
+    tuple
+        ``(q, alpha)``: quota of each batch, s, and alpha.
+
+    Examples
+    --------
+    Two batches with steps of 20 and 40 ms, 1 s of switching, a 100 ms TBT SLO: n = (5, 2.5),
+    so alpha = 1 / (2.5 * 4) + 0.6 = 0.7 and q_i = c / (n_i (alpha - 0.6)):
+
+    >>> q, alpha = quotas([0.02, 0.04], 1.0, 0.1)
+    >>> [round(x, 6) for x in q], round(alpha, 6)
+    ([2.0, 4.0], 0.7)
+    """
     n = [tbt_slo / d for d in step_times]
     inv = sum(1.0 / x for x in n)
     alpha = max(switch_total / (min(n) * q_max) + inv, ALPHA_FLOOR)
@@ -20,6 +46,28 @@ def quotas(step_times: list[float], switch_total: float, tbt_slo: float, q_max: 
 
 
 def round_length(step_times, switch_total, tbt_slo, q_max: float = Q_MAX) -> float:
-    """R = c + sum q_i, which equals c * alpha / (alpha - sum 1/n)."""
+    """R = c + sum q_i, which equals c * alpha / (alpha - sum 1/n).
+
+    Parameters
+    ----------
+    step_times
+        Predicted decode step time of each batch, s.
+    switch_total
+        Switch time of the round, s.
+    tbt_slo
+        Time-between-tokens SLO, s.
+    q_max
+        Q_MAX of A Eq. 3.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    >>> round(round_length([0.02, 0.04], 1.0, 0.1), 6)
+    7.0
+    """
     q, _ = quotas(step_times, switch_total, tbt_slo, q_max)
     return switch_total + sum(q)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from functools import partial
 
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import ETA_PAPER, REINIT_S, Loader
@@ -142,6 +143,7 @@ class Serverless(Colocated):
             self.backend.call_at(self.backend.now() + 2 * self.interval, self._balance, model)
             return
         e.load += 1
+        assert e.inst is not None  # a ready engine has its instance
         self.admit(e.inst, r.queue.popleft())
         if r.queue:
             self.backend.call_at(self.backend.now() + self.interval, self._balance, model)
@@ -190,7 +192,7 @@ class Serverless(Colocated):
             e.inst = inst
             self.engine_of[inst.iid] = e
             self.backend.evict(inst)  # a new engine: its weights load again
-            self.backend.load(inst, e.model, lambda d, e=e: self._started(e, d))
+            self.backend.load(inst, e.model, partial(self._started, e))
 
     def _started(self, e: _Engine, done: Done) -> None:
         e.ready = True
@@ -200,6 +202,7 @@ class Serverless(Colocated):
         if not idle:
             return False
         e = idle[-1]
+        assert e.inst is not None  # a ready engine has its instance
         r.engines.remove(e)
         del self.engine_of[e.inst.iid]
         self.free.append(e.inst)

@@ -25,6 +25,7 @@ on the backend contract:
 from __future__ import annotations
 
 from collections import deque
+from typing import cast
 
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import Loader
@@ -44,6 +45,11 @@ class _Queue:
         self.reqs: deque[Request] = deque()
         self.model: str | None = None  # set when a swap starts (Art do_swap)
         self.stamp = 0.0  # end of the last batch
+
+    @staticmethod
+    def of(inst: Instance) -> _Queue:
+        """The queue of worker `inst` (its state)."""
+        return cast(_Queue, inst.state)
 
 
 class ServerlessArtifact(Policy):
@@ -77,7 +83,7 @@ class ServerlessArtifact(Policy):
 
     # --- binding -------------------------------------------------------------------------
     def _tail(self, inst: Instance) -> tuple[str | None, int]:
-        q: _Queue = inst.state
+        q = _Queue.of(inst)
         if not q.reqs:
             return q.model, 0
         model, run = q.reqs[-1].model, 0
@@ -91,7 +97,7 @@ class ServerlessArtifact(Policy):
         """Last-batch stamp; a worker computing now has just ended (or is ending) a step."""
         if inst.busy and inst.resident is not None:
             return self.backend.now()
-        return inst.state.stamp
+        return _Queue.of(inst).stamp
 
     def on_arrival(self, req: Request) -> None:
         """Apply the 15 s rule, then bind the request to one worker's queue (V02)."""
@@ -99,7 +105,7 @@ class ServerlessArtifact(Policy):
         # a worker drops finished and failed requests at its next step (Art do_purge), so
         # by the next arrival they no longer count in its tail; the ones failed below do
         for w in self.workers:
-            q: _Queue = w.state
+            q = _Queue.of(w)
             q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
         keep = []
         for r in self.live:
@@ -130,12 +136,12 @@ class ServerlessArtifact(Policy):
         if target is None:
             same = [w for w in self.workers if tails[w.iid][0] == req.model]
             target = min(same, key=lambda w: tails[w.iid][1])
-        target.state.reqs.append(req)
+        _Queue.of(target).reqs.append(req)
         self._kick(target)
 
     # --- the worker loop -------------------------------------------------------------------
     def _kick(self, inst: Instance) -> None:
-        q: _Queue = inst.state
+        q = _Queue.of(inst)
         q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
         if inst.busy:
             if inst.decoding and self._head_run(q) and self._pending(self._head_run(q)):
@@ -146,7 +152,7 @@ class ServerlessArtifact(Policy):
         model = q.reqs[0].model
         if inst.resident != model:
             q.model = model
-            self.backend.load(inst, model, lambda d: self._kick(d.inst))
+            self.backend.load(inst, model, lambda d: self._kick(d.instance))
             return
         run = self._head_run(q)
         pre = self._pending(run)
@@ -171,5 +177,5 @@ class ServerlessArtifact(Policy):
         return [r for r in run if r.first_t < 0]
 
     def _batch_done(self, done: Done) -> None:
-        done.inst.state.stamp = done.t
-        self._kick(done.inst)
+        _Queue.of(done.instance).stamp = done.t
+        self._kick(done.instance)

@@ -20,6 +20,23 @@ READERS: dict[str, Callable[..., Trace]] = {
 
 
 def detect_format(path: str | Path) -> str:
+    """The trace format of a file or folder, from its name or header line.
+
+    Parameters
+    ----------
+    path
+        The file (or a ServeGen folder).
+
+    Returns
+    -------
+    str
+        ``aegaeon``, ``azure`` or ``servegen``.
+
+    Raises
+    ------
+    InputError
+        When the file is missing or its header is none of these.
+    """
     p = Path(path)
     if p.is_dir() or p.name.endswith("-trace.csv"):
         return "servegen"
@@ -37,7 +54,22 @@ def detect_format(path: str | Path) -> str:
 
 
 def load_trace(path: str | Path, fmt: str | None = None, **options) -> Trace:
-    """Read a trace file; `fmt` is one of READERS or detected from the file."""
+    """Read a trace file; `fmt` is one of READERS or detected from the file.
+
+    Parameters
+    ----------
+    path
+        The file.
+    fmt
+        Format; None: :func:`detect_format`.
+    **options
+        Options of the format's reader.
+
+    Returns
+    -------
+    Trace
+        The requests.
+    """
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError("format", f"unknown trace format {fmt!r}; known: {', '.join(READERS)}")

@@ -22,12 +22,42 @@ _FILE = re.compile(r"^synth-(\d+)-(\d+(?:\.\d+)?)-")  # synth-{M}-{rate}-{ix}-{o
 
 
 def declared_rate(path: str | Path) -> float | None:
-    """The per-model rate an artifact workload file declares in its name, else None."""
+    """The per-model rate an artifact workload file declares in its name, else None.
+
+    Parameters
+    ----------
+    path
+        The workload file.
+
+    Returns
+    -------
+    float or None
+        Req/s.
+    """
     m = _FILE.match(Path(path).name)
     return float(m.group(2)) if m else None
 
 
 def parse_time(text: str, where: str) -> float:
+    """Seconds of a ``HH:MM:SS.mmm`` request time.
+
+    Parameters
+    ----------
+    text
+        The cell.
+    where
+        ``file:line``, named in errors.
+
+    Returns
+    -------
+    float
+        Seconds since midnight.
+
+    Examples
+    --------
+    >>> parse_time("01:00:02.500", "t.csv:2")
+    3602.5
+    """
     m = _TIME.match(text.strip())
     if not m:
         raise InputError(where, f"column 'Request Time': expected HH:MM:SS.mmm, got {text!r}")
@@ -36,6 +66,20 @@ def parse_time(text: str, where: str) -> float:
 
 
 def kind_of(name: str, order: int) -> str:
+    """Catalog kind of a trace's model: its name or alias, else the artifact's mapping.
+
+    Parameters
+    ----------
+    name
+        Model name in the trace (``model_07`` maps by its number).
+    order
+        Order of first appearance, for names without a number.
+
+    Returns
+    -------
+    str
+        Catalog model name.
+    """
     key = name.lower()
     if key in MODELS:
         return key
@@ -46,7 +90,20 @@ def kind_of(name: str, order: int) -> str:
 
 
 def read_aegaeon(path: str | Path, max_len: int | None = None) -> Trace:
-    """Read an Aegaeon trace; `max_len` clips prompt + output to a context window."""
+    """Read an Aegaeon trace; `max_len` clips prompt + output to a context window.
+
+    Parameters
+    ----------
+    path
+        The CSV.
+    max_len
+        Most prompt + output tokens; None: no clipping.
+
+    Returns
+    -------
+    Trace
+        The requests, by arrival.
+    """
     lines = read_text(path).splitlines()
     if not lines or tuple(c.strip() for c in lines[0].split(",")) != HEADER:
         raise InputError(f"{path}:1", f"expected header {','.join(HEADER)}")

@@ -30,7 +30,20 @@ def _sim_ms(t: float) -> int:
 
 
 def as_artifact_simulator(trace: Trace, seed: int = 0) -> Trace:
-    """The requests the authors' simulator generates from the rows of `trace`."""
+    """The requests the authors' simulator generates from the rows of `trace`.
+
+    Parameters
+    ----------
+    trace
+        A trace read from an artifact workload file.
+    seed
+        Seed of the length resampling.
+
+    Returns
+    -------
+    Trace
+        The simulator's requests.
+    """
     keep = trace.arrival < HORIZON_S
     arrival = np.array([_sim_ms(a) / 1000.0 for a in trace.arrival[keep].tolist()])
     model = trace.model[keep]

@@ -24,6 +24,20 @@ _TS = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?$")
 
 
 def parse_timestamp(text: str, where: str) -> float:
+    """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS.fffffff`` timestamp (local time).
+
+    Parameters
+    ----------
+    text
+        The cell.
+    where
+        ``file:line``, named in errors.
+
+    Returns
+    -------
+    float
+        Seconds.
+    """
     m = _TS.match(text.strip())
     if not m:
         raise InputError(
@@ -44,7 +58,26 @@ def read_azure(
     seed: int = 0,
     max_len: int = 4096,
 ) -> Trace:
-    """Read an Azure 2023 trace and assign each request to one of `models` models."""
+    """Read an Azure 2023 trace and assign each request to one of `models` models.
+
+    Parameters
+    ----------
+    path
+        The CSV.
+    models
+        Models to spread the requests over.
+    zipf
+        Zipf exponent of model popularity; None: uniform.
+    seed
+        Seed of the assignment.
+    max_len
+        Most prompt + output tokens (output at most half).
+
+    Returns
+    -------
+    Trace
+        The requests, arrivals from 0.
+    """
     if models < 1:
         raise InputError("models", f"must be >= 1, got {models}")
     lines = read_text(path).splitlines()

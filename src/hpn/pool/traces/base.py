@@ -40,6 +40,7 @@ class Trace:
 
     @property
     def duration(self) -> float:
+        """Time of the last arrival, s (0 for no request)."""
         return float(self.arrival[-1]) if len(self) else 0.0
 
     @staticmethod
@@ -58,6 +59,18 @@ class Trace:
         )
 
     def select(self, mask: np.ndarray) -> Trace:
+        """The requests where `mask` holds (models and rates kept).
+
+        Parameters
+        ----------
+        mask
+            Boolean per request.
+
+        Returns
+        -------
+        Trace
+            The selection.
+        """
         return Trace(
             self.arrival[mask],
             self.model[mask],
@@ -70,6 +83,23 @@ class Trace:
 
 
 def read_text(path: str | Path) -> str:
+    """A trace file's text.
+
+    Parameters
+    ----------
+    path
+        The file.
+
+    Returns
+    -------
+    str
+        Its text.
+
+    Raises
+    ------
+    InputError
+        When the file is missing or not UTF-8.
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError(str(path), "no such file")
@@ -85,6 +115,24 @@ MAX_TOKENS = 2**20  # tokens in one request's prompt or output: past any model's
 def parse_int(
     text: str, where: str, column: str, minimum: int = 0, maximum: int = MAX_TOKENS
 ) -> int:
+    """An integer cell in ``[minimum, maximum]``.
+
+    Parameters
+    ----------
+    text
+        The cell.
+    where
+        ``file:line``, named in errors.
+    column
+        Column name, in errors.
+    minimum, maximum
+        Bounds.
+
+    Returns
+    -------
+    int
+        The value.
+    """
     try:
         v = int(text.strip())
     except ValueError:
@@ -95,12 +143,38 @@ def parse_int(
 
 
 def require_rows(path: str | Path, n: int) -> None:
-    """Refuse a trace file with a header and no request."""
+    """Refuse a trace file with a header and no request.
+
+    Parameters
+    ----------
+    path
+        The file.
+    n
+        Requests read.
+    """
     if n == 0:
         raise InputError(str(path), "no requests (the file has only its header)")
 
 
 def parse_float(text: str, where: str, column: str, minimum: float = 0.0) -> float:
+    """A finite number cell, at least `minimum`.
+
+    Parameters
+    ----------
+    text
+        The cell.
+    where
+        ``file:line``, named in errors.
+    column
+        Column name, in errors.
+    minimum
+        Lower bound.
+
+    Returns
+    -------
+    float
+        The value.
+    """
     try:
         v = float(text.strip())
     except ValueError:

@@ -29,7 +29,18 @@ COLUMNS = ("window start", "rate", "cv", "pattern", "shape", "scale")
 
 
 def read_windows(path: str | Path) -> list[tuple[float, float, str, float, float]]:
-    """(start, rate, pattern, shape, scale) of every active window."""
+    """(start, rate, pattern, shape, scale) of every active window.
+
+    Parameters
+    ----------
+    path
+        A ServeGen ``chunk-*-trace.csv``.
+
+    Returns
+    -------
+    list of tuple
+        One per window with a rate > 0.
+    """
     out = []
     for no, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
@@ -72,7 +83,18 @@ def _pmf(text: object, where: str) -> Pmf | None:
 
 
 def read_dataset(path: str | Path) -> list[tuple[float, Pmf, Pmf]]:
-    """Sorted (window start, input PMF, output PMF) of windows that have data."""
+    """Sorted (window start, input PMF, output PMF) of windows that have data.
+
+    Parameters
+    ----------
+    path
+        A ServeGen dataset JSON keyed by window start.
+
+    Returns
+    -------
+    list of tuple
+        One per window with both length distributions.
+    """
     try:
         doc = json.loads(read_text(path))
     except json.JSONDecodeError as e:
@@ -98,6 +120,27 @@ def read_dataset(path: str | Path) -> list[tuple[float, Pmf, Pmf]]:
 
 
 def client_arrivals(windows, t0: float, t1: float, rng: np.random.Generator, scale: float = 1.0):
+    """One client's arrival times in ``[t0, t1)`` from its windows' inter-arrival laws.
+
+    Each window gets ``ceil(rate * scale * WINDOW)`` gaps (Gamma, Weibull or exponential)
+    stretched to fill it.
+
+    Parameters
+    ----------
+    windows
+        Rows of :func:`read_windows`.
+    t0, t1
+        Time span, s.
+    rng
+        Random generator.
+    scale
+        Rate multiplier.
+
+    Returns
+    -------
+    numpy.ndarray
+        Arrival times, s.
+    """
     times = []
     for start, rate, pattern, shape, sc in windows:
         if start + WINDOW <= t0 or start >= t1:
@@ -127,7 +170,23 @@ def read_servegen(
 ) -> Trace:
     """Arrivals of each client trace in [start, start+duration), shifted to start at 0.
 
-    `paths`: trace CSV files or folders holding ``chunk-*-trace.csv``.
+    Parameters
+    ----------
+    paths
+        Trace CSV files or folders holding ``chunk-*-trace.csv``.
+    start, duration
+        The span read, s.
+    seed
+        Seed of arrivals and lengths.
+    rate_scale
+        Rate multiplier.
+    max_len
+        Most prompt + output tokens.
+
+    Returns
+    -------
+    Trace
+        One model per client trace.
     """
     files: list[Path] = []
     for p in [paths] if isinstance(paths, str | Path) else paths:

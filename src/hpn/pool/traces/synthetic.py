@@ -27,7 +27,24 @@ def sample_lengths(
     out_scale: float = 1.0,
     max_len: int = 4096,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """`n` (input, output) length pairs, ShareGPT-like."""
+    """`n` (input, output) length pairs, ShareGPT-like.
+
+    Parameters
+    ----------
+    rng
+        Random generator.
+    n
+        Pairs.
+    in_scale, out_scale
+        Multipliers of prompt and output lengths.
+    max_len
+        Most prompt + output tokens.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(input_len, output_len)``.
+    """
     q = length_quantiles()
     u = rng.random((2, n))
     inp = np.interp(u[0], q["quantiles"], q["input"]) * in_scale
@@ -38,7 +55,24 @@ def sample_lengths(
 
 
 def arrivals(rng: np.random.Generator, rate: float, duration: float, cv: float = 1.0):
-    """Arrival times in [0, duration): Poisson (cv=1) or Gamma renewal with that CV."""
+    """Arrival times in [0, duration): Poisson (cv=1) or Gamma renewal with that CV.
+
+    Parameters
+    ----------
+    rng
+        Random generator.
+    rate
+        Req/s.
+    duration
+        Seconds.
+    cv
+        Coefficient of variation of the gaps.
+
+    Returns
+    -------
+    numpy.ndarray
+        Times, ascending.
+    """
     if rate <= 0 or duration <= 0:
         return np.empty(0)
     n = int(rate * duration * 1.5 + 10 * np.sqrt(rate * duration) + 10)
@@ -58,13 +92,52 @@ def arrivals(rng: np.random.Generator, rate: float, duration: float, cv: float =
 
 
 def zipf_shares(models: int, s: float) -> np.ndarray:
+    """Request shares of `models` models under Zipf(`s`), most popular first.
+
+    Parameters
+    ----------
+    models
+        Number of models.
+    s
+        Exponent.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shares summing to 1.
+
+    Examples
+    --------
+    >>> zipf_shares(3, 1.0).round(4).tolist()
+    [0.5455, 0.2727, 0.1818]
+    """
     w = np.arange(1, models + 1, dtype=float) ** -s
     return w / w.sum()
 
 
 def calibrate_zipf(models: int, tail_models: float = 0.941, tail_requests: float = 0.0135):
     """Zipf exponent s such that the least popular `tail_models` share of models receive
-    `tail_requests` of the requests (Aegaeon §1: 94.1 % of models get 1.35 %)."""
+    `tail_requests` of the requests (Aegaeon §1: 94.1 % of models get 1.35 %).
+
+    Parameters
+    ----------
+    models
+        Number of models.
+    tail_models
+        Share of models in the tail.
+    tail_requests
+        Share of requests they receive.
+
+    Returns
+    -------
+    float
+        The exponent (bisection).
+
+    Raises
+    ------
+    InputError
+        When there are too few models for such a tail.
+    """
     n_tail = int(round(tail_models * models))
     if not 0 < n_tail < models:
         raise InputError("models", "too few models to calibrate a long tail")
@@ -91,7 +164,32 @@ def from_rates(
     max_len: int = 4096,
 ) -> Trace:
     """A trace with one arrival process per model at the given rates (req/s); prompt +
-    output is clipped to `max_len` (and to each model's context window)."""
+    output is clipped to `max_len` (and to each model's context window).
+
+    Parameters
+    ----------
+    rates
+        Rate of each model, req/s.
+    kinds
+        Catalog kind of each model.
+    duration
+        Seconds.
+    seed
+        Seed.
+    names
+        Model names; None: ``model_00``, ...
+    cv
+        Coefficient of variation of the gaps.
+    in_scale, out_scale
+        Multipliers of prompt and output lengths.
+    max_len
+        Most prompt + output tokens.
+
+    Returns
+    -------
+    Trace
+        The requests; the rates are declared.
+    """
     if duration <= 0:
         raise InputError("duration", "must be > 0")
     if cv <= 0:
@@ -126,6 +224,30 @@ def market(
     """M models at `rate` req/s each (uniform) or M*rate in total split by Zipf(`zipf`).
 
     Model kinds default to the artifact's 60/20/20 7B/9B/13B mapping (index mod 10).
+
+    Parameters
+    ----------
+    models
+        M.
+    rate
+        Req/s per model (the mean, with Zipf).
+    duration
+        Seconds.
+    seed
+        Seed.
+    zipf
+        Zipf exponent; None: every model at `rate`.
+    kinds
+        Catalog kind of each model; None: the artifact's mapping.
+    cv
+        Coefficient of variation of the gaps.
+    in_scale, out_scale
+        Multipliers of prompt and output lengths.
+
+    Returns
+    -------
+    Trace
+        The requests.
     """
     if models < 1:
         raise InputError("models", f"must be >= 1, got {models}")

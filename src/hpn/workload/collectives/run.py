@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -13,6 +13,19 @@ from hpn.workload.collectives.algorithms import ALGORITHMS, add_collective, comm
 from hpn.workload.collectives.context import Ctx, Params
 from hpn.workload.collectives.ops import bandwidths, get_op
 from hpn.workload.collectives.placement import place
+
+
+class SizeResult(TypedDict):
+    """One size of a sweep: nccl-tests' figures (GB/s = 1e9 bytes/s) of the slowest job."""
+
+    size_bytes: int
+    time_s: float
+    algbw_GBps: float
+    busbw_GBps: float
+    flows: int
+    per_job_busbw_GBps: NotRequired[list[float]]  # with several jobs
+    mean_busbw_GBps: NotRequired[float]
+    algo: NotRequired[str]  # with ``algo="auto"``: the fastest algorithm at this size
 
 
 def collective_dag(
@@ -41,7 +54,9 @@ def _implements(a, op: str) -> bool:
     return (op == "multi-allreduce" and "allreduce" in a.ops) or op in a.ops
 
 
-def _one(fabric, op, size, gpus, per_host, algo, router, seed, params, jobs):
+def _one(
+    fabric, op, size, gpus, per_host, algo, router, seed, params, jobs
+) -> tuple[SizeResult, np.ndarray]:
     from hpn.engine import simulate
 
     ctx, marks, ranks = collective_dag(fabric, op, size, gpus, per_host, algo, params, jobs)
@@ -49,13 +64,12 @@ def _one(fabric, op, size, gpus, per_host, algo, router, seed, params, jobs):
     n = comm_size(op, ranks)
     times = [float(res.task_finish[e] - res.task_start[s]) for s, e in marks]
     bws = [bandwidths(op, size, t, n) for t in times]
-    row = {
+    row: SizeResult = {
         "size_bytes": int(size),
         "time_s": float(np.max(times)),
         "algbw_GBps": float(min(b[0] for b in bws)) / 1e9,
         "busbw_GBps": float(min(b[1] for b in bws)) / 1e9,
         "flows": len(res.size),
-        "_algo": algo or get_op(op).default_algo,
     }
     if jobs > 1:
         row["per_job_busbw_GBps"] = [b[1] / 1e9 for b in bws]
@@ -86,11 +100,11 @@ def sweep(
     t0 = time.perf_counter()
     get_op(op)
     router = router_for(fabric, routing, seed=seed, hashing=hashing)
-    rows = []
+    rows: list[SizeResult] = []
     auto = algo == "auto"
     names = [a.name for a in ALGORITHMS.values() if _implements(a, op)] if auto else [algo]
     for size in sizes:
-        best = None
+        best: tuple[SizeResult, np.ndarray, str | None] | None = None
         for name in names:
             try:
                 row, ranks = _one(
@@ -101,14 +115,12 @@ def sweep(
                     raise
                 continue  # e.g. hd on a rank count that is not a power of two
             if best is None or row["time_s"] < best[0]["time_s"]:
-                best = (row, ranks)
+                best = (row, ranks, name)
         if best is None:
             raise InputError("algo", f"no algorithm implements {op} on {gpus} GPUs")
-        row, ranks = best
-        if auto:
-            row["algo"] = row.pop("_algo")
-        else:
-            row.pop("_algo")
+        row, ranks, best_name = best
+        if auto and best_name is not None:  # auto: every name is an algorithm's
+            row["algo"] = best_name
         rows.append(row)
     return {
         "op": op,

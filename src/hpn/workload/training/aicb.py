@@ -81,6 +81,8 @@ def read_aicb(path: str | Path) -> tuple[dict[str, int], list[list[str]]]:
 
 
 def plan_from_aicb(job: JobConfig) -> JobPlan:
+    if job.aicb is None:
+        raise InputError("aicb", "no AICB workload file given")
     keys, recs = read_aicb(job.aicb)
     tp = keys.get("model_parallel_NPU_group", 1) or 1
     pp, ep, ga = keys.get("pp", 1) or 1, keys.get("ep", 1) or 1, keys.get("ga", 1) or 1

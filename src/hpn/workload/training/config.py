@@ -113,7 +113,7 @@ class JobConfig(Model):
         p, m = self.parallel, self.model
         if p.dp is None and self.gpus is None:
             raise ValueError("give gpus or parallel.dp")
-        dp = p.dp or self.gpus // (p.tp * p.pp)
+        dp = p.dp if p.dp is not None else (self.gpus or 0) // (p.tp * p.pp)
         gpus = self.gpus or p.tp * p.pp * dp
         if p.tp * p.pp * dp != gpus:
             raise ValueError(f"tp x pp x dp = {p.tp * p.pp * dp} must equal gpus = {gpus}")

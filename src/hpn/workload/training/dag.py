@@ -42,7 +42,8 @@ class TpTimer:
     """Time of each distinct in-host TP collective, simulated once on the fabric alone."""
 
     def __init__(self, fabric: Fabric, router):
-        self.fabric, self.router, self.cache = fabric, router, {}
+        self.fabric, self.router = fabric, router
+        self.cache: dict[tuple, float] = {}
 
     def __call__(self, ops, ranks: np.ndarray, algo: str, p: Params) -> float:
         from hpn.engine import simulate

@@ -64,6 +64,7 @@ def plan_from_model(job: JobConfig) -> JobPlan:
     layer_params = (4 * h * h + ffn_params) / p.tp
     per = m.layers // p.pp
     act = b * s * h * bw  # one activation tensor of a micro-batch
+    tp_ops: list[tuple[str, float]]
     if p.sequence_parallel:
         tp_ops = [("allgather", act), ("reducescatter", act)] * 2
     else:

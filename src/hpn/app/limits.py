@@ -1,0 +1,333 @@
+"""The stated limits of every command: one table, checked before any work.
+
+A :class:`Limit` bounds one size of a command's config (models, GPUs, requests, simulated time,
+faults, flaps, ...). :meth:`hpn.app.base.Command.parse` checks the command's limits right after
+validating its config, so the CLI, sweeps (every point, before the first runs) and the dashboard
+(when a job is submitted) refuse the same configs, with the same one line. The bounds are sized
+so that a run finishes in minutes and a few GB on one core; ``--allow-large`` (CLI only, never
+the dashboard) raises a limit to its ``large`` bound where a bigger run still makes sense.
+
+Bounds that are validity, not size (``segments >= 1``, ``port 0 or 1``), stay on the config
+models; fabric sizes are bounded by the switch chips' port budgets (:mod:`hpn.topology.budget`).
+:func:`describe` gives the text each command's help and ``docs/reference/cli.md`` show.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hpn.errors import InputError
+
+DAY = 86_400.0
+
+
+def _count(v: float) -> str:
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:,.4g}"
+
+
+def _duration(v: float) -> str:
+    from hpn.units import format_duration
+
+    return format_duration(v)
+
+
+def _size(v: float) -> str:
+    from hpn.units import format_size
+
+    return format_size(v)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """An upper bound on one size of a command's config.
+
+    Parameters
+    ----------
+    field
+        The config field the error names (``pool.models``; the CLI reports the flag typed).
+    what
+        What is bounded, as the message and the docs say it (``models``).
+    hi
+        The bound everyone gets (CLI, sweeps, dashboard).
+    large
+        The bound with ``--allow-large`` (None: no override).
+    measure
+        ``measure(config) -> value`` (None: the field's own value; a None value is not checked).
+    unit
+        ``""`` (a count), ``"s"`` (a duration) or ``"B"`` (bytes): how values are printed.
+    """
+
+    field: str
+    what: str
+    hi: float
+    large: float | None = None
+    measure: Callable[[Any], float | None] | None = None
+    unit: str = ""
+
+    def fmt(self, v: float) -> str:
+        return {"s": _duration, "B": _size}.get(self.unit, _count)(v)
+
+    def value(self, cfg: Any) -> float | None:
+        if self.measure is not None:
+            return self.measure(cfg)
+        obj = cfg
+        for part in self.field.split("."):
+            obj = getattr(obj, part, None)
+        return obj
+
+    def check(self, cfg: Any, allow_large: bool = False) -> None:
+        v = self.value(cfg)
+        if v is None:
+            return
+        hi = self.large if allow_large and self.large is not None else self.hi
+        if v > hi:
+            more = (
+                f" (--allow-large: {self.fmt(self.large)})"
+                if self.large and hi < self.large
+                else ""
+            )
+            raise InputError(
+                self.field, f"{self.what} must be <= {self.fmt(hi)}{more}, got {self.fmt(v)}"
+            )
+
+    def text(self) -> str:
+        more = f" ({self.fmt(self.large)} with --allow-large)" if self.large else ""
+        return f"{self.what} <= {self.fmt(self.hi)}{more}"
+
+
+# --- measures ----------------------------------------------------------------------------------
+
+
+def _span(text: str | None) -> float | None:
+    from hpn.units import parse_duration
+
+    if text is None:
+        return None
+    try:
+        return parse_duration(text, "duration")
+    except InputError:
+        return None  # malformed: reported where the service reads it
+
+
+def _pool_span(cfg: Any) -> float | None:
+    return _span(cfg.pool.duration)
+
+
+def _pool_requests(cfg: Any) -> float | None:
+    """Synthetic requests: models x rate x duration (the trace a run simulates)."""
+    p = cfg.pool
+    span = _span(p.duration)
+    if p.models is None or span is None or p.trace is not None:
+        return None
+    return p.models * p.rate * span
+
+
+def _goodput_models() -> int:
+    import inspect
+
+    from hpn.pool.search import goodput
+
+    return int(inspect.signature(goodput).parameters["limit"].default)
+
+
+def _goodput_requests(cfg: Any) -> float | None:
+    span = _span(cfg.pool.duration)
+    return None if span is None else _goodput_models() * cfg.pool.rate * span
+
+
+def _mix_requests(cfg: Any) -> float | None:
+    from hpn.pool.mixes import load_mix
+
+    span = _span(cfg.pool.duration)
+    if span is None:
+        return None
+    try:
+        mix = load_mix(cfg.pool.mix)
+    except InputError:
+        return None  # reported by the service, naming the file
+    return float(sum(mix.rates)) * span
+
+
+def _faults(cfg: Any) -> list[Any]:
+    from hpn.failures.faults import parse_fault
+
+    return [parse_fault(f) for f in cfg.fail.faults]
+
+
+def _fault_count(cfg: Any) -> float:
+    return len(cfg.fail.faults)
+
+
+def _outages(cfg: Any) -> float:
+    return sum(f.count for f in _faults(cfg))
+
+
+def _fault_end(cfg: Any) -> float:
+    ends = [b if math.isfinite(b) else a for f in _faults(cfg) for a, b in f.windows()]
+    return max(ends, default=0.0)
+
+
+def _fail_duration(cfg: Any) -> float | None:
+    return cfg.fail.duration
+
+
+def _micro_batches(cfg: Any) -> float:
+    """The most micro-batches one pipeline of a job runs in an iteration."""
+    most = 0.0
+    for job in cfg.job:
+        p = job.parallel
+        dp = p.dp or ((job.gpus or p.tp * p.pp) // (p.tp * p.pp)) or 1
+        most = max(most, p.global_batch / (dp * p.micro_batch))
+    return most
+
+
+def _sizes(cfg: Any) -> list[float]:
+    from hpn.units import parse_size_list
+
+    try:
+        return parse_size_list(cfg.collective.sizes, "sizes")
+    except InputError:
+        return []
+
+
+def _size_count(cfg: Any) -> float:
+    return len(_sizes(cfg))
+
+
+def _largest_size(cfg: Any) -> float | None:
+    return max(_sizes(cfg), default=None)
+
+
+def _traffic_size(cfg: Any) -> float | None:
+    from hpn.units import parse_size
+
+    try:
+        return parse_size(cfg.traffic.size, "size")
+    except InputError:
+        return None
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+MAX_MODELS = 1_000
+MAX_GPUS = 4_096
+MAX_SPAN = DAY
+
+_POOL_GPUS = tuple(
+    Limit(f"pool.{name}", f"{what}GPUs", MAX_GPUS, 65_536)
+    for name, what in (("gpus", ""), ("prefill_gpus", "prefill "), ("decode_gpus", "decode "))
+)
+_POOL_SPAN = Limit("pool.duration", "trace length", MAX_SPAN, 30 * DAY, _pool_span, "s")
+_REQUESTS = 2_000_000
+_FAULT_TIME = Limit(
+    "fail.faults", "fault times (at + repair, last flap)", DAY, 30 * DAY, _fault_end, "s"
+)
+
+LIMITS: dict[str, tuple[Limit, ...]] = {
+    "pool simulate": (
+        Limit("pool.models", "models", MAX_MODELS, 100_000),
+        *_POOL_GPUS,
+        _POOL_SPAN,
+        Limit(
+            "pool.duration",
+            "synthetic requests (models x rate x duration)",
+            _REQUESTS,
+            100_000_000,
+            _pool_requests,
+        ),
+    ),
+    "pool goodput": (
+        *_POOL_GPUS,
+        _POOL_SPAN,
+        Limit(
+            "pool.duration",
+            "requests per tried market (1,024 models x rate x duration)",
+            _REQUESTS,
+            100_000_000,
+            _goodput_requests,
+        ),
+    ),
+    "pool capacity": (
+        _POOL_SPAN,
+        Limit(
+            "pool.duration",
+            "requests (the mix's rates x duration)",
+            _REQUESTS,
+            100_000_000,
+            _mix_requests,
+        ),
+    ),
+    "fail": (
+        Limit("fail.faults", "faults", 64, 4_096, _fault_count),
+        Limit("fail.faults", "outages (one per fault, count per flap)", 256, 100_000, _outages),
+        _FAULT_TIME,
+        Limit("fail.duration", "simulated time", DAY, 30 * DAY, _fail_duration, "s"),
+    ),
+    "train": (
+        Limit("job", "jobs", 16, 256, lambda c: len(c.job)),
+        Limit(
+            "job.parallel.global_batch", "micro-batches per pipeline", 4_096, 65_536, _micro_batches
+        ),
+    ),
+    "collective": (
+        Limit("collective.sizes", "sizes", 64, 1_024, _size_count),
+        Limit("collective.sizes", "message size", 2**40, None, _largest_size, "B"),
+        Limit("collective.jobs", "jobs", 64, 1_024),
+    ),
+    "traffic": (Limit("traffic.size", "flow size", 2**40, None, _traffic_size, "B"),),
+    "reliability": (
+        Limit("reliability.trials", "trials", 100_000, 10_000_000),
+        Limit("reliability.months", "months", 120, 1_200),
+    ),
+}
+"""Each command's size limits (commands not listed are bounded by their config models)."""
+
+
+def limits_of(command: str) -> tuple[Limit, ...]:
+    return LIMITS.get(command, ())
+
+
+def check_fabric(spec: Any) -> None:
+    """Refuse a fabric spec past its switch chips' port budgets (what building it would refuse,
+    without building it)."""
+    preset = getattr(spec, "preset", None)
+    try:
+        if preset in ("hpn", "rail-only"):
+            from hpn.topology.hpn import hpn_shape
+
+            hpn_shape(spec)
+        elif preset == "dcn-plus":
+            from hpn.topology.clos3 import check_shape
+            from hpn.topology.dcn_plus import dcn_shape
+
+            check_shape(dcn_shape(spec), spec.pods, "")
+    except InputError as e:  # name the field that asks too much of the tier
+        field = _TIER_FIELD.get(e.field)
+        if field is None:
+            raise
+        raise InputError(field, f"the {e.field} tier {e.message}") from None
+
+
+_TIER_FIELD = {"core": "fabric.pods", "agg": "fabric.segments"}
+
+
+def check(command: str, cfg: Any, allow_large: bool = False) -> None:
+    """Refuse ``cfg`` (a parsed config of ``command``) past one of its limits (InputError)."""
+    if getattr(cfg, "fabric", None) is not None:
+        check_fabric(cfg.fabric)
+    for lim in limits_of(command):
+        lim.check(cfg, allow_large)
+
+
+def describe(command: str) -> str:
+    """One line of the command's limits, for its help and the reference (empty: none)."""
+    rows = limits_of(command)
+    return "Limits: " + "; ".join(lim.text() for lim in rows) + "." if rows else ""
+
+
+def overridable(command: str) -> bool:
+    """Whether ``--allow-large`` raises one of the command's limits."""
+    return any(lim.large is not None for lim in limits_of(command))

@@ -1,0 +1,224 @@
+"""Glue between the routers and the compiled kernels of :mod:`hpn.routing.kernels`: the
+arrays a kernel takes, the candidate-list store it fills, the errors it reports.
+
+A router's :meth:`~hpn.routing.shortest.EcmpRouter.kernel_spec` says how it chooses (a
+:class:`FlowSpec`); :func:`route_compiled` walks flows with it, :func:`search_compiled` runs
+HPN's candidate rounds. Both give exactly what the numpy code gives (tests check it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hpn.errors import InputError
+from hpn.routing import kernels as K
+from hpn.routing.base import Paths
+from hpn.routing.cache import per_fabric
+from hpn.topology.fabric import NodeKind
+
+if TYPE_CHECKING:
+    from hpn.topology import Fabric  # (the graph and walk are hpn.routing.shortest's)
+
+
+_ROLES = {NodeKind.TOR: 1, NodeKind.AGG: 2, NodeKind.CORE: 3, NodeKind.NVSWITCH: 4}
+_MEMO_MAX = 1 << 27  # (switch, class) memo entries at most (int32 each); beyond: no memo
+
+
+@dataclass(frozen=True, eq=False)
+class FlowSpec:
+    """How a router chooses (``hs``: the kernel's hash settings) and every flow's 5-tuple
+    fields and connection key (int64 arrays)."""
+
+    hs: tuple
+    s_ip: np.ndarray
+    d_ip: np.ndarray
+    sport: np.ndarray
+    conn: np.ndarray
+
+    def take(self, idx: np.ndarray) -> FlowSpec:
+        return FlowSpec(self.hs, self.s_ip[idx], self.d_ip[idx], self.sport[idx], self.conn[idx])
+
+
+@per_fabric
+def _node_arrays(fabric: Fabric) -> tuple[np.ndarray, ...]:
+    """(role per node: 0 endpoint, 1 ToR, 2 Agg, 3 core, 4 NVSwitch; pod; link src, dst,
+    port as int64)."""
+    kind = fabric.nodes.kind
+    role = np.zeros(fabric.num_nodes, np.int64)
+    for k, v in _ROLES.items():
+        role[kind == k] = v
+    lk = fabric.links
+    return (
+        role,
+        fabric.nodes.pod.astype(np.int64),
+        lk.src.astype(np.int64),
+        lk.dst.astype(np.int64),
+        lk.port.astype(np.int64),
+    )
+
+
+def _empty() -> np.ndarray:
+    return np.zeros(1, np.int64)
+
+
+def uniform_spec(seed: int, keys: np.ndarray) -> FlowSpec:
+    """The ``random`` policy: a uniform draw from (seed, key, hop) at every hop."""
+    z, n = _empty(), len(keys)
+    hs = (
+        K.MODE_UNIFORM, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), z, np.zeros(1, np.uint64),
+        z, z, z, 0, False, K.hash_tables()[:1], False, z, z, z, 1, z,
+    )  # fmt: skip
+    zero = np.zeros(n, np.int64)
+    return FlowSpec(hs, zero, zero, zero, np.asarray(keys, np.int64))
+
+
+def hash_spec(
+    fabric: Fabric,
+    cfg: Any,
+    seed: int,
+    node_seed: np.ndarray,
+    tuples: Any,
+    conn: np.ndarray,
+    core_ports: Any = None,
+) -> FlowSpec:
+    """:class:`~hpn.routing.ecmp.HashEcmpRouter`'s choice: ``cfg`` its HashConfig,
+    ``node_seed`` every node's switch seed, ``tuples`` the flows' TupleBytes, ``core_ports``
+    (in-rank per link, the cores' port CSR) where cores map ports."""
+    role, pod, *_ = _node_arrays(fabric)
+    bond = {"l34": K.BOND_L34, "rr": K.BOND_RR}.get(cfg.bond_hash, K.BOND_HASH)
+    codes = np.array(
+        [K.HASH_CODES.get(cfg.bond_hash, 0)]
+        + [K.HASH_CODES[h] for h in (cfg.tor_hash, cfg.agg_hash, cfg.core_hash)]
+        + [0],
+        np.int64,
+    )
+    offs = np.array([0, cfg.tor_offset, cfg.agg_offset, cfg.core_offset, 0], np.int64)
+    lag_offs = np.array(
+        [0, cfg.tor_lag_offset, cfg.agg_lag_offset, cfg.core_lag_offset, 0], np.int64
+    )
+    if cfg.core_port_map:
+        in_rank, (c_off, c_links, pods) = core_ports
+    else:
+        in_rank, c_off, c_links, pods = _empty(), _empty(), _empty(), 1
+    hs = (
+        K.MODE_HASH, np.asarray(seed, np.uint64)[()], role,
+        np.asarray(node_seed, np.uint64), codes, offs, lag_offs, bond, bool(cfg.lag),
+        K.hash_tables(), bool(cfg.core_port_map), np.asarray(in_rank, np.int64),
+        np.asarray(c_off, np.int64), np.asarray(c_links, np.int64), int(pods), pod,
+    )  # fmt: skip
+    (s_ip, _), (d_ip, _), _, (sport, _), _ = tuples.fields
+    return FlowSpec(
+        hs,
+        s_ip.astype(np.int64),
+        d_ip.astype(np.int64),
+        np.asarray(sport).astype(np.int64),
+        np.asarray(conn, np.int64),
+    )
+
+
+class Store:
+    """The kernels' candidate lists (shared when equal) and the (switch, class) memo, for
+    the destination classes of one walk; grown (and refilled) when a kernel fills it."""
+
+    def __init__(self, fabric: Fabric, g: Any, walk: Any, size: int | None = None):
+        _, _, src, dst, _ = _node_arrays(fabric)
+        self.graph = (
+            g.fwd, g.out_off, g.out_ids, g.comp, g.att_off, g.att_ids, src, dst,
+            np.ascontiguousarray(walk.flat.reshape(-1, walk.nsig).T).ravel(), g.m + 1,
+            np.asarray(walk.out_comp // walk.nsig, np.int64),
+        )  # fmt: skip  # the distances class by class (a class's row stays in cache)
+        deg = np.diff(g.out_off)
+        self.scratch = np.zeros(3 * int(deg.max(initial=1)) + 16, np.int64)
+        cells = (g.m + 1) * walk.nsig
+        self.memo_size = cells if cells <= _MEMO_MAX else 0
+        self._alloc(size or max(1 << 12, len(g.out_ids)))
+
+    def _alloc(self, s: int) -> None:
+        self.size = s
+        h = 1 << int(np.ceil(np.log2(2 * s + 2)))
+        self.lists = (
+            *(np.zeros(s, np.int64) for _ in range(8)),
+            np.full(h, -1, np.int64),
+        )
+        self.state = np.zeros(3, np.int64)
+        self.memo = np.full(self.memo_size, -1, np.int32)
+
+    def grow(self) -> None:
+        self._alloc(2 * self.size)
+
+    def args(self) -> tuple:
+        return self.graph, self.lists, self.state, self.memo, self.scratch
+
+
+def _store(fabric: Fabric, g: Any, walk: Any) -> Store:
+    store = getattr(walk, "store", None)
+    if store is None:
+        store = walk.store = Store(fabric, g, walk)  # type: ignore[attr-defined]
+    return store
+
+
+class NoPath(Exception):
+    """The search found a pair without a path (``pair``: its index)."""
+
+    def __init__(self, pair: int):
+        super().__init__(pair)
+        self.pair = pair
+
+
+def _raise(status: int, i: int, src: np.ndarray) -> None:
+    if status == K.NO_PATH:
+        raise InputError(
+            "routing", f"no path from node {int(src[i])} (flow {i}) to its destination"
+        )
+    raise InputError("routing", "inconsistent distances (no next hop)")
+
+
+def route_compiled(
+    fabric: Fabric, g: Any, walk: Any, uinv: np.ndarray, src, dst, spec: FlowSpec
+) -> Paths:
+    """The paths of flows ``src -> dst`` (destination classes ``uinv`` of ``walk``)."""
+    store = _store(fabric, g, walk)
+    run = K.kernel("route")
+    while True:
+        graph, lists, state, memo, scr = store.args()
+        status, i, offsets, links = run(
+            np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(uinv, np.int64),
+            spec.s_ip, spec.d_ip, spec.sport, spec.conn, graph, spec.hs, lists, state, memo,
+            scr,
+        )  # fmt: skip
+        if status != K.FULL:
+            break
+        store.grow()
+    if status != K.OK:
+        _raise(status, i, src)
+    return Paths(offsets, links)
+
+
+def search_compiled(
+    fabric: Fabric, g: Any, walk: Any, p_u: np.ndarray, pairs, spec: FlowSpec, **kw
+) -> tuple:
+    """HPN's candidate rounds for ``pairs`` (dict of per-pair arrays); (items, count,
+    found per plane) as :class:`hpn.routing.hpn_select._Found` records them."""
+    store = _store(fabric, g, walk)
+    run = K.kernel("search")
+    port = _node_arrays(fabric)[4]
+    while True:
+        graph, lists, state, memo, scr = store.args()
+        out = run(
+            pairs["src"], pairs["dst"], np.asarray(p_u, np.int64), spec.s_ip, spec.d_ip,
+            pairs["start"], pairs["per_plane"], pairs["ports"], pairs["nv0"], pairs["nv1"],
+            int(kw["first_round"]), int(kw["max_candidates"]), port, graph, spec.hs, lists,
+            state, memo, scr,
+        )  # fmt: skip
+        if out[0] != K.FULL:
+            break
+        store.grow()
+    status, i, pair, sport, plane, uplink, count, per_plane = out
+    if status == K.NO_PATH:
+        raise NoPath(int(i))
+    if status != K.OK:
+        _raise(status, i, pairs["src"])
+    return (pair, sport.astype(np.uint32), plane, uplink), count, per_plane
