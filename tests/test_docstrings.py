@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-PACKAGES = ("hpn.topology", "hpn.pool")
+PACKAGES = ("hpn.topology", "hpn.engine", "hpn.pool")
 # module-level public functions taking arguments must have a Parameters section here
-PARAMETERS_REQUIRED = ("hpn.topology", "hpn.pool")
+PARAMETERS_REQUIRED = ("hpn.topology", "hpn.engine", "hpn.pool")
 DOCTEST_MODULES = ("hpn.registry",)  # outside the packages, with examples
 
 _SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}$", re.M)
@@ -72,7 +72,8 @@ def _signature_names(obj: Any) -> list[str] | None:
         sig = inspect.signature(obj.fget if isinstance(obj, property) else obj)
     except (TypeError, ValueError):
         return None
-    return [p for p in sig.parameters if p not in ("self", "cls")]
+    names = list(sig.parameters)
+    return names[1:] if names[:1] == ["self"] else names  # classmethods come bound
 
 
 _ALL = [(pkg, m) for pkg in PACKAGES for m in _modules(pkg)]

@@ -134,14 +134,18 @@ class Store:
         self.scratch = np.zeros(3 * int(deg.max(initial=1)) + 16, np.int64)
         cells = (g.m + 1) * walk.nsig
         self.memo_size = cells if cells <= _MEMO_MAX else 0
-        self._alloc(size or max(1 << 12, len(g.out_ids)))
+        self._alloc(size or max(1 << 12, len(g.out_ids) // 2))
 
     def _alloc(self, s: int) -> None:
         self.size = s
         h = 1 << int(np.ceil(np.log2(2 * s + 2)))
         self.lists = (
-            *(np.zeros(s, np.int64) for _ in range(8)),
-            np.full(h, -1, np.int64),
+            np.zeros(K._ENT * s, np.int64),  # entries
+            np.zeros(s, np.int64),  # entry positions by neighbour group
+            np.zeros(K._REC * s, np.int64),  # list records
+            np.zeros(s, np.int64),  # group starts
+            np.zeros(s, np.int64),  # group sizes
+            np.full(h, -1, np.int64),  # hash table of the lists
         )
         self.state = np.zeros(3, np.int64)
         self.memo = np.full(self.memo_size, -1, np.int32)
