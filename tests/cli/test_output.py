@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hpn.cli.output import display
+from hpn.app.display import display
 from tests.cli.harness import invoke
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,30 +26,9 @@ def emit_json(obj: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(obj, default=json_default, indent=2) + "\n")
 
 
-def display(v: Any) -> str:
-    """A value as a terminal shows it: floats rounded to 4 significant digits (display only;
-    ``--json`` and stored results keep full precision), thousands separated, a dict as
-    ``key value, ...``, a list comma-separated, None as ``-``."""
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            return str(v)
-        if v.is_integer() and abs(v) < 1e15:
-            return f"{int(v):,}"
-        return f"{v:,.1f}" if abs(v) >= 1000 else f"{v:.4g}"
-    if isinstance(v, dict):
-        return ", ".join(f"{k} {display(x)}" for k, x in v.items()) or "-"
-    if isinstance(v, list | tuple):
-        return ", ".join(display(x) for x in v) or "-"
-    return str(v)
-
-
 def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
+    from hpn.app.display import display
+
     table = Table(title=title, show_header=False, title_justify="left", min_width=len(title) + 2)
     table.add_column("field", style="bold")
     table.add_column("value", justify="right")
