@@ -155,8 +155,11 @@ def cli_markdown() -> str:
         for p in cmd.params:
             if p.name == "help":
                 continue
-            names = ", ".join(f"`{o}`" for o in p.opts) if p.opts else f"`{p.name}`"
             kind = "option" if getattr(p, "param_type_name", "") == "option" else "argument"
+            if kind == "argument":
+                names = f"`{p.metavar or p.name}`"
+            else:
+                names = ", ".join(f"`{o}`" for o in p.opts) if p.opts else f"`{p.name}`"
             helptext = " ".join((getattr(p, "help", None) or "").split()).replace("\\[", "[")
             helptext = helptext.replace("|", "\\|")
             default = "" if p.default in (None, False) or callable(p.default) else f"{p.default}"
