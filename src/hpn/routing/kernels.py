@@ -444,7 +444,18 @@ def _grow(a, cap):  # pragma: no cover - compiled
 
 
 def kernel(name: str):
-    """The compiled kernel ``name`` (``route`` or ``search``), compiled on first use."""
+    """The compiled kernel ``name`` (``route`` or ``search``), compiled on first use.
+
+    Parameters
+    ----------
+    name
+        ``route`` or ``search``.
+
+    Returns
+    -------
+    Callable
+        The numba function.
+    """
     if not _compiled:
         import numba
 
