@@ -5,11 +5,16 @@ of a ring over the 15,360-GPU pod with 8 connections each in <= 2 s. References 
 run: zlib.crc32 called once per tuple (the obvious Python loop), and plain hash-ECMP routing
 of the same connections (what selection costs on top of routing).
 
-    .venv/bin/python bench/bench_routing.py
+Issue 17: the compiled walk and candidate search (numba) against the numpy code in the same
+run, CPU seconds (the machine may be shared), with a check that the paths are identical;
+``--scale`` adds the permutation over the 122,880 GPUs of 8 pods (minutes for numpy).
+
+    .venv/bin/python bench/bench_routing.py [--scale]
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 import zlib
 
@@ -29,7 +34,34 @@ def best(fn, repeat=3):
     return t
 
 
+def cpu(fn, repeat=1):
+    """Best CPU time (user + sys of this process) of ``repeat`` calls, and the last result."""
+    t, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.process_time()
+        out = fn()
+        t = min(t, time.process_time() - t0)
+    return t, out
+
+
+def compiled_vs_numpy(label, fabric, src, dst, keys, policies=("ecmp", "hpn")) -> None:
+    for name in policies:
+        fast, ref = make_router(name, seed=1), make_router(name, seed=1)
+        ref.compiled = False
+        fast.route(fabric, src[:100], dst[:100])  # load the compiled kernels (cached)
+        t_fast, a = cpu(lambda f=fast: f.route(fabric, src, dst, keys), 2)
+        t_ref, b = cpu(lambda r=ref: r.route(fabric, src, dst, keys))
+        same = np.array_equal(a.offsets, b.offsets) and np.array_equal(a.links, b.links)
+        print(
+            f"{label}, {name}: compiled ({fast.kernel}) {t_fast:.2f} s CPU, numpy "
+            f"{t_ref:.2f} s CPU -> {t_ref / t_fast:.1f}x; paths identical: {same}"
+        )
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", action="store_true", help="also the 8-pod permutation")
+    a = ap.parse_args()
     rng = np.random.default_rng(0)
     n = 10_000_000
     src = rng.integers(0, 2**32, n, dtype=np.uint32)
@@ -65,6 +97,14 @@ def main() -> None:
         f"reference: hash-ECMP routing of the same connections {t_ecmp:.2f} s "
         f"-> selection costs {t_sel / t_ecmp:.1f}x routing"
     )
+    compiled_vs_numpy("pod ring x 8", pod, ring_src, ring_dst, keys)
+    if a.scale:
+        fabric = build("hpn", pods=8)
+        ends = fabric.nodes_of(NodeKind.GPU)
+        ends = ends[~fabric.nodes.backup[ends]]
+        perm = np.random.default_rng(1).permutation(ends)
+        keep = perm != ends
+        compiled_vs_numpy("8-pod permutation", fabric, ends[keep], perm[keep], None)
 
 
 if __name__ == "__main__":

@@ -6,5 +6,7 @@ python -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; pri
 export HPN_SERVE_DEVICE=cuda
 python -m pytest tests/serve -x -q
 python bench/bench_serve.py --device cuda --size 200m
+# the instances share the one GPU: the profile's contention probe measures that
 python bench/serve_vs_sim.py --device cuda --sizes 50m,200m --count 12 --memory 4000000000 \
-    --duration 120 --out "${OUT:-.}/serve_vs_sim_cuda.json"
+    --duration 120 --profile-each --timeline "${OUT:-.}/timeline" \
+    --out "${OUT:-.}/serve_vs_sim_cuda.json"

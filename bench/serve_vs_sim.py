@@ -55,6 +55,18 @@ def start_server(args: dict, port: int, env: dict) -> subprocess.Popen:
     raise SystemExit("server did not come up")
 
 
+def align_to_clock(url: str) -> float:
+    """Wait until the server's scheduler clock is at a whole second, so a policy's periodic
+    timers (serverless ticks every second of that clock) fall at the same trace times as in
+    the simulator, whose clock starts with the trace. Returns the wait."""
+    t0 = time.perf_counter()
+    c = httpx.get(f"{url}/health", timeout=10).json()["clock_s"]
+    c += (time.perf_counter() - t0) / 2
+    wait = (1.0 - c % 1.0) % 1.0
+    time.sleep(wait)
+    return wait
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", help="checkpoint folder (default: generate into a temp dir)")
@@ -77,6 +89,9 @@ def main() -> int:
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out")
+    ap.add_argument(
+        "--timeline", help="folder: write each side's event log (hpn.serve.timeline) there"
+    )
     ap.add_argument(
         "--profile-each", action="store_true", help="profile again before each policy's replay"
     )
@@ -130,7 +145,12 @@ def main() -> int:
         if a.profile_each and k:  # the machine's load drifts: profile next to each replay
             prof, prof_path = measure_profile(pol)
         cl = cluster_for(pol, a.prefill, a.decode, a.workers)
-        sim = predict(etr, pol, cl, prof, kvb, slo)
+        logs: list = []
+        sim = predict(etr, pol, cl, prof, kvb, slo, timeline=logs if a.timeline else None)
+        if a.timeline:
+            Path(a.timeline).mkdir(parents=True, exist_ok=True)
+            Path(a.timeline, f"{pol}-sim.json").write_text(json.dumps(logs[0]) + "\n")
+            Path(a.timeline, f"{pol}-profile.json").write_text(json.dumps(prof) + "\n")
         args = dict(
             models=models,
             policy=pol,
@@ -145,7 +165,11 @@ def main() -> int:
             threads=1,
             slo=[slo.ttft, slo.tbt],
         )
+        if a.timeline:
+            args["timeline"] = str(Path(a.timeline, f"{pol}-engine.json").resolve())
         proc = start_server(args, a.port, env)
+        load_before = os.getloadavg()[0]
+        align_to_clock(f"http://127.0.0.1:{a.port}")
         try:
             eng, sent = replay(
                 etr,
@@ -163,6 +187,10 @@ def main() -> int:
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
+        if a.timeline:
+            Path(a.timeline, f"{pol}-client.json").write_text(
+                json.dumps([vars(r) for r in sent]) + "\n"
+            )
         bad = [
             (r.rid, r.error, len(r.tokens or []), r.output_len)
             for r in sent
@@ -185,6 +213,7 @@ def main() -> int:
             "sim_switches": sim.switches,
             "engine_finished": eng.finished,
             "sim_finished": sim.finished,
+            "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         }
         rows.append(row)
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}))

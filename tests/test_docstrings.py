@@ -1,5 +1,5 @@
 """Docstrings of the domain packages: present, numpydoc sections true to the signature, and
-their examples run.
+their examples run; public signatures annotated in full where the package is.
 
 Public means a module-level function or class (and its methods and properties) whose name,
 module path included, has no leading underscore. A method's docstring may be inherited from
@@ -20,10 +20,12 @@ from typing import Any
 
 import pytest
 
-PACKAGES = ("hpn.topology", "hpn.pool")
-# module-level public functions taking arguments must have a Parameters section here
-PARAMETERS_REQUIRED = ("hpn.topology", "hpn.pool")
+PACKAGES = ("hpn.topology", "hpn.routing", "hpn.engine", "hpn.pool")
+# module-level public functions taking arguments must have a Parameters section
+PARAMETERS_REQUIRED = PACKAGES
 DOCTEST_MODULES = ("hpn.registry",)  # outside the packages, with examples
+# public functions and methods annotated in full (every argument and the return)
+FULLY_TYPED = ("hpn.topology", "hpn.pool")
 
 _SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}$", re.M)
 
@@ -72,7 +74,8 @@ def _signature_names(obj: Any) -> list[str] | None:
         sig = inspect.signature(obj.fget if isinstance(obj, property) else obj)
     except (TypeError, ValueError):
         return None
-    return [p for p in sig.parameters if p not in ("self", "cls")]
+    names = list(sig.parameters)
+    return names[1:] if names[:1] == ["self"] else names  # classmethods come bound
 
 
 _ALL = [(pkg, m) for pkg in PACKAGES for m in _modules(pkg)]
@@ -113,6 +116,26 @@ def test_parameters_sections_name_the_signature(pkg):
             if actual is not None and documented != actual:
                 wrong.append(f"{q}: documents {documented}, takes {actual}")
     assert wrong == []
+
+
+@pytest.mark.parametrize("pkg", FULLY_TYPED)
+def test_public_signatures_are_annotated(pkg):
+    untyped = []
+    for m in _modules(pkg):
+        for q, obj, _ in _public(importlib.import_module(m)):
+            func = obj.fget if isinstance(obj, property) else obj
+            if not inspect.isfunction(func) or func.__name__ == "__init__":
+                continue
+            sig = inspect.signature(func)
+            params = list(sig.parameters.values())
+            if params and params[0].name == "self":
+                params = params[1:]
+            missing = [p.name for p in params if p.annotation is inspect.Parameter.empty]
+            if sig.return_annotation is inspect.Signature.empty:
+                missing.append("return")
+            if missing:
+                untyped.append(f"{q}: {missing}")
+    assert untyped == []
 
 
 def test_the_section_parser():

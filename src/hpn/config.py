@@ -50,7 +50,9 @@ else:
 class Model(BaseModel):
     """Base for config models: unknown fields are errors; defaults and assignments validated."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, validate_default=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, validate_default=True, defer_build=True
+    )
 
 
 def one_line(err: ValidationError, prefix: str = "") -> InputError:

@@ -17,8 +17,7 @@ from pydantic import BaseModel
 
 
 def _models() -> list[tuple[str, type[BaseModel], str]]:
-    from hpn.failures.config import FailCfg, RecoveryCfg, ReliabilityCfg
-    from hpn.failures.workload import SimpleStep
+    from hpn.failures.config import FailCfg, RecoveryCfg, ReliabilityCfg, SimpleStep
     from hpn.routing.ecmp import HashConfig
     from hpn.sweep.spec import SweepSpec
     from hpn.topology.bom import Prices

@@ -70,3 +70,65 @@ def test_engine_trace_maps_models_in_turn_and_clips():
     assert e.names == ("a", "b")
     assert e.model.tolist() == [0, 1, 0]
     assert e.input_len.tolist() == [5, 256, 7] and e.output_len.tolist() == [3, 64, 2]
+
+
+def _shared_profile():
+    p = _profile()
+    p["device"]["concurrent"] = 2
+    # alone an instance runs twice as fast as with both computing (the grid's concurrency)
+    p["contention"] = {"k": [1, 2], "prefill": [0.5, 1.0], "decode": [0.5, 1.0]}
+    return p
+
+
+def _timeline(profile, tr, cluster, policy="dedicated"):
+    logs: list = []
+    predict(tr, policy, cluster, profile, {"a": 1e3, "b": 1e3}, Slo(10.0, 1.0), timeline=logs)
+    return {r["rid"]: r for r in logs[0]["requests"]}, logs[0]["events"]
+
+
+def test_shared_device_charges_steps_by_instances_computing():
+    # r0 (model a, instance 0) at t=0: 10-token prompt, 4 tokens; r1 (b, instance 1) at
+    # t=0.004, 2 tokens. Base prefill p = 0.0021 s, base step s = 0.0041 s.
+    tr = Trace.build([0.0, 0.004], [0, 1], [10, 10], [4, 2], ["a", "b"], ["engine"] * 2)
+    reqs, events = _timeline(_shared_profile(), tr, Cluster(2, 0, 0, 1))
+    p, s = 0.002 + 10 * 1e-5, 0.004 + 1e-4
+    # r0 alone: prefill p/2 -> 0.00105; steps s/2 end at 0.0031 and 0.00515 (r1's prefill
+    # starts at 0.004, inside the second step: r0 is re-planned at its boundary 0.00515);
+    # the third step with both computing: 0.00515 + s = 0.00925
+    assert reqs[0]["first_t"] == pytest.approx(p / 2)
+    assert reqs[0]["done_t"] == pytest.approx(p / 2 + 2 * (s / 2) + s)
+    # r1: prefill with both computing, p -> 0.0061; its one step starts with r0 still
+    # decoding: s -> 0.0102 (r0 ends at 0.00925, but a step is charged when it starts)
+    assert reqs[1]["first_t"] == pytest.approx(0.004 + p)
+    assert reqs[1]["done_t"] == pytest.approx(0.004 + p + s)
+    kinds = [e["ev"] for e in events]
+    assert kinds.count("prefill") == 2 and kinds.count("decode") == 2
+
+
+def test_without_contention_data_instances_are_independent():
+    tr = Trace.build([0.0, 0.004], [0, 1], [10, 10], [4, 2], ["a", "b"], ["engine"] * 2)
+    reqs, _ = _timeline(_profile(), tr, Cluster(2, 0, 0, 1))
+    p, s = 0.002 + 10 * 1e-5, 0.004 + 1e-4
+    assert reqs[0]["done_t"] == pytest.approx(p + 3 * s)
+    assert reqs[1]["done_t"] == pytest.approx(0.004 + p + s)
+
+
+def test_timeline_logs_serverless_scale_ups():
+    # one request: the autoscaler's tick at 1 s starts an engine (evict + cold load 1.25 s),
+    # the balancer's polls at 1 s, 2 s, 3 s find it ready at 2.25 s -> prefill at 3 s
+    tr = Trace.build([0.0], [0], [10], [2], ["a"], ["engine"])
+    reqs, events = _timeline(_profile(), tr, Cluster(1, 0, 0, 1), "serverless")
+    loads = [(e["t"], e["ev"]) for e in events if e["ev"].startswith("load")]
+    assert loads == [(1.0, "load"), (pytest.approx(2.25), "load-done")]
+    assert [e["ev"] for e in events if e["t"] <= 1.0] == ["evict", "load"]
+    assert reqs[0]["first_t"] == pytest.approx(3.0 + 0.002 + 10 * 1e-5)
+
+
+def test_shared_device_counts_a_cold_scale_up_as_compute():
+    # serverless (engines started afresh): alone the cold load takes 0.5 x 1.25 s
+    p = _shared_profile()
+    p["contention"]["load"] = [0.5, 1.0]
+    tr = Trace.build([0.0], [0], [10], [2], ["a"], ["engine"])
+    _, events = _timeline(p, tr, Cluster(1, 0, 0, 1), "serverless")
+    loads = [(e["t"], e["ev"]) for e in events if e["ev"].startswith("load")]
+    assert loads == [(1.0, "load"), (pytest.approx(1.0 + 0.625), "load-done")]

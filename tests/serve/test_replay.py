@@ -102,3 +102,40 @@ def test_replay_against_a_live_server_records_every_token(hosts, spec):
         assert all(b > a for a, b in zip([r.sent, *r.tokens], r.tokens, strict=False))
     assert res.finished == 4 and res.requests == 4
     assert res.slo_attainment == pytest.approx(1.0)
+
+
+def test_sigterm_stops_the_engine_and_writes_its_timeline(hosts, model_dir, tmp_path):
+    pytest.importorskip("torch", reason=NEEDS)
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import httpx
+
+    prof, tl = tmp_path / "profile.json", tmp_path / "timeline.json"
+    prof.write_text(json.dumps(flat_profile(hosts)))
+    port = _free_port()
+    code = (
+        "from hpn.serve.server import serve_models; "
+        f"serve_models({str(model_dir)!r}, 'serverless', workers=1, port={port}, "
+        f"profile={str(prof)!r}, device='cpu', timeline={str(tl)!r})"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    p = subprocess.Popen([sys.executable, "-c", code], env=env)
+    try:
+        for _ in range(600):
+            assert p.poll() is None, "the server exited early"
+            try:
+                h = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        assert h["clock_s"] >= 0.0
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) == 0  # uvicorn's re-raised SIGTERM no longer kills it
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert json.loads(tl.read_text()) == {"events": [], "requests": []}

@@ -7,17 +7,28 @@ dashboard and the demo run them from a plain config dict. See :mod:`hpn.app.base
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hpn.app.base import Command, Outcome, Result
 from hpn.app.limits import limits_of
 from hpn.registry import Registry
 from hpn.store import runnable as _runnable
 
+if TYPE_CHECKING:
+    from hpn.app.base import Command, Outcome, Result
+
 __all__ = ["COMMANDS", "Command", "Outcome", "Result", "command"]
 
 COMMANDS: Registry[Command[Any]] = Registry("command")
-"""Every command, by its CLI path (``"pool simulate"``)."""
+"""Every command, by its CLI path (``"pool simulate"``). Listing it imports no command module
+(nor pydantic): ``hpn --help`` reads the names and summaries from here."""
+
+
+def __getattr__(name: str) -> Any:  # Command, Outcome, Result, imported on first use
+    if name in ("Command", "Outcome", "Result"):
+        from hpn.app import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module 'hpn.app' has no attribute {name!r}")
 
 
 def command(name: str) -> Command[Any]:
@@ -80,6 +91,7 @@ _add(
     "hpn.app.serve:REPLAY",
     "Replay a trace against an OpenAI-compatible server; the simulator's metrics of it.",
 )
+_add("pool policies", "hpn.app.pool:POLICIES", "List the registered pool policies.")
 _add("serve make-models", "hpn.app.serve:MAKE_MODELS", "Write seeded random checkpoints.")
 _add("serve profile", "hpn.app.serve:PROFILE", "Fit this device's latencies (cost model).")
 _add("serve start", "hpn.app.serve:SERVE", "Serve a model folder over HTTP (127.0.0.1).")

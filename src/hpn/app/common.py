@@ -1,4 +1,4 @@
-"""Config pieces shared by commands: the ``[fabric]`` table, progress callbacks."""
+"""Config pieces shared by commands: the ``[fabric]`` table and its flags, progress callbacks."""
 
 from __future__ import annotations
 
@@ -48,3 +48,95 @@ RoutingTable = _RoutingTable
 def routing_field() -> Any:
     """The ``routing`` field of a command config."""
     return Field(default_factory=RoutingTable, description="hash settings of the routing")
+
+
+class FabricFlags(Model):
+    """The shared fabric flags of every fabric command, turned into its ``[fabric]`` table.
+
+    Precedence: preset defaults < the config's ``[fabric]`` table < named flags < ``--set``.
+    The preset comes from ``--preset``, else the table, else ``hpn``.
+    """
+
+    preset: str | None = Field(
+        None, description="fabric preset: hpn, rail-only, dcn-plus or fat-tree"
+    )
+    sets: list[str] = Field(
+        default_factory=list,
+        description="any spec field: --set tor_backup_ports=4 (repeatable)",
+        json_schema_extra={"flag": "--set"},
+    )
+    pods: int | None = Field(None, description="pods")
+    segments: int | None = Field(None, description="segments per pod")
+    single_plane: bool = Field(False, description="every ToR to every Agg")
+    single_tor: bool = Field(False, description="one ToR per NIC")
+    no_rail: bool = Field(False, description="a host's NICs on one ToR pair")
+    agg_oversubscription: float | None = Field(None, description="Agg down:up ratio (HPN 15)")
+    chip: str | None = Field(None, description="switch chip capacity: 25.6T, 51.2T, 102.4T")
+    k: int | None = Field(None, description="fat-tree radix")
+    speed: str | None = Field(None, description="fat-tree link speed, e.g. 100G")
+    frontend: bool = Field(False, description="also build the frontend network")
+
+    def table(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``[fabric]`` table: a config file's ``table`` overridden by these flags."""
+        fields: dict[str, Any] = {}
+        preset = self.preset
+        if table is not None:
+            if not isinstance(table, dict):
+                raise InputError("fabric", "expected a table")
+            preset = preset or table.get("preset")
+            fields.update({k: v for k, v in table.items() if k != "preset"})
+        preset = preset or "hpn"
+        flags = {
+            "--pods": ("pods", self.pods),
+            "--segments": ("segments", self.segments),
+            "--single-plane": ("dual_plane", False if self.single_plane else None),
+            "--single-tor": ("dual_tor", False if self.single_tor else None),
+            "--no-rail": ("rail_optimized", False if self.no_rail else None),
+            "--agg-oversubscription": ("agg_oversubscription", self.agg_oversubscription),
+            "--chip": ("chip", self.chip),
+            "--k": ("k", self.k),
+            "--speed": ("speed", self.speed),
+            "--frontend": ("frontend", True if self.frontend else None),
+        }
+        from hpn.topology.presets import PRESETS
+
+        known = PRESETS.get(preset, "--preset").spec.model_fields
+        for flag, (name, value) in flags.items():
+            if value is None:
+                continue
+            if name not in known:
+                raise InputError(flag, f"does not apply to preset {preset!r}")
+            fields[name] = value
+        for name, value in parse_sets(self.sets).items():
+            if name not in known:
+                raise InputError(
+                    "--set",
+                    f"{name!r} is not a field of preset {preset!r}; fields: {', '.join(known)}",
+                )
+            fields[name] = value
+        return {"preset": preset, **fields}
+
+
+def _parse_value(text: str) -> Any:
+    low = text.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def parse_sets(sets: list[str] | None) -> dict[str, Any]:
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}``."""
+    out: dict[str, Any] = {}
+    for item in sets or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError("--set", f"expected field=value, got {item!r}")
+        out[key.strip()] = _parse_value(value)
+    return out

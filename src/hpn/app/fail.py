@@ -13,8 +13,7 @@ from hpn.app.base import OMIT, Command, FileInput, Outcome, Result
 from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.errors import InputError
-from hpn.failures.config import FailCfg, ReliabilityCfg
-from hpn.failures.workload import SimpleStep
+from hpn.failures.config import FailCfg, ReliabilityCfg, SimpleStep
 from hpn.workload.training.config import JobConfig
 
 if TYPE_CHECKING:  # imported when the command runs (a fast ``hpn --help``)

@@ -327,3 +327,27 @@ def capacity(cfg: CapacityConfig) -> Outcome[CapacityResult]:
 SIMULATE = Command("pool simulate", SimulateConfig, simulate, flags=("pool",))
 GOODPUT = Command("pool goodput", GoodputConfig, goodput, flags=("pool",))
 CAPACITY = Command("pool capacity", CapacityConfig, capacity, flags=("pool",))
+
+
+class PoliciesConfig(Model):
+    """``hpn pool policies``: no tables."""
+
+
+@dataclass
+class PoliciesResult(Result):
+    policies: list[dict[str, Any]]
+
+    def lines(self) -> list[str]:
+        split = " (prefill/decode split)"
+        return [f"{p['name']:12s} {p['summary']}{split * p['split']}" for p in self.policies]
+
+
+def policies(cfg: PoliciesConfig) -> Outcome[PoliciesResult]:
+    """The registered pool policies: name, summary, whether prefill and decode run apart."""
+    from hpn.pool.policies import POLICIES
+
+    rows = [{"name": n, "summary": c.summary, "split": c.split} for n, c in POLICIES.items()]
+    return Outcome(PoliciesResult(rows))
+
+
+POLICIES = Command("pool policies", PoliciesConfig, policies, stored=False)

@@ -7,21 +7,15 @@ the run store, plots, dashboard and demo commands are small typer functions.
 from __future__ import annotations
 
 import sys
+from functools import partial
+from typing import Any
 
 import typer
-from pydantic import ValidationError
 
-from hpn.cli import dash, demo, gen, plot, runs, sweep
-from hpn.config import one_line
+from hpn.cli import dash, demo, plot, runs, sweep
+from hpn.cli.lazy import Entry, click, group
 from hpn.errors import InputError
 
-app = typer.Typer(
-    name="hpn",
-    help="Alibaba HPN fabrics and the Aegaeon serving pool: build, route, simulate, size.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
 GROUPS = {
     "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",
     "route": "Routing as switches and hosts do it: paths, path selection, polarization.",
@@ -29,45 +23,63 @@ GROUPS = {
     "serve": "Real models behind the pool's policies: make models, profile, serve over HTTP.",
     "lab": "The fabric for real in Linux network namespaces: up, traffic, fail, down.",
 }
-_groups = {name: typer.Typer(help=text, no_args_is_help=True) for name, text in GROUPS.items()}
 
 
-def _add_app_commands() -> None:
+def _one(fn: Any, name: str, summary: str = "") -> Any:
+    """The click command of one function typer converts (on first use: see :mod:`.lazy`)."""
+    one = typer.Typer(add_completion=False)
+    one.command(name, help=summary or None)(fn)
+    return typer.main.get_command(one)
+
+
+def _app_command(name: str) -> Any:
+    """The click command of the app command ``name`` (imports its module, not the others)."""
+    from hpn.app import COMMANDS
+    from hpn.cli import gen
+
+    one = typer.Typer(add_completion=False)
+    gen.add(one, COMMANDS.get(name), COMMANDS.summary(name))
+    return typer.main.get_command(one)
+
+
+def _summary(fn: Any) -> str:
+    return (fn.__doc__ or "").strip().split("\n")[0]
+
+
+def _entries() -> dict[str, dict[str, Entry]]:
+    """``{group: {word: Entry}}`` of every command, from summaries alone (nothing built)."""
     from hpn.app import COMMANDS
 
+    out: dict[str, dict[str, Entry]] = {"": {}, **{g: {} for g in GROUPS}}
     for name in COMMANDS:
-        group, _, word = name.rpartition(" ")
-        parent = _groups[group] if group else app
-        gen.add(parent, COMMANDS.get(name), COMMANDS.summary(name), word)
+        parent, _, word = name.rpartition(" ")
+        out[parent][word] = Entry(COMMANDS.summary(name), partial(_app_command, name))
+    for fn in (demo.demo, sweep.sweep, plot.plot, dash.dash):
+        out[""][fn.__name__] = Entry(_summary(fn), partial(_one, fn, fn.__name__))
+    return out
 
 
-_add_app_commands()
-for _name, _sub in _groups.items():
+_ENTRIES = _entries()
+app = typer.Typer(
+    name="hpn",
+    help="Alibaba HPN fabrics and the Aegaeon serving pool: build, route, simulate, size.",
+    cls=group(_ENTRIES[""]),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+for _name, _text in GROUPS.items():
+    _sub = typer.Typer(help=_text, no_args_is_help=True, cls=group(_ENTRIES[_name]))
     app.add_typer(_sub, name=_name)
 app.add_typer(runs.app, name="runs")
-_groups["pool"].command("policies")(gen.pool_policies)
-app.command("demo")(demo.demo)
-app.command("sweep")(sweep.sweep)
-app.command("plot")(plot.plot)
-app.command("dash")(dash.dash)
-
-
-def _click():
-    """The click typer runs on (typer may vendor its own copy)."""
-    try:
-        import typer._click as click  # type: ignore[import-not-found]
-    except ImportError:
-        import click
-    return click
 
 
 def usage_line(e) -> str:
     """A click usage error as one line: the command and what was wrong."""
-    click = _click()
     msg = " ".join(e.format_message().split())
     ctx = getattr(e, "ctx", None)
     names = []
-    while isinstance(e, click.exceptions.UsageError) and ctx is not None and ctx.parent:
+    while isinstance(e, click().exceptions.UsageError) and ctx is not None and ctx.parent:
         names.append(ctx.info_name)
         ctx = ctx.parent
     where = " ".join(reversed([n for n in names if n]))
@@ -76,7 +88,7 @@ def usage_line(e) -> str:
 
 def main() -> None:
     """Entry point: bad input becomes one line on stderr and exit code 2."""
-    click = _click()
+    errors = click().exceptions
     try:
         app(standalone_mode=False)
     except typer.Abort:
@@ -84,10 +96,10 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as e:  # --help, typer.Exit(code)
         sys.exit(e.exit_code)
-    except click.exceptions.NoArgsIsHelpError as e:  # `hpn`, `hpn pool`: the help
+    except errors.NoArgsIsHelpError as e:  # `hpn`, `hpn pool`: the help
         e.show()
         sys.exit(e.exit_code)
-    except click.exceptions.ClickException as e:  # a usage error: one line, like every bad input
+    except errors.ClickException as e:  # a usage error: one line, like every bad input
         print(f"error: {usage_line(e)}", file=sys.stderr)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
@@ -96,8 +108,13 @@ def main() -> None:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    except ValidationError as e:
-        print(f"error: {one_line(e)}", file=sys.stderr)
-        sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as e:  # pydantic's ValidationError (pydantic imported only if used)
+        pydantic = sys.modules.get("pydantic")
+        if pydantic is None or not isinstance(e, pydantic.ValidationError):
+            raise
+        from hpn.config import one_line
+
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        sys.exit(2)

@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 
 from hpn.app import limits
 from hpn.app.base import Command
-from hpn.cli import fabric_opts
+from hpn.app.common import FabricFlags
 from hpn.cli.output import JsonOpt, emit_json, kv_table, progress_bar, stdout
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.config import load_toml
@@ -41,6 +41,15 @@ ConfigFileOpt = Annotated[
     Path | None,
     typer.Option("--config", help="TOML file with the command's tables (\\[fabric], ...)."),
 ]
+FabricConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="TOML file: the command's tables (\\[fabric], ...) or fabric fields only.",
+        rich_help_panel="Fabric",
+    ),
+]
+_FABRIC = f"fabric{_SEP}"
 
 
 def _scalar(ann: Any) -> tuple[Any, bool]:
@@ -105,15 +114,14 @@ def typer_command(cmd: Command[Any], summary: str) -> Callable[..., None]:
             params.append(
                 inspect.Parameter(f"file{_SEP}{f.name}", _KW, default=None, annotation=ann)
             )
-    fabric = "fabric" in cmd.flags
-    if fabric:
-        params += [
-            inspect.Parameter(name, _KW, default=default, annotation=ann)
-            for name, ann, default in fabric_opts.FABRIC_PARAMS
-        ]
-    else:
+    seen = {"--config", "--json"}
+    if "fabric" in cmd.flags:  # the shared fabric flags, --config second among them
+        fab = field_options("fabric", FabricFlags)
+        config = inspect.Parameter("config", _KW, default=None, annotation=FabricConfigOpt)
+        params += [fab[0][1], config, *(p for _, p, _ in fab[1:])]
+        seen |= {flag for _, _, flag in fab}
+    elif cmd.config.model_fields:
         params.append(inspect.Parameter("config", _KW, default=None, annotation=ConfigFileOpt))
-    seen = {"--config", "--json"} | set(fabric_opts.FABRIC_FLAGS if fabric else ())
     seen |= {"--out", "--plot"} if cmd.stored else set()
     seen |= {f"--{f.name}" for f in cmd.files if not f.argument}
     for table in cmd.flags:
@@ -163,8 +171,9 @@ def config_data(cmd: Command[Any], kw: dict[str, Any]) -> dict[str, Any]:
         if path is not None:
             data = _merge(data, f.load(path))
     if fabric:
-        fab = {name: kw.pop(name) for name, _, _ in fabric_opts.FABRIC_PARAMS if name != "config"}
-        data["fabric"] = fabric_opts.fabric_table(data.get("fabric"), **fab)
+        flags = {k[len(_FABRIC) :]: kw.pop(k) for k in list(kw) if k.startswith(_FABRIC)}
+        given = FabricFlags(**{k: v for k, v in flags.items() if v is not None})
+        data["fabric"] = given.table(data.get("fabric"))
     for key, value in kw.items():
         if value is None or value is False or value == []:
             continue
@@ -182,7 +191,7 @@ def _given_flags(cmd: Command[Any], kw: dict[str, Any]) -> dict[str, str]:
     for key, value in kw.items():
         if value is None or value is False or value == []:
             continue
-        if _SEP in key and not key.startswith("file"):
+        if _SEP in key and not key.startswith(("file", _FABRIC)):  # fabric: named by field
             table, _, name = key.partition(_SEP)
             model = cmd.config.model_fields[table].annotation
             extra = model.model_fields[name].json_schema_extra
@@ -256,12 +265,3 @@ def add(app: typer.Typer, cmd: Command[Any], summary: str, name: str | None = No
 
 
 __all__ = ["add", "config_data", "invoke", "show", "typer_command"]
-
-
-def pool_policies() -> None:
-    """List the registered pool policies."""
-    from hpn.pool.policies import POLICIES
-
-    for name, cls in POLICIES.items():
-        split = " (prefill/decode split)" if cls.split else ""
-        print(f"{name:12s} {cls.summary}{split}")

@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import typer
 
 from hpn.app.base import Outcome
-from hpn.store.record import check_out
 
 __all__ = ["OutOpt", "PlotOpt", "check_out", "save"]
 
@@ -33,6 +32,13 @@ PlotOpt = Annotated[
         "--plot", help="Also draw the run's plots (PNG and HTML).", rich_help_panel=_PANEL
     ),
 ]
+
+
+def check_out(out: Path | None) -> None:
+    """Refuse an unusable ``--out`` before computing (see :func:`hpn.store.record.check_out`)."""
+    from hpn.store.record import check_out as check
+
+    check(out)
 
 
 def save(

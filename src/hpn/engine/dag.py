@@ -198,7 +198,20 @@ class FlowDAG:
 
 
 def find_cycle(n: int, before: np.ndarray, after: np.ndarray) -> list[int] | None:
-    """Some tasks on a dependency cycle (strongly connected), or None if acyclic."""
+    """Some tasks on a dependency cycle (strongly connected), or None if acyclic.
+
+    Parameters
+    ----------
+    n
+        Number of tasks.
+    before, after
+        Dependency edges: ``after[i]`` waits for ``before[i]``.
+
+    Returns
+    -------
+    list of int or None
+        Task ids of one cycle's component.
+    """
     if not len(before):
         return None
     self_loop = before == after

@@ -280,7 +280,27 @@ def fill_rates(
     compiled: bool | None = None,
 ) -> np.ndarray:
     """Max-min fair rate per user; hop entry ``i`` puts user ``rows[i]`` on link ``cols[i]``
-    (repeats count as weights). ``compiled``: force the numba kernel or the numpy code."""
+    (repeats count as weights). ``compiled``: force the numba kernel or the numpy code.
+
+    Parameters
+    ----------
+    rows, cols
+        User and link of each hop entry.
+    n_users, n_links
+        Number of users and links.
+    capacity
+        Capacity of each link.
+    eps
+        Relative tolerance of a link being full.
+    compiled
+        True: the numba kernel; False: :func:`hpn.engine.maxmin.maxmin_rates`; None: numba
+        when installed.
+
+    Returns
+    -------
+    numpy.ndarray
+        Rate of each user.
+    """
     use = HAVE_NUMBA if compiled is None else compiled
     cap = np.asarray(capacity, np.float64)
     if use:
@@ -304,7 +324,28 @@ def reached(
     the others (the seeds). Flow ``i`` crosses ``links[start[i] : start[i] + length[i]]`` and
     belongs to user ``user[i]`` (a coupled group is one user); users sharing a link are
     connected (components of the user-link graph, by union-find over the links). ``stamp``:
-    scratch indexed by link id, all -1 (left so)."""
+    scratch indexed by link id, all -1 (left so).
+
+    Parameters
+    ----------
+    start, length, links
+        Each flow's path as rows of ``links``.
+    user
+        User of each flow.
+    n_users
+        Number of users.
+    n_live
+        Flows checked (the rest are the seeds).
+    stamp
+        Scratch indexed by link id.
+    compiled
+        Force the numba kernel (True) or the numpy code (False); None: numba when installed.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool per checked flow.
+    """
     use = HAVE_NUMBA if compiled is None else compiled
     i64 = np.int64
     start, length, user = (np.asarray(a, i64) for a in (start, length, user))
@@ -332,7 +373,17 @@ def add_hops(
     start: np.ndarray, length: np.ndarray, links: np.ndarray, hops: np.ndarray, delta: int
 ) -> None:
     """``hops[l] += delta`` for every element ``l`` of the rows ``links[start[i] :
-    start[i] + length[i]]`` (repeats counted)."""
+    start[i] + length[i]]`` (repeats counted).
+
+    Parameters
+    ----------
+    start, length, links
+        The rows.
+    hops
+        Per-link counts, updated in place.
+    delta
+        +1 (flows start) or -1 (flows end).
+    """
     i64 = np.int64
     start, length = np.asarray(start, i64), np.asarray(length, i64)
     if HAVE_NUMBA:
@@ -345,7 +396,19 @@ def add_hops(
 
 
 def ledger_set(ledger, links: np.ndarray, new: np.ndarray, now: float) -> None:
-    """:meth:`LinkLedger.set` in one compiled pass over the (distinct) ``links``."""
+    """:meth:`LinkLedger.set` in one compiled pass over the (distinct) ``links``.
+
+    Parameters
+    ----------
+    ledger
+        The ledger, updated in place.
+    links
+        Distinct link ids.
+    new
+        Their new loads, bytes/s.
+    now
+        Time of the change, s.
+    """
     _kernel("ledger")(
         np.asarray(links, np.int64),
         np.asarray(new, np.float64),

@@ -11,6 +11,15 @@ import numpy as np
 
 
 class LinkLedger:
+    """Per-link bytes, busy time and peak utilization, booked when a link's load changes.
+
+    Parameters
+    ----------
+    cap
+        Capacity of each directed link, bytes/s (shared with the simulator: capacity events
+        change it in place).
+    """
+
     compiled = True  # book with the compiled kernel when numba is there (same arithmetic)
 
     def __init__(self, cap: np.ndarray) -> None:

@@ -26,7 +26,22 @@ CANDIDATES = 2048  # links per candidate set
 
 
 def incidence(rows: np.ndarray, cols: np.ndarray, n_users: int, n_links: int) -> sp.csr_matrix:
-    """The user x link matrix with duplicate (user, link) entries summed into weights."""
+    """The user x link matrix with duplicate (user, link) entries summed into weights.
+
+    Parameters
+    ----------
+    rows
+        User of each entry.
+    cols
+        Link of each entry.
+    n_users, n_links
+        Matrix shape.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Weight of each link in each user's path.
+    """
     data = np.ones(len(rows), np.float64)
     m = sp.csr_matrix((data, (rows, cols)), shape=(n_users, n_links))
     m.sum_duplicates()
@@ -46,6 +61,29 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
     Users that cross no link get ``inf``. Capacities may be 0 (their users get 0). Each round
     costs O(links) plus the entries of the links and users it freezes, so the whole fill is
     O(rounds * links + nnz).
+
+    Parameters
+    ----------
+    a
+        User x link incidence (:func:`incidence`).
+    capacity
+        Capacity of each link.
+    eps
+        Relative tolerance of a link being full.
+
+    Returns
+    -------
+    numpy.ndarray
+        Rate of each user.
+
+    Examples
+    --------
+    Users 0 and 1 share link 0 (10), users 1 and 2 share link 1 (4): link 1 fills first,
+    giving 2 each, and user 0 takes what is left of link 0:
+
+    >>> a = incidence(np.array([0, 1, 1, 2]), np.array([0, 0, 1, 1]), 3, 2)
+    >>> maxmin_rates(a, np.array([10.0, 4.0])).tolist()
+    [8.0, 2.0, 2.0]
     """
     n_users, n_links = a.shape
     rate = np.full(n_users, np.inf)
@@ -102,7 +140,20 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
 
 def distinct(ids: np.ndarray, stamp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct values of ``ids``, unsorted; each element's index into them) without
-    sorting; ``stamp`` is scratch space indexed by value (left as it was found: all -1)."""
+    sorting; ``stamp`` is scratch space indexed by value (left as it was found: all -1).
+
+    Parameters
+    ----------
+    ids
+        Non-negative integers.
+    stamp
+        Scratch array, all -1, longer than the largest id.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The distinct values and, per element, its index into them.
+    """
     k = np.arange(len(ids))
     stamp[ids] = k
     first = stamp[ids] == k  # one representative per value (its last occurrence)

@@ -67,7 +67,32 @@ def simulate_reference(
     sample_interval: float | None = None,
     sample_links: np.ndarray | None = None,
 ) -> Result:
-    """:func:`hpn.engine.simulate` with the shortcuts off (see the module docstring)."""
+    """:func:`hpn.engine.simulate` with the shortcuts off (see the module docstring).
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    dag
+        Flows and tasks.
+    router
+        Router, policy name, or None for the fabric's default.
+    refill
+        Refill every flow's rate at every event (False: only the affected ones).
+    seed
+        Router seed.
+    capacity_events
+        Link capacity changes over time.
+    sample_interval
+        Seconds between link-load samples; None: no sampling.
+    sample_links
+        Links sampled; None: all.
+
+    Returns
+    -------
+    Result
+        The run, which the fast engine must reproduce.
+    """
     cls = ReferenceSim if refill else _PartialRefill
     return run_sim(
         cls, fabric, dag, router, seed, capacity_events, sample_interval, sample_links, None

@@ -52,6 +52,7 @@ class Result:
 
     @property
     def fct(self) -> np.ndarray:
+        """Flow completion time of every flow, s."""
         return self.finish - self.start
 
     @property
@@ -70,6 +71,7 @@ class Result:
         return np.nan_to_num(u)
 
     def fct_summary(self) -> dict[str, float]:
+        """FCT min, p50, p99 and max, s (zeros without flows)."""
         f = self.fct
         if not len(f):
             return {"min": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
@@ -77,6 +79,7 @@ class Result:
         return {"min": float(f.min()), "p50": float(p50), "p99": float(p99), "max": float(f.max())}
 
     def summary(self) -> dict[str, Any]:
+        """Flows, tasks, makespan, FCT summary, bytes, link use and engine statistics."""
         used = self.link_bytes > 0
         return {
             "flows": len(self.size),

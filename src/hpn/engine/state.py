@@ -20,7 +20,24 @@ START, DONE, CAPACITY = 2, 1, 0  # heap order at equal times: capacity, completi
 
 
 def gather_rows(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row, position) for every element of the rows ``start[i] : start[i] + length[i]``."""
+    """(row, position) for every element of the rows ``start[i] : start[i] + length[i]``.
+
+    Parameters
+    ----------
+    start, length
+        The rows.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Row index and position of every element, row by row.
+
+    Examples
+    --------
+    >>> row, pos = gather_rows(np.array([5, 0]), np.array([2, 1]))
+    >>> row.tolist(), pos.tolist()
+    ([0, 0, 1], [5, 6, 0])
+    """
     rep = np.repeat(np.arange(len(start)), length)
     base = np.repeat(start - np.concatenate(([0], np.cumsum(length)[:-1])), length)
     return rep, base + np.arange(len(rep))
@@ -56,6 +73,7 @@ class FlowState:
 
     @classmethod
     def of(cls, size: np.ndarray) -> FlowState:
+        """The state of flows of ``size`` bytes before any starts."""
         n = len(size)
         return cls(
             size=size,
@@ -104,6 +122,7 @@ class FlowState:
         self.t_at[flows] = now
 
     def set_rates(self, flows: np.ndarray, rate: np.ndarray, now: float) -> None:
+        """Settle ``flows``, give them ``rate`` from ``now`` and their finish times."""
         self.settle(flows, now)
         self.rate[flows] = rate
         rem, tiny = self.rem[flows], self.size[flows] * 1e-12
@@ -173,6 +192,7 @@ class TaskState:
 
     @classmethod
     def of(cls, n: int, before: np.ndarray, after: np.ndarray) -> TaskState:
+        """The state of ``n`` tasks with edges ``before[i] -> after[i]``, none started."""
         order = np.argsort(before, kind="stable")
         off = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(before, minlength=n), out=off[1:])
@@ -186,6 +206,7 @@ class TaskState:
         )
 
     def roots(self) -> np.ndarray:
+        """Tasks with no predecessor."""
         return np.flatnonzero(self.indeg == 0)
 
     def complete(self, tasks: np.ndarray, now: float) -> np.ndarray:
@@ -219,6 +240,7 @@ class PathTable:
         return rep, self.links[pos]
 
     def replace(self, flows: np.ndarray, new: Paths, link_latency: np.ndarray) -> None:
+        """Give ``flows`` the paths ``new`` (appended to the link rows) and their latency."""
         self.start[flows] = len(self.links) + new.offsets[:-1]
         self.length[flows] = new.lengths
         self.links = np.concatenate([self.links, new.links.astype(self.links.dtype)])
@@ -242,6 +264,7 @@ class EventQueue:
     popped: int = 0  # ids popped so far
 
     def push(self, times: np.ndarray, kind: int, ids: np.ndarray) -> None:
+        """Queue ``ids`` at their ``times``, one batch per distinct time."""
         if not len(ids):
             return
         if len(ids) == 1:
@@ -260,6 +283,7 @@ class EventQueue:
             self.seq += 1
 
     def next_time(self) -> float:
+        """Time of the next batch (inf when empty)."""
         return self.heap[0][0] if self.heap else np.inf
 
     def pop_due(self, now: float):
@@ -301,6 +325,7 @@ class Sampler:
         self.link.append(np.divide(ld, c, where=c > 0, out=np.zeros(len(c))))
 
     def capacity_changed(self) -> None:
+        """Forget the cached per-tier capacity."""
         self._tier_cap = None
 
 

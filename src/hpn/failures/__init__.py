@@ -1,11 +1,17 @@
 """Failures: fault injection with dual-ToR failover semantics, and Monte Carlo reliability."""
 
-from hpn.failures.checkpoint import Recovery
-from hpn.failures.faults import KINDS, Fault, fault_links, parse_fault
-from hpn.failures.run import run_fail
-from hpn.failures.semantics import DESIGNS, Outage, design_of, outages
-from hpn.failures.timeline import run_timeline
-from hpn.failures.workload import Iteration, SimpleStep, iteration_from_config, simple_iteration
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpn.failures.checkpoint import Recovery
+    from hpn.failures.faults import KINDS, Fault, fault_links, parse_fault
+    from hpn.failures.run import run_fail
+    from hpn.failures.semantics import DESIGNS, Outage, design_of, outages
+    from hpn.failures.timeline import run_timeline
+    from hpn.failures.workload import Iteration, SimpleStep, iteration_from_config, simple_iteration
 
 __all__ = [
     "DESIGNS",
@@ -24,3 +30,26 @@ __all__ = [
     "run_timeline",
     "simple_iteration",
 ]
+_HOME = {
+    "Recovery": "hpn.failures.checkpoint",
+    "KINDS": "hpn.failures.faults",
+    "Fault": "hpn.failures.faults",
+    "fault_links": "hpn.failures.faults",
+    "parse_fault": "hpn.failures.faults",
+    "run_fail": "hpn.failures.run",
+    "DESIGNS": "hpn.failures.semantics",
+    "Outage": "hpn.failures.semantics",
+    "design_of": "hpn.failures.semantics",
+    "outages": "hpn.failures.semantics",
+    "run_timeline": "hpn.failures.timeline",
+    "Iteration": "hpn.failures.workload",
+    "SimpleStep": "hpn.failures.workload",
+    "iteration_from_config": "hpn.failures.workload",
+    "simple_iteration": "hpn.failures.workload",
+}
+
+
+def __getattr__(name: str) -> Any:  # on first use: importing the package stays cheap
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME[name]), name)

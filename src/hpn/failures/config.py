@@ -6,11 +6,15 @@ does not.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field, field_validator
 
-from hpn.config import Duration, Model
+from hpn.config import Duration, Model, Size
 from hpn.failures.checkpoint import Recovery
-from hpn.failures.montecarlo import Rates
+
+if TYPE_CHECKING:
+    from hpn.failures.montecarlo import Rates
 
 
 class RecoveryCfg(Model):
@@ -71,6 +75,8 @@ class ReliabilityCfg(RecoveryCfg):
     price: float | None = Field(None, ge=0, description="price per GPU-hour")
 
     def rates(self) -> Rates:
+        from hpn.failures.montecarlo import Rates
+
         return Rates(
             self.link_rate,
             self.tor_rate,
@@ -82,3 +88,15 @@ class ReliabilityCfg(RecoveryCfg):
             self.repair_sigma,
             self.stacked_pair,
         )
+
+
+class SimpleStep(Model):
+    """``[iteration]``: compute on every GPU, then one AllReduce over all of them."""
+
+    gpus: int = Field(16, ge=2, description="GPUs of the job")
+    per_host: int | None = Field(None, ge=1, description="GPUs per host (default all)")
+    first_host: int = Field(0, ge=0, description="first host (active hosts, fabric order)")
+    compute: Duration = Field("100ms", description="compute per iteration")
+    allreduce: Size = Field("1GB", description="gradient bytes AllReduced per iteration")
+    algo: str = Field("ring", description="AllReduce algorithm")
+    samples: int | None = Field(None, ge=1, description="samples per iteration (default gpus)")

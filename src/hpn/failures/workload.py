@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import Field
 
-from hpn.config import Duration, Model, Size, load_toml
+from hpn.config import load_toml
 from hpn.engine.dag import FlowDAG
 from hpn.errors import InputError
+from hpn.failures.config import SimpleStep
 from hpn.topology.fabric import Fabric
 
 
@@ -30,18 +30,6 @@ class Iteration:
     gpus: np.ndarray
     name: str = "job"
     info: dict[str, Any] = field(default_factory=dict)
-
-
-class SimpleStep(Model):
-    """``[iteration]``: compute on every GPU, then one AllReduce over all of them."""
-
-    gpus: int = Field(16, ge=2, description="GPUs of the job")
-    per_host: int | None = Field(None, ge=1, description="GPUs per host (default all)")
-    first_host: int = Field(0, ge=0, description="first host (active hosts, fabric order)")
-    compute: Duration = Field("100ms", description="compute per iteration")
-    allreduce: Size = Field("1GB", description="gradient bytes AllReduced per iteration")
-    algo: str = Field("ring", description="AllReduce algorithm")
-    samples: int | None = Field(None, ge=1, description="samples per iteration (default gpus)")
 
 
 def simple_iteration(fabric: Fabric, step: SimpleStep) -> Iteration:

@@ -12,9 +12,15 @@ alongside; see docs/guide/pool.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from hpn.pool.backend import Instance
+    from hpn.pool.requests import Request
 
 GOODPUT_ATTAINMENT = 0.9
 
@@ -29,18 +35,18 @@ class Recorder:
         self.busy_by_instance: dict[int, float] = {}
         self.failures = 0
 
-    def tokens(self, req, t_first: float, step: float, n: int, gap: float | None) -> None:
+    def tokens(self, req: Request, t_first: float, step: float, n: int, gap: float | None) -> None:
         """Count the token gaps (`backend.MetricsSink.tokens`)."""
         if gap is not None:
             self.gaps.append((gap, 1))
         if n > 1:
             self.gaps.append((step, n - 1))
 
-    def switched(self, inst, model: str, t: float) -> None:
+    def switched(self, inst: Instance, model: str, t: float) -> None:
         """Count a scale-up."""
         self.switches += 1
 
-    def busy(self, inst, seconds: float) -> None:
+    def busy(self, inst: Instance, seconds: float) -> None:
         """Add `seconds` x `inst.tp` GPU-seconds to the instance."""
         b = self.busy_by_instance
         b[inst.iid] = b.get(inst.iid, 0.0) + seconds * inst.tp
@@ -50,12 +56,14 @@ class Recorder:
         """GPU-seconds spent computing, all instances."""
         return sum(v for _, v in sorted(self.busy_by_instance.items()))
 
-    def failed(self, req) -> None:
+    def failed(self, req: Request) -> None:
         """Count a failed request."""
         self.failures += 1
 
 
-def slo_attainment(arrival: float, token_times, ttft_slo: float, tbt_slo: float) -> float:
+def slo_attainment(
+    arrival: float, token_times: Sequence[float] | np.ndarray, ttft_slo: float, tbt_slo: float
+) -> float:
     """Reference (token by token) attainment of one finished request.
 
     Token ``k`` is on time if it comes by ``arrival + ttft_slo + k * tbt_slo``; the request's
@@ -89,7 +97,9 @@ def slo_attainment(arrival: float, token_times, ttft_slo: float, tbt_slo: float)
     return min(1.0, credit / span) if span > 0 else 1.0
 
 
-def slo_attainment_artifact(arrival: float, token_times, ttft_slo: float, tbt_slo: float):
+def slo_attainment_artifact(
+    arrival: float, token_times: Sequence[float] | np.ndarray, ttft_slo: float, tbt_slo: float
+) -> float:
     """Reference of the Aegaeon artifact's accounting (`compute_request_metrics` in
     aegaeon/aegaeon/utils.py as described in aegaeon-facts §5): lenient after a miss.
 
@@ -121,7 +131,9 @@ def slo_attainment_artifact(arrival: float, token_times, ttft_slo: float, tbt_sl
     return min(1.0, total / span) if span > 0 else 1.0
 
 
-def weighted_quantile(values, weights, q: float) -> float:
+def weighted_quantile(
+    values: Sequence[float] | np.ndarray, weights: Sequence[float] | np.ndarray, q: float
+) -> float:
     """The `q` quantile of `values` with `weights` (0 for no values).
 
     Parameters
@@ -192,7 +204,18 @@ class PoolResult:
         return min(pm.values()) if pm else 1.0
 
 
-def summarize(requests, gaps, *, policy, gpu, gpus, switches, busy_gpu_s, span, wall=0.0):
+def summarize(
+    requests: Sequence[Request],
+    gaps: Sequence[tuple[float, int]],
+    *,
+    policy: str,
+    gpu: str,
+    gpus: int,
+    switches: int,
+    busy_gpu_s: float,
+    span: float,
+    wall: float = 0.0,
+) -> PoolResult:
     """Pool metrics from finished request states and the token-gap histogram.
 
     Parameters

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -115,7 +116,7 @@ def goodput(
     start: int = 8,
     limit: int = 1024,
     metric: str = "deadline",
-    **sim,
+    **sim: Any,
 ) -> dict:
     """Max models at `rate` req/s each with attainment >= 90 % on the given pool.
 
@@ -212,7 +213,7 @@ def capacity(
     seed: int = 0,
     limit: int = 512,
     metric: str = "deadline",
-    **sim,
+    **sim: Any,
 ) -> dict:
     """Fewest GPUs keeping every TP group of `mix` at >= 90 % attainment.
 

@@ -34,6 +34,23 @@ class AddressPlan:
     prefix_len: int
 
     def ip_str(self, node: int) -> str:
+        """Dotted address of ``node``.
+
+        Parameters
+        ----------
+        node
+            Node id.
+
+        Returns
+        -------
+        str
+            ``10.x.y.z``.
+
+        Raises
+        ------
+        InputError
+            When the node has no backend address.
+        """
         if not self.ip[node]:
             raise InputError("node", f"node {node} has no backend address")
         return str(ipaddress.IPv4Address(int(self.ip[node])))
@@ -41,7 +58,18 @@ class AddressPlan:
 
 @per_fabric
 def address_plan(fabric: Fabric) -> AddressPlan:
-    """Assign one IP per backend endpoint (GPU NIC or host), one subnet per ToR pair."""
+    """Assign one IP per backend endpoint (GPU NIC or host), one subnet per ToR pair.
+
+    Parameters
+    ----------
+    fabric
+        The fabric (the plan is cached for as long as it lives).
+
+    Returns
+    -------
+    AddressPlan
+        Addresses in 10.0.0.0/8, subnets sized to the largest ToR pair.
+    """
     lk, nd = fabric.links, fabric.nodes
     m = (lk.tier == LinkTier.NIC_TOR) & np.isin(nd.kind[lk.src], (NodeKind.GPU, NodeKind.HOST))
     m &= lk.port <= 0
@@ -67,7 +95,22 @@ def address_plan(fabric: Fabric) -> AddressPlan:
 def roce_tuples(
     plan: AddressPlan, src: np.ndarray, dst: np.ndarray, sport: np.ndarray
 ) -> TupleBytes:
-    """The RoCEv2 5-tuples (UDP, destination port 4791) of flows src -> dst."""
+    """The RoCEv2 5-tuples (UDP, destination port 4791) of flows src -> dst.
+
+    Parameters
+    ----------
+    plan
+        The address plan.
+    src, dst
+        Endpoint node ids of each flow.
+    sport
+        UDP source port of each flow.
+
+    Returns
+    -------
+    TupleBytes
+        The tuples' bytes, column by column.
+    """
     s_ip, d_ip = plan.ip[src], plan.ip[dst]
     if (s_ip == 0).any() or (d_ip == 0).any():
         bad = (
@@ -80,6 +123,19 @@ def roce_tuples(
 
 
 def random_sports(seed: int, n: int) -> np.ndarray:
-    """Source ports as a library that draws them per queue pair would: uniform, seeded."""
+    """Source ports as a library that draws them per queue pair would: uniform, seeded.
+
+    Parameters
+    ----------
+    seed
+        Seed.
+    n
+        Ports.
+
+    Returns
+    -------
+    numpy.ndarray
+        Ports in the dynamic range 49152..65535.
+    """
     rng = np.random.default_rng(seed)
     return rng.integers(SPORT_MIN, SPORT_MAX + 1, n, dtype=np.uint32)

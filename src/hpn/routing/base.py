@@ -38,6 +38,7 @@ class Paths:
 
     @property
     def lengths(self) -> np.ndarray:
+        """Hops of every path."""
         return np.diff(self.offsets)
 
     @property
@@ -47,6 +48,24 @@ class Paths:
 
     @classmethod
     def from_lists(cls, paths: Sequence[Sequence[int]]) -> Paths:
+        """Paths from one list of directed link ids per flow.
+
+        Parameters
+        ----------
+        paths
+            Link ids of each path.
+
+        Returns
+        -------
+        Paths
+            The CSR.
+
+        Examples
+        --------
+        >>> p = Paths.from_lists([[0, 2], [5]])
+        >>> p.offsets.tolist(), p.links.tolist(), p[1].tolist()
+        ([0, 2, 3], [0, 2, 5], [5])
+        """
         lengths = np.fromiter((len(p) for p in paths), np.int64, len(paths))
         offsets = np.zeros(len(paths) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -55,6 +74,18 @@ class Paths:
 
     @classmethod
     def concat(cls, parts: Sequence[Paths]) -> Paths:
+        """The paths of several sets, one after the other.
+
+        Parameters
+        ----------
+        parts
+            The sets.
+
+        Returns
+        -------
+        Paths
+            Their flows in order (no flow for no parts).
+        """
         if not parts:
             return cls(np.zeros(1, np.int64), np.zeros(0, np.int64))
         lengths = np.concatenate([p.lengths for p in parts])
@@ -123,7 +154,26 @@ class Router(Protocol):
         dst: np.ndarray,
         keys: np.ndarray | None = None,
         down: np.ndarray | None = None,
-    ) -> Paths: ...
+    ) -> Paths:
+        """A path per flow ``src[i] -> dst[i]``.
+
+        Parameters
+        ----------
+        fabric
+            The fabric.
+        src, dst
+            Endpoint node ids of each flow.
+        keys
+            A flow identity per flow (a 5-tuple hash, a flow id); None: the flow's index.
+        down
+            Directed link ids that must not be used; None: every link is up.
+
+        Returns
+        -------
+        Paths
+            One path per flow.
+        """
+        ...
 
 
 @dataclass(frozen=True)
@@ -146,11 +196,40 @@ def load_policies() -> None:
 
 
 def register_router(name: str, factory: Callable[..., Router], summary: str) -> None:
+    """Register a routing policy under ``name``.
+
+    Parameters
+    ----------
+    name
+        Policy name (``--routing``).
+    factory
+        ``factory(**kwargs) -> Router``.
+    summary
+        One line for help and docs.
+    """
     ROUTERS[name] = RouterInfo(name, factory, summary)
 
 
 def make_router(name: str, **kwargs: Any) -> Router:
-    """The routing policy registered as ``name``, built with ``kwargs`` (e.g. ``seed``)."""
+    """The routing policy registered as ``name``, built with ``kwargs`` (e.g. ``seed``).
+
+    Parameters
+    ----------
+    name
+        Policy name.
+    **kwargs
+        Arguments of its factory.
+
+    Returns
+    -------
+    Router
+        The router.
+
+    Raises
+    ------
+    InputError
+        For an unknown policy.
+    """
     load_policies()
     if name not in ROUTERS:
         raise InputError("routing", f"unknown policy {name!r}; choose from {', '.join(ROUTERS)}")
@@ -163,7 +242,24 @@ HPN_FAMILY = frozenset({"hpn", "rail-only"})
 
 def default_policy(fabric: Fabric) -> str:
     """The routing a fabric's hosts and switches use: ``hpn`` on HPN-family fabrics (an
-    imported fabric may say so in ``meta["family"]``), ``ecmp`` elsewhere."""
+    imported fabric may say so in ``meta["family"]``), ``ecmp`` elsewhere.
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+
+    Returns
+    -------
+    str
+        The policy name.
+
+    Examples
+    --------
+    >>> from hpn.topology import build
+    >>> default_policy(build("fat-tree", k=4))
+    'ecmp'
+    """
     family = getattr(fabric.spec, "preset", None) or fabric.meta.get("family")
     return "hpn" if family in HPN_FAMILY else "ecmp"
 
@@ -172,7 +268,29 @@ def router_for(
     fabric: Fabric, routing: str | None = None, *, seed: int = 0, hashing: Any = None
 ) -> Router:
     """The router of policy ``routing`` (None: the fabric's default), with ``hashing`` (a
-    HashConfig or dict) for the policies that hash (``ecmp``, ``hpn``)."""
+    HashConfig or dict) for the policies that hash (``ecmp``, ``hpn``).
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    routing
+        Policy name; None: :func:`default_policy`.
+    seed
+        Seed of the policy.
+    hashing
+        Hash settings; None: the policy's defaults.
+
+    Returns
+    -------
+    Router
+        The router.
+
+    Raises
+    ------
+    InputError
+        For an unknown policy, or hashing given to a policy that does not hash.
+    """
     name = routing or default_policy(fabric)
     kw: dict[str, Any] = {"seed": seed}
     if hashing is not None:
@@ -188,13 +306,32 @@ HASHING_POLICIES = ("ecmp", "hpn")
 
 
 def describe(router: Router) -> str:
-    """One line naming a router and, where it hashes, how (for outputs and stored runs)."""
+    """One line naming a router and, where it hashes, how (for outputs and stored runs).
+
+    Parameters
+    ----------
+    router
+        The router.
+
+    Returns
+    -------
+    str
+        ``name`` or ``name (hash settings)``.
+    """
     hashing = getattr(router, "hashing", None)
     return f"{router.name} ({hashing.describe()})" if hashing is not None else router.name
 
 
 def validate_endpoints(fabric: Fabric, src: np.ndarray, dst: np.ndarray) -> None:
-    """InputError for unknown nodes or a flow to itself."""
+    """InputError for unknown nodes or a flow to itself.
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    src, dst
+        Endpoint node ids of each flow.
+    """
     n = fabric.num_nodes
     for name, arr in (("src", src), ("dst", dst)):
         if len(arr) and (arr.min() < 0 or arr.max() >= n):

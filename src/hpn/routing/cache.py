@@ -15,7 +15,18 @@ T = TypeVar("T")
 
 
 def per_fabric(fn: Callable[..., T]) -> Callable[..., T]:
-    """Memoize ``fn(fabric)`` for as long as ``fabric`` lives."""
+    """Memoize ``fn(fabric)`` for as long as ``fabric`` lives.
+
+    Parameters
+    ----------
+    fn
+        A function of a fabric alone.
+
+    Returns
+    -------
+    Callable
+        The memoized function.
+    """
     memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     @functools.wraps(fn)

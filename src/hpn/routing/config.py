@@ -19,7 +19,29 @@ TIERS = ("tor", "agg", "core")
 
 
 def per_tier(text: str, field: str, cast=str) -> dict[str, Any]:
-    """``"0,10,0"``, ``"5"`` or ``"agg=10"`` -> ``{tier: value}`` for the tiers given."""
+    """``"0,10,0"``, ``"5"`` or ``"agg=10"`` -> ``{tier: value}`` for the tiers given.
+
+    Parameters
+    ----------
+    text
+        Three values (tor, agg, core), one for all tiers, or ``tier=value`` pairs.
+    field
+        Field named in errors.
+    cast
+        Type of the values.
+
+    Returns
+    -------
+    dict
+        Value per tier.
+
+    Examples
+    --------
+    >>> per_tier("0,10,0", "offsets", int)
+    {'tor': 0, 'agg': 10, 'core': 0}
+    >>> per_tier("agg=10", "offsets", int)
+    {'agg': 10}
+    """
     parts = [p.strip() for p in str(text).split(",") if p.strip()]
     if not parts:
         raise InputError(field, "expected TOR,AGG,CORE, one value, or tier=value pairs")
@@ -88,7 +110,24 @@ class RoutingTable(Model):
 
 def command_router(fabric, policy: str | None, seed: int, table: RoutingTable | None):
     """The router a command runs with: ``policy`` (None: the fabric's default) and the
-    ``[routing]`` table's hashing; an error if hashing is set for a policy without it."""
+    ``[routing]`` table's hashing; an error if hashing is set for a policy without it.
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    policy
+        Policy name; None: the fabric's default.
+    seed
+        Seed.
+    table
+        The command's ``[routing]`` table; None: default hashing.
+
+    Returns
+    -------
+    Router
+        The router.
+    """
     from hpn.routing.base import router_for
 
     hashing = table.hashing() if table is not None else None

@@ -115,7 +115,20 @@ TIER_SEEDS = {NodeKind.TOR: 0, NodeKind.AGG: 10, NodeKind.CORE: 25}
 
 def switch_seed(node: np.ndarray | int, base: int) -> np.ndarray:
     """The per-switch seed of ``seeds="switch"``: the low 32 bits of splitmix64(node ^ base),
-    for switch node id ``node`` and router seed ``base``."""
+    for switch node id ``node`` and router seed ``base``.
+
+    Parameters
+    ----------
+    node
+        Switch node id(s).
+    base
+        Router seed.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint64 seeds below 2**32.
+    """
     x = np.asarray(node, np.uint64) ^ np.uint64(base & 0xFFFFFFFF)
     return splitmix64(x) & np.uint64(0xFFFFFFFF)
 

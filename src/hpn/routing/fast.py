@@ -39,6 +39,7 @@ class FlowSpec:
     conn: np.ndarray
 
     def take(self, idx: np.ndarray) -> FlowSpec:
+        """The spec of flows ``idx``, in that order."""
         return FlowSpec(self.hs, self.s_ip[idx], self.d_ip[idx], self.sport[idx], self.conn[idx])
 
 
@@ -65,7 +66,20 @@ def _empty() -> np.ndarray:
 
 
 def uniform_spec(seed: int, keys: np.ndarray) -> FlowSpec:
-    """The ``random`` policy: a uniform draw from (seed, key, hop) at every hop."""
+    """The ``random`` policy: a uniform draw from (seed, key, hop) at every hop.
+
+    Parameters
+    ----------
+    seed
+        Router seed.
+    keys
+        Flow keys.
+
+    Returns
+    -------
+    FlowSpec
+        The kernel's settings (the 5-tuple fields unused).
+    """
     z, n = _empty(), len(keys)
     hs = (
         K.MODE_UNIFORM, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), z, np.zeros(1, np.uint64),
@@ -84,9 +98,30 @@ def hash_spec(
     conn: np.ndarray,
     core_ports: Any = None,
 ) -> FlowSpec:
-    """:class:`~hpn.routing.ecmp.HashEcmpRouter`'s choice: ``cfg`` its HashConfig,
-    ``node_seed`` every node's switch seed, ``tuples`` the flows' TupleBytes, ``core_ports``
-    (in-rank per link, the cores' port CSR) where cores map ports."""
+    """:class:`~hpn.routing.ecmp.HashEcmpRouter`'s choice as the kernel's settings.
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    cfg
+        The router's HashConfig.
+    seed
+        Router seed.
+    node_seed
+        Every node's switch seed.
+    tuples
+        The flows' TupleBytes.
+    conn
+        Connection key of each flow.
+    core_ports
+        (in-rank per link, the cores' port CSR) where cores map ports; None: they do not.
+
+    Returns
+    -------
+    FlowSpec
+        Hash codes, offsets and seeds per tier, and the flows' 5-tuple fields.
+    """
     role, pod, *_ = _node_arrays(fabric)
     bond = {"l34": K.BOND_L34, "rr": K.BOND_RR}.get(cfg.bond_hash, K.BOND_HASH)
     codes = np.array(
@@ -134,22 +169,28 @@ class Store:
         self.scratch = np.zeros(3 * int(deg.max(initial=1)) + 16, np.int64)
         cells = (g.m + 1) * walk.nsig
         self.memo_size = cells if cells <= _MEMO_MAX else 0
-        self._alloc(size or max(1 << 12, len(g.out_ids)))
+        self._alloc(size or max(1 << 12, len(g.out_ids) // 2))
 
     def _alloc(self, s: int) -> None:
         self.size = s
         h = 1 << int(np.ceil(np.log2(2 * s + 2)))
         self.lists = (
-            *(np.zeros(s, np.int64) for _ in range(8)),
-            np.full(h, -1, np.int64),
+            np.zeros(K._ENT * s, np.int64),  # entries
+            np.zeros(s, np.int64),  # entry positions by neighbour group
+            np.zeros(K._REC * s, np.int64),  # list records
+            np.zeros(s, np.int64),  # group starts
+            np.zeros(s, np.int64),  # group sizes
+            np.full(h, -1, np.int64),  # hash table of the lists
         )
         self.state = np.zeros(3, np.int64)
         self.memo = np.full(self.memo_size, -1, np.int32)
 
     def grow(self) -> None:
+        """Double the candidate-list space (emptied: the kernel refills it)."""
         self._alloc(2 * self.size)
 
     def args(self) -> tuple:
+        """(graph, lists, state, memo, scratch): the arrays a kernel takes."""
         return self.graph, self.lists, self.state, self.memo, self.scratch
 
 
@@ -179,7 +220,32 @@ def _raise(status: int, i: int, src: np.ndarray) -> None:
 def route_compiled(
     fabric: Fabric, g: Any, walk: Any, uinv: np.ndarray, src, dst, spec: FlowSpec
 ) -> Paths:
-    """The paths of flows ``src -> dst`` (destination classes ``uinv`` of ``walk``)."""
+    """The paths of flows ``src -> dst`` (destination classes ``uinv`` of ``walk``).
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    g, walk
+        The routing graph and the distances of the destination classes
+        (:mod:`hpn.routing.shortest`).
+    uinv
+        Destination class of each flow.
+    src, dst
+        Endpoints of each flow.
+    spec
+        How the router chooses (:func:`uniform_spec`, :func:`hash_spec`).
+
+    Returns
+    -------
+    Paths
+        One path per flow, as the numpy walk gives them.
+
+    Raises
+    ------
+    InputError
+        When a flow has no path.
+    """
     store = _store(fabric, g, walk)
     run = K.kernel("route")
     while True:
@@ -201,7 +267,34 @@ def search_compiled(
     fabric: Fabric, g: Any, walk: Any, p_u: np.ndarray, pairs, spec: FlowSpec, **kw
 ) -> tuple:
     """HPN's candidate rounds for ``pairs`` (dict of per-pair arrays); (items, count,
-    found per plane) as :class:`hpn.routing.hpn_select._Found` records them."""
+    found per plane) as :class:`hpn.routing.hpn_select._Found` records them.
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    g, walk
+        The routing graph and the distances of the destination classes.
+    p_u
+        Destination class of each pair.
+    pairs
+        Per-pair arrays: ``src``, ``dst``, ``start``, ``per_plane``, ``ports``, ``nv0``,
+        ``nv1``.
+    spec
+        The hash settings (:func:`hash_spec`).
+    **kw
+        ``first_round`` and ``max_candidates`` of the selection.
+
+    Returns
+    -------
+    tuple
+        ``((pair, sport, plane, uplink), count, per_plane)``.
+
+    Raises
+    ------
+    NoPath
+        When a pair has no path.
+    """
     store = _store(fabric, g, walk)
     run = K.kernel("search")
     port = _node_arrays(fabric)[4]

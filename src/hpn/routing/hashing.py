@@ -112,26 +112,113 @@ class TupleBytes:
 
 def crc32(data: np.ndarray, seed: int = 0) -> np.ndarray:
     """CRC-32/IEEE of each row of ``data`` (uint8, rows x bytes); ``seed`` continues a CRC
-    like ``zlib.crc32(row, seed)``."""
+    like ``zlib.crc32(row, seed)``.
+
+    Parameters
+    ----------
+    data
+        uint8 array, one message per row.
+    seed
+        CRC to continue (0: a fresh one).
+
+    Returns
+    -------
+    numpy.ndarray
+        One uint32 per row.
+
+    Examples
+    --------
+    >>> import zlib
+    >>> row = np.frombuffer(b"hpn", np.uint8).reshape(1, -1)
+    >>> int(crc32(row)[0]) == zlib.crc32(b"hpn")
+    True
+    """
     return _crc_reflected(data, _CRC32, _init(seed, len(data), 0xFFFFFFFF, 0xFFFFFFFF), 0xFFFFFFFF)
 
 
 def crc32c(data: np.ndarray, seed: int = 0) -> np.ndarray:
+    """CRC-32C (Castagnoli) of each row of ``data``; ``seed`` continues a CRC.
+
+    Parameters
+    ----------
+    data
+        uint8 array, one message per row.
+    seed
+        CRC to continue (0: a fresh one).
+
+    Returns
+    -------
+    numpy.ndarray
+        One uint32 per row.
+
+    Examples
+    --------
+    The catalogue's check value:
+
+    >>> hex(int(crc32c(np.frombuffer(b"123456789", np.uint8).reshape(1, -1))[0]))
+    '0xe3069283'
+    """
     return _crc_reflected(data, _CRC32C, _init(seed, len(data), 0xFFFFFFFF, 0xFFFFFFFF), 0xFFFFFFFF)
 
 
 def crc16_arc(data: np.ndarray, seed: int = 0) -> np.ndarray:
-    """CRC-16/ARC; ``seed`` is the initial register (0 in the catalogue)."""
+    """CRC-16/ARC; ``seed`` is the initial register (0 in the catalogue).
+
+    Parameters
+    ----------
+    data
+        uint8 array, one message per row.
+    seed
+        Initial register.
+
+    Returns
+    -------
+    numpy.ndarray
+        One 16-bit value per row.
+    """
     return _crc_reflected(data, _CRC16_ARC, _init(seed, len(data), 0xFFFF), 0)
 
 
 def crc16_ccitt(data: np.ndarray, seed: int = 0xFFFF) -> np.ndarray:
-    """CRC-16/CCITT as ``binascii.crc_hqx(row, seed)``."""
+    """CRC-16/CCITT as ``binascii.crc_hqx(row, seed)``.
+
+    Parameters
+    ----------
+    data
+        uint8 array, one message per row.
+    seed
+        Initial register.
+
+    Returns
+    -------
+    numpy.ndarray
+        One 16-bit value per row.
+
+    Examples
+    --------
+    >>> import binascii
+    >>> row = np.frombuffer(b"hpn", np.uint8).reshape(1, -1)
+    >>> int(crc16_ccitt(row)[0]) == binascii.crc_hqx(b"hpn", 0xFFFF)
+    True
+    """
     return _crc16_msb(data, _CRC16_CCITT, seed)
 
 
 def xor16(data: np.ndarray, seed: int = 0) -> np.ndarray:
-    """XOR fold of the row's 16-bit big-endian words, XORed with the seed's low 16 bits."""
+    """XOR fold of the row's 16-bit big-endian words, XORed with the seed's low 16 bits.
+
+    Parameters
+    ----------
+    data
+        uint8 array, one message per row.
+    seed
+        Seed.
+
+    Returns
+    -------
+    numpy.ndarray
+        One 16-bit value per row.
+    """
     cols = list(_columns(data))
     if len(cols) % 2:
         cols.append(np.zeros_like(cols[0]))
@@ -142,7 +229,20 @@ def xor16(data: np.ndarray, seed: int = 0) -> np.ndarray:
 
 
 def mix64(data: np.ndarray, seed: int = 0) -> np.ndarray:
-    """A non-linear 32-bit hash (splitmix64 rounds over 8-byte words): independent choices."""
+    """A non-linear 32-bit hash (splitmix64 rounds over 8-byte words): independent choices.
+
+    Parameters
+    ----------
+    data
+        uint8 array, one message per row.
+    seed
+        Seed.
+
+    Returns
+    -------
+    numpy.ndarray
+        One 32-bit value per row.
+    """
     cols = [np.asarray(c, np.uint64) for c in _columns(data)]
     cols += [np.zeros_like(cols[0])] * (-len(cols) % 8)
     words = [
@@ -171,20 +271,66 @@ HASHES: dict[str, Callable[[Any, Any], np.ndarray]] = {
 
 
 def get_hash(name: str) -> Callable[[Any, Any], np.ndarray]:
+    """The hash function named ``name`` (``crc32``, ``crc32c``, ``crc16``, ...).
+
+    Parameters
+    ----------
+    name
+        A key of ``HASHES``.
+
+    Returns
+    -------
+    Callable
+        ``hash(data, seed) -> numpy.ndarray``.
+
+    Raises
+    ------
+    InputError
+        For an unknown name (field ``hash``).
+    """
     if name not in HASHES:
         raise InputError("hash", f"unknown hash {name!r}; choose from {', '.join(HASHES)}")
     return HASHES[name]
 
 
 def fold16(h: np.ndarray) -> np.ndarray:
-    """XOR-fold a 32-bit hash to 16 bits (what many switches feed to the ECMP modulo)."""
+    """XOR-fold a 32-bit hash to 16 bits (what many switches feed to the ECMP modulo).
+
+    Parameters
+    ----------
+    h
+        32-bit hashes.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(h >> 16) ^ (h & 0xFFFF)``.
+
+    Examples
+    --------
+    >>> hex(int(fold16(np.array([0x12345678], np.uint32))[0]))
+    '0x444c'
+    """
     h = np.asarray(h, np.uint32)
     return (h ^ (h >> np.uint32(16))) & np.uint32(0xFFFF)
 
 
 def rotate16(h: np.ndarray, offset: int | np.ndarray) -> np.ndarray:
     """Rotate a 16-bit hash right by ``offset`` bits (0..15): the switch then takes its modulo
-    from bits ``offset ..`` instead of the lowest ones (a hash offset)."""
+    from bits ``offset ..`` instead of the lowest ones (a hash offset).
+
+    Parameters
+    ----------
+    h
+        16-bit hashes.
+    offset
+        Bits, per hash or one for all.
+
+    Returns
+    -------
+    numpy.ndarray
+        The rotated hashes.
+    """
     h = np.asarray(h, np.uint32) & np.uint32(0xFFFF)
     off = np.asarray(offset, np.uint32) % np.uint32(16)
     return ((h >> off) | (h << ((np.uint32(16) - off) % np.uint32(16)))) & np.uint32(0xFFFF)
@@ -198,7 +344,22 @@ _TUPLE = np.dtype(
 def pack_5tuples(
     src_ip: np.ndarray, dst_ip: np.ndarray, sport: np.ndarray, dport: np.ndarray, proto: int = 17
 ) -> np.ndarray:
-    """Rows of 13 bytes, network order: src ip, dst ip, protocol, source port, dest port."""
+    """Rows of 13 bytes, network order: src ip, dst ip, protocol, source port, dest port.
+
+    Parameters
+    ----------
+    src_ip, dst_ip
+        IPv4 addresses (uint32).
+    sport, dport
+        UDP/TCP ports.
+    proto
+        IP protocol (17: UDP).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, rows x 13.
+    """
     rec = np.empty(len(src_ip), dtype=_TUPLE)
     rec["src"], rec["dst"], rec["proto"] = src_ip, dst_ip, proto
     rec["sport"], rec["dport"] = sport, dport
@@ -209,7 +370,20 @@ def linux_bond_l34(
     src_ip: np.ndarray, dst_ip: np.ndarray, sport: np.ndarray, dport: np.ndarray
 ) -> np.ndarray:
     """Linux bonding ``xmit_hash_policy=layer3+4`` as its documentation gives it:
-    ports XORed, XOR the addresses, fold by 16 and 8 bits (then modulo the slave count)."""
+    ports XORed, XOR the addresses, fold by 16 and 8 bits (then modulo the slave count).
+
+    Parameters
+    ----------
+    src_ip, dst_ip
+        IPv4 addresses (uint32).
+    sport, dport
+        Ports.
+
+    Returns
+    -------
+    numpy.ndarray
+        The hash, before the modulo.
+    """
     h = (np.asarray(sport, np.uint32) ^ np.asarray(dport, np.uint32)) ^ (
         np.asarray(src_ip, np.uint32) ^ np.asarray(dst_ip, np.uint32)
     )

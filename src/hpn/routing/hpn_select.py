@@ -70,9 +70,14 @@ class HpnRouter(HashEcmpRouter):
         self.max_candidates = int(max_candidates)
 
     def route(self, fabric, src, dst, keys=None, down=None) -> Paths:
+        """The paths of :meth:`select` (see :meth:`hpn.routing.base.Router.route`)."""
         return self.select(fabric, src, dst, keys, down).paths
 
     def select(self, fabric, src, dst, keys=None, down=None) -> Selection:
+        """Each flow's source port, chosen as HPN's hosts do, and the path and plane it gets.
+
+        Takes the arguments of :meth:`hpn.routing.base.Router.route`.
+        """
         src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
         validate_endpoints(fabric, src, dst)
         n = len(src)
@@ -111,8 +116,12 @@ class HpnRouter(HashEcmpRouter):
         salt = splitmix64(p_src.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
         chosen = found.place(conns[0], conn_rank, p_src, ports, (salt & np.uint64(1)) > 0)
         sport = chosen[conn_of]
-        paths = self.route_sports(fabric, src, dst, sport, down)
-        self.kernel = "numba" if isinstance(found, _Compiled) else "numpy"
+        if isinstance(found, _Compiled):  # the search's walk tables serve these flows too
+            paths = found.route(self, fabric, src, dst, sport, pair_of)
+            self.kernel = "numba"
+        else:
+            paths = self.route_sports(fabric, src, dst, sport, down)
+            self.kernel = "numpy"
         plane = fabric.links.port[paths.links[paths.offsets[:-1]]].astype(np.int64)
         return Selection(sport, paths, plane, found.count[pair_of])
 
@@ -158,7 +167,7 @@ class HpnRouter(HashEcmpRouter):
             raise InputError(
                 "routing", f"no path from node {int(p_src[e.pair])} (flow {i}) to its destination"
             ) from None
-        return _Compiled(count, plane_count, items)
+        return _Compiled(count, plane_count, items, (g, walk, p_u, nv))
 
     def _candidate_sports(self, pair_key: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Candidate ``index`` of a pair: a pair-specific walk through the port range."""
@@ -237,17 +246,22 @@ class _Found:
         pair, then rank); in a round no two connections share a NIC or a pair, so each round
         is one vectorized step over the NICs."""
         pair, sport, plane, uplink = (np.concatenate(x) for x in zip(*self.items, strict=True))
+        self.items = []  # placed once; the sorted copies below replace them (memory)
         order = np.lexsort((np.arange(len(pair)), plane, pair))  # by pair, plane, found order
         pair, sport, plane, uplink = pair[order], sport[order], plane[order], uplink[order]
+        del order
         group = pair * 2 + plane
+        del plane
         g_off = np.searchsorted(group, np.arange(2 * len(self.count) + 1))
         rank = np.arange(len(pair)) - g_off[group]
-        nic = p_src[pair]
+        del group
         # (NIC, uplink) classes, numbered in (NIC, uplink) order (one int64 key: fast unique)
         span = int(uplink.max()) + 1 if len(uplink) else 1
-        nic_up, nic_up_of = np.unique(nic * span + uplink, return_inverse=True)
-        used = np.zeros(len(pair), np.int64)  # connections of its pair on each path
-        load = np.zeros(len(nic_up), np.int64)  # connections of a NIC on each uplink
+        nic_up, nic_up_of = np.unique(p_src[pair] * span + uplink, return_inverse=True)
+        n_items, n_classes = len(pair), len(nic_up)
+        del pair, uplink, nic_up
+        used = np.zeros(n_items, np.int64)  # connections of its pair on each path
+        load = np.zeros(n_classes, np.int64)  # connections of a NIC on each uplink
         # position of each connection among its NIC's connections
         c_nic = p_src[c_pair]
         o = np.lexsort((c_rank, c_pair, c_nic))
@@ -285,5 +299,25 @@ register_router(
 class _Compiled(_Found):
     """What the compiled candidate rounds found (items in the numpy code's order)."""
 
-    def __init__(self, count, per_plane, items):
+    def __init__(self, count, per_plane, items, tables):
         self.count, self.per_plane, self.items = count, per_plane, [items]
+        self.tables = tables  # (graph, walk, class per pair, NVLink pair?) of the search
+
+    def route(self, router, fabric, src, dst, sport, pair_of) -> Paths:
+        """``router.route_sports(fabric, src, dst, sport, down)`` on the search's tables."""
+        from hpn.routing.fast import hash_spec, route_compiled
+        from hpn.routing.shortest import _with_nvlink
+
+        g, walk, p_u, nv = self.tables
+        tuples = roce_tuples(address_plan(fabric), src, dst, sport)
+        seeds = router.switch_seeds(fabric, np.arange(fabric.num_nodes))
+        spec = hash_spec(
+            fabric, router.hashing, router.seed, seeds, tuples, np.arange(len(src)),
+            router.core_ports(fabric),
+        )  # fmt: skip
+        nvlink = nv[pair_of]
+        net = np.flatnonzero(~nvlink)
+        part = route_compiled(
+            fabric, g, walk, p_u[pair_of[net]], src[net], dst[net], spec.take(net)
+        )
+        return _with_nvlink(fabric, src, dst, nvlink, net, part)

@@ -37,6 +37,7 @@ _S30, _S27, _S31, _S32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 _S8, _S11 = np.uint64(8), np.uint64(11)
 _P7919 = np.uint64(7919)
 _FAR = 1 << 20
+_REC, _ENT = 8, 3  # int64s per candidate-list record and per entry (see _new_list)
 
 
 def hash_tables() -> np.ndarray:
@@ -121,10 +122,18 @@ def _uniform_pick(seed, key, hop, count):  # pragma: no cover - compiled
     return np.int64(u * count)
 
 
-def _new_list(v, urow, need, flat, out_off, out_ids, out_next, lk_dst, st, ls, scr):
-    """The candidate list of switch ``v`` toward a class (row ``urow`` of ``flat``); its id in the
-    shared store (deduplicated); -1 if none; -2 if the store is full."""  # pragma: no cover
-    s_links, s_gpos, l_off, l_cnt, l_m, l_goff, g_start, g_cnt, table = ls
+def _new_list(v, urow, need, g, hs, st, ls, scr):  # pragma: no cover - compiled
+    """The candidate list of switch ``v`` toward a class (row ``urow`` of ``flat``) with
+    ``need`` hops left after it: its record in the shared store (equal lists stored once);
+    -1 if there is none; -2 if the store is full.
+
+    A record (``_REC`` int64s): entry offset, count, distinct neighbours, group offset, the
+    switch's role and seed, its core port block (offset, size; size 0: no port map). An entry
+    (``_ENT`` int64s): link, next node, the next node's compact index (-1: an endpoint)."""
+    fwd, out_off, out_ids, comp, att_off, att_ids, lk_src, lk_dst, flat, rows, out_next = g
+    (mode, seed, role, node_seed, codes, offs, lag_offs, bond, lag, tables,
+     core_map, in_rank, c_off, c_links, pods, pod) = hs  # fmt: skip
+    s_ent, s_gpos, rec, g_start, g_cnt, table = ls
     n = 0
     hv = np.uint64(0)
     for p in range(out_off[v], out_off[v + 1]):
@@ -139,38 +148,42 @@ def _new_list(v, urow, need, flat, out_off, out_ids, out_next, lk_dst, st, ls, s
     slot = np.int64(hv & np.uint64(mask))
     while table[slot] >= 0:
         c = table[slot]
-        if l_cnt[c] == n:
+        if rec[_REC * c + 1] == n:
             same = True
-            o = l_off[c]
+            o = rec[_REC * c]
             for i in range(n):
-                if s_links[o + i] != scr[i]:
+                if s_ent[_ENT * (o + i)] != scr[i]:
                     same = False
                     break
             if same:
                 return c
         slot = (slot + 1) & mask
-    # a new list: store its links and its neighbour groups (order of first appearance)
+    # a new list: store its entries and its neighbour groups (order of first appearance)
     c, o, go = st[1], st[0], st[2]
-    if c >= len(l_off) or o + n > len(s_links) or go + n > len(g_start) or 2 * c >= len(table):
+    if _REC * (c + 1) > len(rec) or _ENT * (o + n) > len(s_ent) or go + n > len(g_start):
+        return -2
+    if 2 * (c + 1) >= len(table):
         return -2
     m = 0
     grp = scr[n : 2 * n]
     nbrs = scr[2 * n : 3 * n]
     for i in range(n):
         nb = lk_dst[scr[i]]
-        g = -1
+        gi = -1
         for k in range(m):
             if nbrs[k] == nb:
-                g = k
+                gi = k
                 break
-        if g < 0:
-            g = m
+        if gi < 0:
+            gi = m
             nbrs[m] = nb
             g_cnt[go + m] = 0
             m += 1
-        grp[i] = g
-        g_cnt[go + g] += 1
-        s_links[o + i] = scr[i]
+        grp[i] = gi
+        g_cnt[go + gi] += 1
+        e = _ENT * (o + i)
+        s_ent[e], s_ent[e + 1] = scr[i], nb
+        s_ent[e + 2] = comp[nb] if fwd[nb] else -1
     acc = 0
     for k in range(m):
         g_start[go + k] = acc
@@ -181,7 +194,14 @@ def _new_list(v, urow, need, flat, out_off, out_ids, out_next, lk_dst, st, ls, s
     for i in range(n):
         s_gpos[o + fill[grp[i]]] = i
         fill[grp[i]] += 1
-    l_off[c], l_cnt[c], l_m[c], l_goff[c] = o, n, m, go
+    r0 = _REC * c
+    rl = role[v]
+    rec[r0], rec[r0 + 1], rec[r0 + 2], rec[r0 + 3] = o, n, m, go
+    rec[r0 + 4], rec[r0 + 5] = rl, np.int64(node_seed[v] if len(node_seed) > v else 0)
+    rec[r0 + 6], rec[r0 + 7] = 0, 0
+    if rl == 3 and core_map:
+        k = v * pods + pod[lk_dst[scr[0]]]
+        rec[r0 + 6], rec[r0 + 7] = c_off[k], c_off[k + 1] - c_off[k]
     table[slot] = c
     st[0], st[1], st[2] = o + n, c + 1, go + m
     return c
@@ -195,86 +215,86 @@ def _walk(
     fwd, out_off, out_ids, comp, att_off, att_ids, lk_src, lk_dst, flat, rows, out_next = g
     (mode, seed, role, node_seed, codes, offs, lag_offs, bond, lag, tables,
      core_map, in_rank, c_off, c_links, pods, pod) = hs  # fmt: skip
-    s_links, s_gpos, l_off, l_cnt, l_m, l_goff, g_start, g_cnt, table = ls
+    s_ent, s_gpos, rec, g_start, g_cnt, table = ls
     v = s
+    vc = comp[s] if fwd[s] else -1  # compact index of the node the flow is at
     r = dist0
     urow = u * rows
     prev = -1
     hop = 0
     while r > 0:
-        base = 0
         if r == 1 and not fwd[d]:
             chosen = -1
             for j in range(att_off[d], att_off[d + 1]):
                 if lk_src[att_ids[j]] == v:
                     chosen = att_ids[j]
                     break
-        else:
-            need = r - 1
-            if fwd[v]:
-                key = urow + comp[v]
-                c = np.int64(memo[key]) if len(memo) else np.int64(-1)
+            v, vc = lk_dst[chosen], -1
+        elif vc >= 0:  # a switch
+            key = urow + vc
+            c = np.int64(memo[key]) if len(memo) else np.int64(-1)
+            if c < 0:
+                c = _new_list(v, urow, r - 1, g, hs, st, ls, scr)
+                if c == -2:
+                    return FULL
                 if c < 0:
-                    c = _new_list(
-                        v, urow, need, flat, out_off, out_ids, out_next, lk_dst, st, ls, scr
-                    )
-                    if c == -2:
-                        return FULL
-                    if c < 0:
-                        return NO_NEXT_HOP
-                    if len(memo):
-                        memo[key] = c
-                base, cnt = l_off[c], l_cnt[c]
-                cand = s_links[base : base + cnt]
-            else:  # an endpoint: its NIC ports, uncached
-                cnt = 0
-                for p in range(out_off[v], out_off[v + 1]):
-                    if flat[urow + out_next[p]] == need:
-                        scr[cnt] = out_ids[p]
-                        cnt += 1
-                if cnt == 0:
                     return NO_NEXT_HOP
-                c = -1
-                cand = scr[:cnt]
+                if len(memo):
+                    memo[key] = c
+            r0 = _REC * c
+            base, cnt = rec[r0], rec[r0 + 1]
             pick = 0
             if mode == MODE_UNIFORM:
                 pick = _uniform_pick(seed, conn, hop, cnt)
             elif cnt > 1:
-                rl = role[v]
-                if rl == 0:  # the host's bond
-                    if bond == BOND_RR:
-                        pick = conn % cnt
-                    elif bond == BOND_L34:
-                        h = (sport ^ 4791) ^ (s_ip ^ d_ip)
-                        h = h ^ (h >> 16)
-                        pick = (h ^ (h >> 8)) % cnt
-                    else:
-                        h = _hash(codes[0], tables, np.uint64(seed), s_ip, d_ip, sport)
-                        pick = ((h ^ (h >> 16)) & 0xFFFF) % cnt
-                elif rl <= 3:
-                    h = _hash(codes[rl], tables, node_seed[v], s_ip, d_ip, sport)
+                rl = rec[r0 + 4]
+                if rl >= 1 and rl <= 3:
+                    h = _hash(codes[rl], tables, np.uint64(rec[r0 + 5]), s_ip, d_ip, sport)
                     h = (h ^ (h >> 16)) & 0xFFFF
                     e = _rot16(h, offs[rl])
-                    if lag and c >= 0:
-                        m, go = l_m[c], l_goff[c]
-                        gi = e % (m if m > 1 else 1)
+                    m = rec[r0 + 2]
+                    if not lag or m == cnt:
+                        pick = e % cnt
+                    else:
+                        go = rec[r0 + 3]
+                        gi = e % m
                         member = _rot16(h, lag_offs[rl]) % g_cnt[go + gi]
                         pick = s_gpos[base + g_start[go + gi] + member]
-                    else:
-                        pick = e % cnt
-                    if rl == 3 and core_map and prev >= 0:
-                        k = v * pods + pod[lk_dst[cand[0]]]
-                        full = c_off[k + 1] - c_off[k]
-                        if full > 0:
-                            mapped = c_links[c_off[k] + in_rank[prev] % full]
-                            for i in range(cnt):
-                                if cand[i] == mapped:
-                                    pick = i
-                                    break
-            chosen = cand[pick]
+                    full = rec[r0 + 7]
+                    if full > 0 and prev >= 0:
+                        mapped = c_links[rec[r0 + 6] + in_rank[prev] % full]
+                        for i in range(cnt):
+                            if s_ent[_ENT * (base + i)] == mapped:
+                                pick = i
+                                break
+            e0 = _ENT * (base + pick)
+            chosen, v, vc = s_ent[e0], s_ent[e0 + 1], s_ent[e0 + 2]
+        else:  # an endpoint: its NIC ports, uncached
+            cnt = 0
+            for p in range(out_off[v], out_off[v + 1]):
+                if flat[urow + out_next[p]] == r - 1:
+                    scr[cnt] = out_ids[p]
+                    cnt += 1
+            if cnt == 0:
+                return NO_NEXT_HOP
+            pick = 0
+            if mode == MODE_UNIFORM:
+                pick = _uniform_pick(seed, conn, hop, cnt)
+            elif cnt > 1 and role[v] == 0:  # the host's bond
+                if bond == BOND_RR:
+                    pick = conn % cnt
+                elif bond == BOND_L34:
+                    h = (sport ^ 4791) ^ (s_ip ^ d_ip)
+                    h = h ^ (h >> 16)
+                    pick = (h ^ (h >> 8)) % cnt
+                else:
+                    h = _hash(codes[0], tables, np.uint64(seed), s_ip, d_ip, sport)
+                    pick = ((h ^ (h >> 16)) & 0xFFFF) % cnt
+            chosen = scr[pick]
+            v = lk_dst[chosen]
+            vc = comp[v] if fwd[v] else -1
         out[hop] = chosen
         prev = chosen
-        v = lk_dst[chosen]
         r -= 1
         hop += 1
     return OK
@@ -322,19 +342,18 @@ def _search_kernel(
     runs them: (status, index, items, count, found per plane); items are the new distinct
     paths (pair, sport, plane, uplink) in the order the numpy code records them."""
     n = len(p_src)
-    e = np.zeros(0, np.int64)
     count = np.zeros(n, np.int64)
     found = np.zeros((n, 2), np.int64)
     dist = np.empty(n, np.int64)
     for p in range(n):
         dist[p] = 2 if nv0[p] >= 0 else _distance(p_src[p], p_u[p], g)
     cap = max(n * min(first_round, max_cand), 16)
-    it_pair = np.empty(cap, np.int64)
-    it_sport = np.empty(cap, np.int64)
-    it_plane = np.empty(cap, np.int64)
-    it_up = np.empty(cap, np.int64)
+    it_pair = np.empty(cap, np.int32)
+    it_sport = np.empty(cap, np.int32)
+    it_plane = np.empty(cap, np.int8)
+    it_up = np.empty(cap, np.int32)
     it_pid = np.empty(cap, np.uint64)
-    it_next = np.empty(cap, np.int64)  # the pair's previous distinct path (-1: none)
+    it_next = np.empty(cap, np.int32)  # the pair's previous distinct path (-1: none)
     last = np.full(n, -1, np.int64)  # each pair's latest distinct path
     ni = 0
     active = np.arange(n)
@@ -348,7 +367,16 @@ def _search_kernel(
         for a in range(na):
             p = active[a]
             if dist[p] >= _FAR:
-                return NO_PATH, a, e, e, e, e, count, found
+                return (
+                    NO_PATH,
+                    a,
+                    it_pair[:0],
+                    it_sport[:0],
+                    it_plane[:0],
+                    it_up[:0],
+                    count,
+                    found,
+                )
             ln = dist[p]
             if ln > len(path):
                 path = np.empty(2 * ln, np.int64)
@@ -363,7 +391,10 @@ def _search_kernel(
                         ln, path, g, hs, ls, st, memo, scr,
                     )  # fmt: skip
                 if status != OK:
-                    return status, a * size + j, e, e, e, e, count, found
+                    return (
+                        status, a * size + j, it_pair[:0], it_sport[:0], it_plane[:0],
+                        it_up[:0], count, found,
+                    )  # fmt: skip
                 pid = np.uint64(0)
                 for k in range(ln):
                     pid ^= _smix((np.uint64(path[k]) << _S8) ^ np.uint64(k))
@@ -380,7 +411,7 @@ def _search_kernel(
                     it_plane = _grow(it_plane, cap)
                     it_up = _grow(it_up, cap)
                     it_next = _grow(it_next, cap)
-                    it_pid = _grow_u(it_pid, cap)
+                    it_pid = _grow(it_pid, cap)
                 it_next[ni] = last[p]
                 last[p] = ni
                 pl = port[path[0]]
@@ -407,19 +438,24 @@ def _search_kernel(
 
 
 def _grow(a, cap):  # pragma: no cover - compiled
-    b = np.empty(cap, np.int64)
-    b[: len(a)] = a
-    return b
-
-
-def _grow_u(a, cap):  # pragma: no cover - compiled
-    b = np.empty(cap, np.uint64)
+    b = np.empty(cap, a.dtype)
     b[: len(a)] = a
     return b
 
 
 def kernel(name: str):
-    """The compiled kernel ``name`` (``route`` or ``search``), compiled on first use."""
+    """The compiled kernel ``name`` (``route`` or ``search``), compiled on first use.
+
+    Parameters
+    ----------
+    name
+        ``route`` or ``search``.
+
+    Returns
+    -------
+    Callable
+        The numba function.
+    """
     if not _compiled:
         import numba
 
@@ -427,7 +463,7 @@ def kernel(name: str):
         g = globals()
         for helper in (
             "_smix", "_byte", "_hash", "_rot16", "_uniform_pick", "_new_list", "_walk",
-            "_distance", "_grow", "_grow_u",
+            "_distance", "_grow",
         ):  # fmt: skip
             g[helper] = jit(g[helper])
         _compiled["route"] = jit(_route_kernel)

@@ -19,7 +19,29 @@ from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 def count_paths(fabric: Fabric, src: int, dst: int, plane: int | None = None) -> int:
     """Equal-cost shortest paths from endpoint ``src`` to ``dst`` (0 if unreachable).
 
-    ``plane`` restricts the first hop to the NIC port of that number.
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    src, dst
+        Endpoint node ids.
+    plane
+        Restrict the first hop to the NIC port of that number; None: any port.
+
+    Returns
+    -------
+    int
+        Number of shortest paths (parallel links count).
+
+    Examples
+    --------
+    In a k=4 fat tree, (k/2)^2 paths join hosts of different pods, one joins hosts on one edge
+    switch:
+
+    >>> from hpn.topology import build
+    >>> f = build("fat-tree", k=4)
+    >>> count_paths(f, 0, 15), count_paths(f, 0, 1)
+    (4, 1)
     """
     lk, n = fabric.links, fabric.num_nodes
     fwd = np.isin(fabric.nodes.kind, FORWARDING)
@@ -50,7 +72,19 @@ def _endpoint(fabric: Fabric, **where: int) -> int | None:
 
 
 def path_report(fabric: Fabric) -> dict[str, Any]:
-    """Equal-cost path counts between endpoint pairs of increasing distance."""
+    """Equal-cost path counts between endpoint pairs of increasing distance.
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+
+    Returns
+    -------
+    dict
+        Path count (and, for multi-port NICs, per plane) of a same-segment same-rail pair,
+        a cross-rail pair, a cross-segment pair and a cross-pod pair, where the fabric has one.
+    """
     nd = fabric.nodes
     a = _endpoint(fabric, pod=0, segment=0)
     cases: dict[str, tuple[int | None, int | None]] = {}

@@ -25,7 +25,29 @@ from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
 
 def job_flows(fabric: Fabric, hosts: int, senders: int, connections: int, rail: int = 0):
-    """(src, dst, keys) of the scenario's connections."""
+    """(src, dst, keys) of the scenario's connections.
+
+    ``hosts`` rail-``rail`` GPUs of segment 0 and as many of segment 1 send to each other:
+    each of the first ``senders`` of a side to a shifted partner, ``connections`` each.
+
+    Parameters
+    ----------
+    fabric
+        The fabric (two segments in pod 0).
+    hosts
+        GPUs used per segment.
+    senders
+        Partners each GPU sends to.
+    connections
+        Connections per (sender, receiver).
+    rail
+        The rail (GPU index) used.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Sources, destinations and a distinct key per connection.
+    """
     nd = fabric.nodes
     gpus = []
     for seg in (0, 1):
@@ -59,6 +81,30 @@ def polarization(
     size: float = 64e6,
     hashing: dict | None = None,
 ) -> dict[str, Any]:
+    """Hash polarization of a two-segment job: how unevenly the receivers' ToR ports and the
+    Aggs' downlinks are loaded when every tier hashes alike (P §3, Fig 4).
+
+    Parameters
+    ----------
+    fabric
+        The fabric (at least two segments).
+    routing
+        Policy name.
+    seed
+        Seed.
+    hosts, senders, connections
+        The scenario (:func:`job_flows`).
+    size
+        Bytes per connection.
+    hashing
+        Hash settings over the polarized defaults (the same hash on every tier).
+
+    Returns
+    -------
+    dict
+        Load ratio and shares of the two ports of each receiving NIC, idle ports, and the
+        spread of load over the Agg downlinks into the job's ToRs.
+    """
     if fabric.nodes.segment.max() < 1:
         raise InputError("--segments", "the scenario needs at least 2 segments")
     src, dst, keys = job_flows(fabric, hosts, senders, connections)

@@ -35,7 +35,18 @@ _CHUNK = 1 << 15  # flows walked at once (bounds the candidate expansion)
 
 
 def splitmix64(x: npt.ArrayLike) -> np.ndarray:
-    """The splitmix64 finalizer, vectorized over uint64 (wrapping arithmetic)."""
+    """The splitmix64 finalizer, vectorized over uint64 (wrapping arithmetic).
+
+    Parameters
+    ----------
+    x
+        Values (cast to uint64).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint64 hashes.
+    """
     v: np.ndarray = np.asarray(x, dtype=np.uint64)
     with np.errstate(over="ignore"):
         v = v + np.uint64(0x9E3779B97F4A7C15)
@@ -45,7 +56,22 @@ def splitmix64(x: npt.ArrayLike) -> np.ndarray:
 
 
 def uniform(seed: int, keys: np.ndarray, hop: int) -> np.ndarray:
-    """A deterministic uniform [0, 1) per key, independent of the keys' order."""
+    """A deterministic uniform [0, 1) per key, independent of the keys' order.
+
+    Parameters
+    ----------
+    seed
+        Router seed.
+    keys
+        Flow keys.
+    hop
+        The hop being chosen (each hop draws independently).
+
+    Returns
+    -------
+    numpy.ndarray
+        One float per key.
+    """
     with np.errstate(over="ignore"):
         base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) + np.uint64(hop) * np.uint64(7919))
         h = splitmix64(keys.astype(np.uint64) ^ base)
@@ -165,6 +191,7 @@ class EcmpRouter:
         keys: np.ndarray | None = None,
         down: np.ndarray | None = None,
     ) -> Paths:
+        """A path per flow over the equal-cost next hops (:meth:`.base.Router.route`)."""
         src = np.asarray(src, np.int64)
         dst = np.asarray(dst, np.int64)
         keys = np.arange(len(src), dtype=np.int64) if keys is None else np.asarray(keys)

@@ -2,9 +2,16 @@
 
 `EngineCost` is the simulator's ground truth built from an engine profile (fitted prefill
 and decode coefficients, measured switch times, the instance's link and budget), so
-`predict` runs the unchanged `SimulatedBackend` and policies on this device's numbers. A
+`predict` runs the simulator's backend and policies on this device's numbers. A
 pre-loaded model becomes resident on the engine without a copy, so its device copy time is
 0 here too.
+
+The engine's instances share one device (CPU: threads on the same cores and interpreter;
+CUDA: one GPU), unlike the simulator's GPUs, which compute independently. With a profile
+that measured this (`profile.contention`), `SharedDeviceBackend` charges every prefill and
+decode step at the profiled time for the number of instances computing at that moment
+(processor sharing at step granularity: a running decode is re-planned at its next step
+boundary whenever that number changes).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from hpn.pool.models import LLM
 from hpn.pool.policies import get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.requests import Request
+from hpn.pool.simulated import SimulatedBackend
 from hpn.pool.traces.base import Trace
 from hpn.serve.backend import BLOCK_TOKENS, KV_FLOOR_BLOCKS
 from hpn.serve.profile import predictor, switch_seconds
@@ -48,9 +56,24 @@ class EngineCost(CostModel):
         self.profile = profile
         self.cold = cold
         self.kvb = dict(kv_bytes_per_token)
+        self.active = int(profile["device"].get("concurrent", 1))  # instances computing
+        self.shared = profile.get("contention")
+        self.pre = _Scaled(self, "prefill")
+        self.dec = _Scaled(self, "decode")
         for name in profile["fits"]:
             if name in self.kvb:
                 self.add_engine(name)
+
+    def factor(self, kind: str) -> float:
+        """Time of a `kind` ("prefill"/"decode") operation with `active` instances
+        computing, relative to the profile's grid (1 without contention data)."""
+        c = self.shared
+        if not c:
+            return 1.0
+        if kind not in c:
+            return 1.0
+        k = min(max(self.active, 1), len(c[kind]))
+        return float(c[kind][k - 1])
 
     def add_engine(self, name: str) -> None:
         f = self.profile["fits"][name]
@@ -77,13 +100,81 @@ class EngineCost(CostModel):
         return tokens * self.kvb[model] / self.gpu.host_link
 
     def switch_time(self, model: str) -> float:
-        return switch_seconds(self.profile, model, self.cold)
+        t = switch_seconds(self.profile, model, self.cold)
+        return t * self.factor("load") if self.cold else t
 
     def prefetch_time(self, model: str) -> float:
         return float(self.profile["switch_s"][model])
 
     def device_copy_time(self, model: str) -> float:
         return 0.0
+
+
+class _Scaled(dict):
+    """Coefficients by model, scaled by the cost's contention factor when read (the
+    latency formulas are linear in them)."""
+
+    def __init__(self, cost: EngineCost, kind: str):
+        super().__init__()
+        self.cost, self.kind = cost, kind
+
+    def __getitem__(self, model: str) -> tuple[float, float, float]:
+        f = self.cost.factor(self.kind)
+        a, b, c = super().__getitem__(model)
+        return (a * f, b * f, c * f)
+
+
+class SharedDeviceBackend(SimulatedBackend):
+    """`SimulatedBackend` whose instances share one device: the cost's `active` count is
+    the number of instances in a prefill, a decode or a cold scale-up (a model built
+    afresh: CPU work), and each change re-plans the running decodes from their next step
+    boundary. Weight copies of a warm scale-up and KV copies are paced by the link, not
+    counted."""
+
+    def __init__(self, cost: EngineCost, cluster: Cluster, sink):
+        super().__init__(cost, cluster, sink)
+        self.engine_cost = cost
+        self.computing: set[int] = set()
+        cost.active = 0
+
+    def _computing(self, iid: int, on: bool) -> None:
+        if on == (iid in self.computing):
+            return
+        (self.computing.add if on else self.computing.discard)(iid)
+        self.engine_cost.active = len(self.computing)
+        for inst in self.instances:
+            if inst.iid != iid and self._slots[inst.iid].op is not None:
+                SimulatedBackend.join(self, inst, [], 0)  # re-plan at its next boundary
+
+    def load(self, inst, model, on_done) -> None:
+        if not (self.engine_cost.cold and model not in (inst.resident, inst.prefetched)):
+            super().load(inst, model, on_done)
+            return
+        self._computing(inst.iid, True)
+
+        def done(d):
+            self._computing(d.inst.iid, False)
+            on_done(d)
+
+        super().load(inst, model, done)
+
+    def prefill(self, inst, reqs, on_done) -> None:
+        self._computing(inst.iid, True)
+
+        def done(d):
+            self._computing(d.inst.iid, False)
+            on_done(d)
+
+        super().prefill(inst, reqs, done)
+
+    def decode(self, inst, batches, budget, on_done, stop_on_finish=False) -> None:
+        self._computing(inst.iid, True)
+
+        def done(d):
+            self._computing(d.inst.iid, False)
+            on_done(d)
+
+        super().decode(inst, batches, budget, done, stop_on_finish)
 
 
 def requests_of(trace: Trace, slo: Slo) -> list[Request]:
@@ -104,8 +195,10 @@ def predict(
     slo: Slo = Slo(),
     rates: dict[str, float] | None = None,
     drain: float = 300.0,
+    timeline: list | None = None,
 ) -> PoolResult:
-    """Simulate `trace` (model names = served models) on the profiled device."""
+    """Simulate `trace` (model names = served models) on the profiled device; with a
+    `timeline` list, append the simulated backend's event log (`hpn.serve.timeline`)."""
     wall = time.perf_counter()
     from hpn.serve.engine import cold_start
 
@@ -113,14 +206,19 @@ def predict(
     cold = cold_start(cls, {})
     cost = EngineCost(profile, kv_bytes_per_token, cold)
     sink = Recorder()
-    from hpn.pool.simulated import SimulatedBackend
+    from hpn.serve.timeline import traced
 
-    backend = SimulatedBackend(cost, cluster, sink)
+    base = SharedDeviceBackend if cost.shared else SimulatedBackend
+    backend = (base if timeline is None else traced(base))(cost, cluster, sink)
     rates = rates or {m: 1.0 for m in trace.names}
     pol = cls(backend, predictor(profile, kv_bytes_per_token, cold), cluster, rates, slo)
     reqs = requests_of(trace, slo)
     end = trace.duration + drain
     backend.run(reqs, pol.on_arrival, until=end)
+    if timeline is not None:
+        for r in reqs:
+            backend.requests.setdefault(r.rid, r)
+        timeline.append(backend.dump())
     n = len(backend.instances)
     res = summarize(
         reqs,

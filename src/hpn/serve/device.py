@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from hpn.errors import InputError
 
@@ -82,14 +83,14 @@ def default_spec(kind: str | None = None, instances: int = 1, **over) -> DeviceS
         if not torch.cuda.is_available():
             raise InputError("device", "cuda requested but torch sees no CUDA device")
         free, _ = torch.cuda.mem_get_info()
-        base = dict(
+        base: dict[str, Any] = dict(
             kind="cuda",
             memory_bytes=int(free * CUDA_MEMORY_FRACTION / max(1, instances)),
             link_bps=None,
             dtype="bfloat16",
         )
     else:
-        base = dict(kind="cpu")
+        base = {"kind": "cpu"}
     base.update({k: v for k, v in over.items() if v is not None})
     return DeviceSpec(**base)
 
@@ -100,7 +101,7 @@ class Link:
     def __init__(self, spec: DeviceSpec):
         self.bps = spec.link_bps
         self.cuda = spec.kind == "cuda"
-        self._stream = None
+        self._stream: Any = None  # torch.cuda.Stream, made on first use
 
     def copy(self, pairs) -> float:
         """Copy each (dst, src) tensor pair; returns the seconds taken."""

@@ -72,6 +72,7 @@ class Engine:
         rates: dict[str, float] | None = None,
         options: dict | None = None,
         sink=None,
+        timeline: bool = False,
     ):
         self.hosts, self.spec, self.slo, self.cluster = hosts, spec, slo, cluster
         if profile is None:
@@ -83,7 +84,12 @@ class Engine:
         self.sink = sink if sink is not None else Recorder()
         cls = get_policy(policy)
         self.cold_start = cold_start(cls, options or {})
-        self.backend = EngineBackend(cluster, self.sink, hosts, spec, self.cold_start)
+        backend_cls = EngineBackend
+        if timeline:  # an event log of every operation (hpn.serve.timeline)
+            from hpn.serve.timeline import traced
+
+            backend_cls = traced(EngineBackend)
+        self.backend = backend_cls(cluster, self.sink, hosts, spec, self.cold_start)
         self.kv_bytes_per_token = {
             m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
         }

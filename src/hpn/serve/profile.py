@@ -7,6 +7,12 @@ coefficients mean exactly what the simulator's do. Models of one shape (same con
 apart from the seed) are measured once. A switch is timed as the real scale-up (copy of
 the weights over the instance's link into the device pool, skeleton bound).
 
+Instances of one device share it (CPU instances are threads sharing the cores and the
+interpreter; CUDA instances share one GPU), so a step takes longer the more instances
+compute at once. `contention` measures that: the same prefill and decode step with
+k = 1..n instances computing together, as times relative to the grid's concurrency; the
+simulator's prediction of a replay charges it (`hpn.serve.compare.SharedDeviceBackend`).
+
 A profile feeds both sides of the check: `predictor` (what a policy estimates with on the
 engine) and `cost_model` (the simulator's ground truth for a prediction of a replay).
 """
@@ -90,6 +96,7 @@ def measure(
             switch[n] = sw
             switch_cold[n] = sw_cold
     fitted = fit_rows(rows, spec)
+    first = hosts[sorted(shapes.values())[0][0]]
     for key, names in shapes.items():
         for n in names:
             fits_by_model[n] = fitted[key]
@@ -112,11 +119,59 @@ def measure(
         "cold_switch_s": switch_cold,
         "weights": {n: h.nbytes for n, h in hosts.items()},
         "layers": {n: h.info.layers for n, h in hosts.items()},
+        "contention": contention(first, spec, concurrent, repeats) if concurrent > 1 else None,
     }
 
 
-def _measure_shape(host: HostModel, spec: DeviceSpec, lens, batches, repeats: int, seed: int):
-    """(median switch seconds, [(L, B, prefill s, decode step s)]) on one instance."""
+PROBE_LEN, PROBE_BATCH = 64, 4
+
+
+def contention(host: HostModel, spec: DeviceSpec, n: int, repeats: int = 2) -> dict:
+    """Prefill (`PROBE_BATCH` x `PROBE_LEN`), decode-step and cold scale-up (a model built
+    afresh, as an engine start-up) times with k = 1..n instances of `host` computing at
+    once, relative to k = n (the grid's concurrency).
+
+    Returns {"k": [1..n], "prefill" / "decode" / "load": [t_k / t_n], "prefill_s",
+    "decode_step_s", "cold_load_s": [t_k]} (medians over the instances and repeats)."""
+    pre_s, dec_s, cold_s = [], [], []
+    for k in range(1, n + 1):
+        results: list = [None] * k
+
+        def work(j: int, results=results) -> None:
+            pts = _measure_shape(
+                host, spec, (PROBE_LEN,), (PROBE_BATCH,), repeats, seed=j, loads=False
+            )[1]
+            dm, link = DeviceModel(host, spec), Link(spec)
+            cold = []
+            for _ in range(repeats + 1):
+                cold.append(dm.load(link, cold=True))
+                dm.evict()
+            results[j] = (*pts[0], statistics.median(cold[1:]))
+
+        threads = [threading.Thread(target=work, args=(j,)) for j in range(k)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        pre_s.append(statistics.median(r[2] for r in results))
+        dec_s.append(statistics.median(r[3] for r in results))
+        cold_s.append(statistics.median(r[4] for r in results))
+    return {
+        "k": list(range(1, n + 1)),
+        "prefill": [p / pre_s[-1] for p in pre_s],
+        "decode": [d / dec_s[-1] for d in dec_s],
+        "load": [c / cold_s[-1] for c in cold_s],
+        "prefill_s": pre_s,
+        "decode_step_s": dec_s,
+        "cold_load_s": cold_s,
+    }
+
+
+def _measure_shape(
+    host: HostModel, spec: DeviceSpec, lens, batches, repeats: int, seed: int, loads: bool = True
+):
+    """(median switch seconds, [(L, B, prefill s, decode step s)], median cold switch
+    seconds) on one instance (`loads=False`: no switch timing, the first two are 0)."""
     import torch
 
     from hpn.serve.runner import DecodeBatch, Seq, prefill
@@ -126,12 +181,16 @@ def _measure_shape(host: HostModel, spec: DeviceSpec, lens, batches, repeats: in
     rng = np.random.default_rng(seed)
     dm = DeviceModel(host, spec)
     link = Link(spec)
-    took, cold = [], []
-    for _ in range(repeats + 1):
-        dm.evict()
-        cold.append(dm.load(link, cold=True))
-        dm.evict()
-        took.append(dm.load(link))
+    took, cold = [0.0, 0.0], [0.0, 0.0]
+    if loads:
+        took, cold = [], []
+        for _ in range(repeats + 1):
+            dm.evict()
+            cold.append(dm.load(link, cold=True))
+            dm.evict()
+            took.append(dm.load(link))
+    else:
+        dm.load(link)
     pts = []
     for L in lens:
         for B in batches:

@@ -14,6 +14,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -237,12 +238,14 @@ def replay_trace(
         raise InputError("trace", "give either a trace file or a number of models (synthetic)")
     if trace is not None:
         fmt = detect_format(trace)
-        opts = {
+        by_format: dict[str, dict[str, Any]] = {
             "azure": {"models": trace_models, "seed": seed},
             "servegen": {"duration": duration, "seed": seed},
-        }.get(fmt, {})
+        }
+        opts = by_format.get(fmt, {})
         tr = load_trace(trace, fmt, **opts)
     else:
+        assert models is not None  # one of the two, checked above
         tr = market(models, rate, duration, seed=seed)
     res, reqs = replay(tr, url, time_scale, parse_map(mapping), slo, max_input, max_output)
     out = res.to_dict(per_model=True)

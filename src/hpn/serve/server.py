@@ -93,6 +93,7 @@ def create_app(engine: Engine, limits: Limits = Limits()):
             "status": "ok",
             "policy": engine.policy.name,
             "instances": len(engine.backend.instances),
+            "clock_s": engine.backend.now(),  # the scheduler's clock (policies' timers)
         }
 
     @app.get("/v1/models")
@@ -313,10 +314,19 @@ def serve(engine: Engine, port: int = 8000, limits: Limits = Limits(), ready=Non
     server = uvicorn.Server(config)
     if ready is not None:
         ready(server)
+    # uvicorn re-raises the SIGTERM it handled once it has shut down; with the default
+    # action that kills the process before the engine stops (and before any `finally`)
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    prev = signal.signal(signal.SIGTERM, lambda *_: None) if main else None
     try:
         server.run()
     finally:
         engine.stop()
+        if main:
+            signal.signal(signal.SIGTERM, prev)
 
 
 def serve_models(
@@ -333,8 +343,10 @@ def serve_models(
     threads: int | None = None,
     slo=None,
     limits: Limits = Limits(),
+    timeline: str | None = None,
 ) -> None:
-    """The service behind ``hpn serve``: load `models`, build the engine, serve it."""
+    """The service behind ``hpn serve``: load `models`, build the engine, serve it.
+    `timeline`: write the engine's event log (`hpn.serve.timeline`) there at shutdown."""
     from hpn.pool.policies.base import Slo
     from hpn.serve import profile as profiles
     from hpn.serve.device import default_spec
@@ -351,5 +363,18 @@ def serve_models(
     spec = default_spec(device, n, memory_bytes=memory, link_bps=link_bps, threads=threads)
     hosts = load_hosts(models, spec)
     prof = profiles.load(profile) if profile else None
-    eng = Engine(hosts, spec, policy, cluster, profile=prof, slo=slo or Slo(), sink=ServeMetrics())
-    serve(eng, port, limits)
+    eng = Engine(
+        hosts,
+        spec,
+        policy,
+        cluster,
+        profile=prof,
+        slo=slo or Slo(),
+        sink=ServeMetrics(),
+        timeline=timeline is not None,
+    )
+    try:
+        serve(eng, port, limits)
+    finally:
+        if timeline is not None:
+            eng.backend.write(timeline)

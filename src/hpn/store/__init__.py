@@ -1,10 +1,31 @@
 """The run store: one folder per run (config TOML, result JSON, Parquet tables, plots),
 indexed in SQLite; see :func:`record_run` and :class:`Run`."""
 
-from hpn.store.index import Index
-from hpn.store.paths import runs_root
-from hpn.store.record import record_run
-from hpn.store.run import Run, open_run
-from hpn.store.runnable import Outcome, register
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpn.store.index import Index
+    from hpn.store.paths import runs_root
+    from hpn.store.record import record_run
+    from hpn.store.run import Run, open_run
+    from hpn.store.runnable import Outcome, register
 
 __all__ = ["Index", "Outcome", "Run", "open_run", "record_run", "register", "runs_root"]
+_HOME = {
+    "Index": "hpn.store.index",
+    "runs_root": "hpn.store.paths",
+    "record_run": "hpn.store.record",
+    "Run": "hpn.store.run",
+    "open_run": "hpn.store.run",
+    "Outcome": "hpn.store.runnable",
+    "register": "hpn.store.runnable",
+}
+
+
+def __getattr__(name: str) -> Any:  # on first use: importing the package stays cheap
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME[name]), name)

@@ -1,7 +1,13 @@
 """Fabric builders: HPN and its variants, DCN+, fat trees, rail-only; as node and link arrays."""
 
-from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
-from hpn.topology.presets import PRESETS, build, make_spec, spec_from_table
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
+    from hpn.topology.presets import PRESETS, build, make_spec, spec_from_table
 
 __all__ = [
     "PRESETS",
@@ -13,3 +19,19 @@ __all__ = [
     "make_spec",
     "spec_from_table",
 ]
+_HOME = {
+    "Fabric": "hpn.topology.fabric",
+    "LinkTier": "hpn.topology.fabric",
+    "Network": "hpn.topology.fabric",
+    "NodeKind": "hpn.topology.fabric",
+    "PRESETS": "hpn.topology.presets",
+    "build": "hpn.topology.presets",
+    "make_spec": "hpn.topology.presets",
+    "spec_from_table": "hpn.topology.presets",
+}
+
+
+def __getattr__(name: str) -> Any:  # on first use: importing the package stays cheap
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME[name]), name)

@@ -14,6 +14,7 @@ from hpn.errors import InputError
 from hpn.topology.assembly import Assembly
 from hpn.topology.budget import ports, require
 from hpn.topology.fabric import LinkTier, Network, NodeKind
+from hpn.topology.spec import HostFields
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def frontend_shape(chip: float, nic_bandwidth: float, latency: float, speed: flo
     )
 
 
-def add_frontend(asm: Assembly, spec, host_pod: np.ndarray) -> dict[str, int]:
+def add_frontend(asm: Assembly, spec: HostFields, host_pod: np.ndarray) -> dict[str, int]:
     """A frontend NIC (NIC0) per host and the frontend Clos above them; its size figures.
 
     Parameters

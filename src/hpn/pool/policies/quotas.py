@@ -11,7 +11,9 @@ Q_MAX = 4.0
 ALPHA_FLOOR = 0.5
 
 
-def quotas(step_times: list[float], switch_total: float, tbt_slo: float, q_max: float = Q_MAX):
+def quotas(
+    step_times: list[float], switch_total: float, tbt_slo: float, q_max: float = Q_MAX
+) -> tuple[list[float], float]:
     """(quotas q_i in seconds, alpha) for batches with step times d_i.
 
     Parameters
@@ -45,7 +47,9 @@ def quotas(step_times: list[float], switch_total: float, tbt_slo: float, q_max: 
     return [switch_total / (x * (alpha - inv)) for x in n], alpha
 
 
-def round_length(step_times, switch_total, tbt_slo, q_max: float = Q_MAX) -> float:
+def round_length(
+    step_times: list[float], switch_total: float, tbt_slo: float, q_max: float = Q_MAX
+) -> float:
     """R = c + sum q_i, which equals c * alpha / (alpha - sum 1/n).
 
     Parameters

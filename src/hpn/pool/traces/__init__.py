@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hpn.errors import InputError
 from hpn.pool.traces.aegaeon import read_aegaeon
@@ -53,7 +54,7 @@ def detect_format(path: str | Path) -> str:
     )
 
 
-def load_trace(path: str | Path, fmt: str | None = None, **options) -> Trace:
+def load_trace(path: str | Path, fmt: str | None = None, **options: Any) -> Trace:
     """Read a trace file; `fmt` is one of READERS or detected from the file.
 
     Parameters

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from hpn.errors import InputError
 
@@ -44,7 +46,15 @@ class Trace:
         return float(self.arrival[-1]) if len(self) else 0.0
 
     @staticmethod
-    def build(arrival, model, input_len, output_len, names, kinds, rates=None) -> Trace:
+    def build(
+        arrival: npt.ArrayLike,
+        model: npt.ArrayLike,
+        input_len: npt.ArrayLike,
+        output_len: npt.ArrayLike,
+        names: Iterable[str],
+        kinds: Iterable[str],
+        rates: Iterable[float] | None = None,
+    ) -> Trace:
         """Sort by arrival (stable) and normalize dtypes."""
         arrival = np.asarray(arrival, dtype=np.float64)
         order = np.argsort(arrival, kind="stable")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -119,7 +120,13 @@ def read_dataset(path: str | Path) -> list[tuple[float, Pmf, Pmf]]:
     return sorted(out, key=lambda x: x[0])
 
 
-def client_arrivals(windows, t0: float, t1: float, rng: np.random.Generator, scale: float = 1.0):
+def client_arrivals(
+    windows: Iterable[tuple[float, float, str, float, float]],
+    t0: float,
+    t1: float,
+    rng: np.random.Generator,
+    scale: float = 1.0,
+) -> np.ndarray:
     """One client's arrival times in ``[t0, t1)`` from its windows' inter-arrival laws.
 
     Each window gets ``ceil(rate * scale * WINDOW)`` gaps (Gamma, Weibull or exponential)
@@ -161,7 +168,7 @@ def client_arrivals(windows, t0: float, t1: float, rng: np.random.Generator, sca
 
 
 def read_servegen(
-    paths,
+    paths: str | Path | Iterable[str | Path],
     start: float = 0.0,
     duration: float = 3600.0,
     seed: int = 0,

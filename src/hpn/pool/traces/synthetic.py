@@ -10,6 +10,8 @@ floored at 16 tokens as in the artifact.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from hpn.errors import InputError
@@ -54,7 +56,7 @@ def sample_lengths(
     return inp, out
 
 
-def arrivals(rng: np.random.Generator, rate: float, duration: float, cv: float = 1.0):
+def arrivals(rng: np.random.Generator, rate: float, duration: float, cv: float = 1.0) -> np.ndarray:
     """Arrival times in [0, duration): Poisson (cv=1) or Gamma renewal with that CV.
 
     Parameters
@@ -115,7 +117,7 @@ def zipf_shares(models: int, s: float) -> np.ndarray:
     return w / w.sum()
 
 
-def calibrate_zipf(models: int, tail_models: float = 0.941, tail_requests: float = 0.0135):
+def calibrate_zipf(models: int, tail_models: float = 0.941, tail_requests: float = 0.0135) -> float:
     """Zipf exponent s such that the least popular `tail_models` share of models receive
     `tail_requests` of the requests (Aegaeon §1: 94.1 % of models get 1.35 %).
 
@@ -153,11 +155,11 @@ def calibrate_zipf(models: int, tail_models: float = 0.941, tail_requests: float
 
 
 def from_rates(
-    rates,
-    kinds,
+    rates: Sequence[float] | np.ndarray,
+    kinds: Sequence[str],
     duration: float,
     seed: int = 0,
-    names=None,
+    names: Sequence[str] | None = None,
     cv: float = 1.0,
     in_scale: float = 1.0,
     out_scale: float = 1.0,
@@ -216,7 +218,7 @@ def market(
     duration: float,
     seed: int = 0,
     zipf: float | None = None,
-    kinds=None,
+    kinds: Sequence[str] | None = None,
     cv: float = 1.0,
     in_scale: float = 1.0,
     out_scale: float = 1.0,

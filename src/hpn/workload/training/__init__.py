@@ -1,12 +1,18 @@
 """LLM training iterations on a fabric: job configs, per-stage plans (model or AICB file),
 the 1F1B DAG of one iteration, and its simulation."""
 
-from hpn.workload.training.config import JobConfig, load_jobs
-from hpn.workload.training.gpus import GPU_PEAK_TFLOPS
-from hpn.workload.training.plan import JobPlan, StagePlan
-from hpn.workload.training.planner import make_plan
-from hpn.workload.training.run import train
-from hpn.workload.training.schedule import one_f_one_b
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpn.workload.training.config import JobConfig, load_jobs
+    from hpn.workload.training.gpus import GPU_PEAK_TFLOPS
+    from hpn.workload.training.plan import JobPlan, StagePlan
+    from hpn.workload.training.planner import make_plan
+    from hpn.workload.training.run import train
+    from hpn.workload.training.schedule import one_f_one_b
 
 __all__ = [
     "GPU_PEAK_TFLOPS",
@@ -18,3 +24,19 @@ __all__ = [
     "one_f_one_b",
     "train",
 ]
+_HOME = {
+    "JobConfig": "hpn.workload.training.config",
+    "load_jobs": "hpn.workload.training.config",
+    "GPU_PEAK_TFLOPS": "hpn.workload.training.gpus",
+    "JobPlan": "hpn.workload.training.plan",
+    "StagePlan": "hpn.workload.training.plan",
+    "make_plan": "hpn.workload.training.planner",
+    "train": "hpn.workload.training.run",
+    "one_f_one_b": "hpn.workload.training.schedule",
+}
+
+
+def __getattr__(name: str) -> Any:  # on first use: importing the package stays cheap
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME[name]), name)

@@ -1,0 +1,161 @@
+"""Line up the engine's and the simulator's event logs of one replay (serve_vs_sim --timeline).
+
+Usage: python bench/timeline_diff.py DIR POLICY [--requests N]
+
+Prints, for both sides: scale-ups per instance and their durations, each operation's
+measured duration against the profile's prediction (the simulator's ground truth), and
+per-request arrival / first token / finish, the engine's on the client's clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from hpn.serve.compare import EngineCost
+
+
+def ops(log: dict) -> list[dict]:
+    """Each operation with its completion time (`end`), matched in order per instance."""
+    open_: dict[tuple, list[dict]] = {}
+    out = []
+    for e in log["events"]:
+        ev = e["ev"]
+        if ev in ("load", "prefill", "decode"):
+            open_.setdefault((ev, e["iid"]), []).append(e)
+            out.append(e)
+        elif ev in ("load-done", "prefill-done", "decode-done"):
+            q = open_.get((ev[:-5], e["iid"]), [])
+            if q:
+                q.pop(0)["end"] = e["t"]
+    return out
+
+
+def predicted(op: dict, cost: EngineCost, reqs: dict, cold: bool) -> float | None:
+    """The profile's duration for this operation as it ran (requests and steps taken)."""
+    if op["ev"] == "load":
+        return 0.0 if op.get("pre") else cost.switch_time(op["model"])
+    if op["ev"] == "prefill":
+        m = reqs[op["rids"][0]]["model"]
+        return cost.prefill_time(m, op["lens"])
+    if "gen1" not in op:
+        return None
+    total = 0.0
+    for rids, g0, g1 in zip(op["rids"], op["gen0"], op["gen1"], strict=True):
+        if not rids:
+            continue
+        m = reqs[rids[0]]["model"]
+        steps = [b - a for a, b in zip(g0, g1, strict=True)]
+        for k in range(max(steps, default=0)):
+            live = [i for i, s in enumerate(steps) if s > k]
+            ctx = sum(reqs[rids[i]]["input_len"] + g0[i] + k for i in live)
+            total += cost.decode_step(m, len(live), ctx)
+    return total
+
+
+def summary(name: str, log: dict, cost: EngineCost) -> None:
+    reqs = {r["rid"]: r for r in log["requests"]}
+    by_kind: dict[str, list[tuple[float, float]]] = {}
+    loads: dict[int, int] = {}
+    for op in ops(log):
+        if "end" not in op:
+            continue
+        p = predicted(op, cost, reqs, cost.cold)
+        if p is None:
+            continue
+        by_kind.setdefault(op["ev"], []).append((op["end"] - op["t"], p))
+        if op["ev"] == "load":
+            loads[op["iid"]] = loads.get(op["iid"], 0) + 1
+    print(f"== {name}: scale-ups per instance {dict(sorted(loads.items()))}")
+    for k, v in sorted(by_kind.items()):
+        meas = sum(x for x, _ in v)
+        pred = sum(y for _, y in v)
+        ratios = [x / y for x, y in v if y > 0]
+        med = statistics.median(ratios) if ratios else float("nan")
+        print(
+            f"   {k:<8} n={len(v):4d} measured {meas:8.2f} s  profile {pred:8.2f} s  "
+            f"ratio {meas / pred if pred else float('nan'):.2f} (median per op {med:.2f})"
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("policy")
+    ap.add_argument("--requests", type=int, default=0, help="print the first N requests")
+    a = ap.parse_args()
+    d = Path(a.dir)
+    eng = json.loads((d / f"{a.policy}-engine.json").read_text())
+    sim = json.loads((d / f"{a.policy}-sim.json").read_text())
+    client = json.loads((d / f"{a.policy}-client.json").read_text())
+    prof = json.loads((d / f"{a.policy}-profile.json").read_text())
+    from hpn.pool.policies import get_policy
+    from hpn.serve.engine import cold_start
+
+    cold = cold_start(get_policy(a.policy), {})
+    kvb = {m: 0.0 for m in prof["fits"]}
+    cost = EngineCost(prof, kvb, cold)
+    summary("simulator", sim, cost)
+    summary("engine", eng, cost)
+    # the engine's requests on the client's clock: per model, in arrival order
+    ereqs: dict[str, list[dict]] = {}
+    for r in sorted(eng["requests"], key=lambda q: q["arrival"]):
+        ereqs.setdefault(r["model"], []).append(r)
+    creqs: dict[str, list[dict]] = {}
+    for r in sorted(client, key=lambda q: q["arrival"]):
+        creqs.setdefault(r["model"], []).append(r)
+    offs = [
+        e["arrival"] - c["sent"]
+        for m in creqs
+        for e, c in zip(ereqs.get(m, []), creqs[m], strict=False)
+    ]
+    off = min(offs)
+    lag = [o - off for o in offs]
+    print(
+        f"engine clock - client clock {off:.2f} s; arrival lag (HTTP to the scheduler) "
+        f"p50 {statistics.median(lag) * 1e3:.0f} ms max {max(lag) * 1e3:.0f} ms"
+    )
+    srq = {r["rid"]: r for r in sim["requests"]}
+    rows = []
+    for m, cs in creqs.items():
+        for e, c in zip(ereqs.get(m, []), cs, strict=False):
+            s = srq[c["rid"]]
+            toks = c["tokens"] or []
+            rows.append(
+                (
+                    c["arrival"],
+                    c["rid"],
+                    m,
+                    c["input_len"],
+                    c["output_len"],
+                    (toks[0] - c["arrival"]) if toks else float("nan"),
+                    s["first_t"] - s["arrival"] if s["first_t"] >= 0 else float("nan"),
+                    (toks[-1] - toks[0]) if toks else float("nan"),
+                    s["done_t"] - s["first_t"] if s["done_t"] >= 0 else float("nan"),
+                    e["arrival"] - off - c["arrival"],
+                )
+            )
+    rows.sort()
+    ttft_e = [r[5] for r in rows if r[5] == r[5]]
+    ttft_s = [r[6] for r in rows if r[6] == r[6]]
+    dec_e = [r[7] for r in rows if r[7] == r[7]]
+    dec_s = [r[8] for r in rows if r[8] == r[8]]
+    print(
+        f"TTFT mean engine {statistics.mean(ttft_e):.2f} s sim {statistics.mean(ttft_s):.2f} s; "
+        f"first->last token mean engine {statistics.mean(dec_e):.2f} s "
+        f"sim {statistics.mean(dec_s):.2f} s"
+    )
+    if a.requests:
+        print(" arrival  rid model     in  out  ttft_e ttft_s  dec_e  dec_s  lag")
+        for r in rows[: a.requests]:
+            print(
+                f"{r[0]:8.2f} {r[1]:4d} {r[2][-8:]:>8} {r[3]:4d} {r[4]:4d} "
+                f"{r[5]:7.2f} {r[6]:6.2f} {r[7]:6.2f} {r[8]:6.2f} {r[9]:5.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""Command groups that list their commands without building them (``hpn --help`` stays fast).
+
+A :class:`LazyGroup` holds, besides ordinary click commands, *entries*: a name, a one-line
+summary and a function that builds the command. ``hpn --help`` shows the summaries; only the
+command a user invokes (or asks ``--help`` of) is built, so only its modules are imported.
+``group.commands`` reads like click's dict: reading a value builds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from typer.core import TyperCommand, TyperGroup
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A command not built yet: its summary and how to build it."""
+
+    summary: str
+    build: Callable[[], Any]
+
+
+class Commands(dict[str, Any]):
+    """``name -> command``; an :class:`Entry` is replaced by its command when first read."""
+
+    def __getitem__(self, name: str) -> Any:
+        value = super().__getitem__(name)
+        if isinstance(value, Entry):
+            value = value.build()
+            value.name = name
+            super().__setitem__(name, value)
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        if name not in self:
+            return default
+        return self[name]
+
+    def items(self) -> Iterator[tuple[str, Any]]:  # type: ignore[override]
+        return ((name, self[name]) for name in list(self))
+
+    def values(self) -> Iterator[Any]:  # type: ignore[override]
+        return (self[name] for name in list(self))
+
+    def peek(self, name: str) -> Any:
+        """The command, or its :class:`Entry` if it isn't built yet."""
+        return super().get(name)
+
+
+class LazyGroup(TyperGroup):
+    """A typer group whose :data:`entries` are built on first use; see the module docstring."""
+
+    entries: ClassVar[dict[str, Entry]] = {}
+    _listing = False
+
+    def __init__(self, *args: Any, commands: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = Commands({**self.entries, **(commands or {})})
+        self.commands = self.lazy
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self._listing:  # the help lists a summary: don't build the command for it
+            value = self.lazy.peek(cmd_name)
+            if isinstance(value, Entry):
+                return TyperCommand(cmd_name, help=value.summary, short_help=value.summary)
+        return self.commands.get(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def click() -> Any:
+    """The click typer runs on (typer may vendor its own copy)."""
+    try:
+        import typer._click as vendored  # type: ignore[import-not-found]
+    except ImportError:
+        import click as vendored  # type: ignore[no-redef]
+    return vendored
+
+
+def group(entries: dict[str, Entry]) -> type[LazyGroup]:
+    """A :class:`LazyGroup` class holding ``entries`` (typer builds groups from a class)."""
+    return type("LazyGroup", (LazyGroup,), {"entries": entries})
