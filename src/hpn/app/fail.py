@@ -89,7 +89,7 @@ class FailResult(Result):
         ]
 
 
-def fail(cfg: FailConfig) -> Outcome[FailResult]:
+def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResult]:
     """Run a job's iterations across injected faults: throughput, halts, crashes."""
     from hpn.failures import run_fail
     from hpn.failures.workload import simple_iteration, training_iteration
@@ -117,6 +117,7 @@ def fail(cfg: FailConfig) -> Outcome[FailResult]:
         recovery=c.recovery(c.since_checkpoint),
         duration=c.duration,
         router=router,
+        progress=progress,
     )
     res = FailResult.from_dict(result)
     return Outcome(res, tables, wall_s=res.wall_s)
@@ -232,6 +233,7 @@ FAIL = Command(
     fail,
     flags=("fabric", "fail", "routing"),
     files=(FileInput("config", "Job config: a training job or [iteration].", load_job_file),),
+    progress=True,
 )
 RELIABILITY = Command(
     "reliability", ReliabilityConfig, reliability, flags=("fabric", "reliability"), progress=True

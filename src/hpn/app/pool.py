@@ -232,9 +232,19 @@ class GoodputResult(Result):
         return f"pool goodput: {self.policy}"
 
     def rows(self) -> list[tuple[str, Any]]:
-        skip = ("evaluated", "unserved")
-        rows = [(k, v) for k, v in _round(self.to_json()).items() if k not in skip]
-        return [*rows, ("evaluated", self.evaluated), ("unserved", self.unserved)]
+        rows: list[tuple[str, Any]] = [
+            ("max models", f"{self.max_models} at {self.rate:g} req/s each ({self.metric})"),
+            ("SLO attainment at max", f"{self.attainment_at_max:.1%}"),
+            ("models per GPU", self.models_per_gpu),
+        ]
+        if self.models_per_decode_gpu is not None:
+            rows.append(("models per decode GPU", self.models_per_decode_gpu))
+        tried = ", ".join(f"{m}: {a:.1%}" for m, a in self.evaluated.items())
+        rows.append(("attainment by models tried", tried))
+        if self.unserved:
+            left = ", ".join(f"{m}: {n}" for m, n in self.unserved.items())
+            rows.append(("models left unplaced", left))
+        return rows
 
 
 def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult]:
@@ -304,8 +314,25 @@ class CapacityResult(Result):
         return f"pool capacity: {self.policy}"
 
     def rows(self) -> list[tuple[str, Any]]:
-        rows = [(k, v) for k, v in self.to_json().items() if k != "groups"]
-        return rows + [(f"tp={g['tp']}", _round(g)) for g in self.groups]
+        rows: list[tuple[str, Any]] = [
+            ("GPUs", f"{self.gpus:,} {self.gpu} for {self.models} models ({self.metric})"),
+            ("trace", f"{self.duration_s:g} s"),
+        ]
+        for g in self.groups:
+            split = (
+                f" ({g['prefill_gpus']} prefill + {g['decode_gpus']} decode)"
+                if "prefill_gpus" in g
+                else ""
+            )
+            worst = f", worst model {g['worst_model']:.1%}" if "worst_model" in g else ""
+            rows.append(
+                (
+                    f"TP={g['tp']} group",
+                    f"{g['models']} models on {g['gpus']} GPUs{split}: "
+                    f"attainment {g['attainment']:.1%}{worst}",
+                )
+            )
+        return rows
 
 
 def capacity(cfg: CapacityConfig) -> Outcome[CapacityResult]:

@@ -214,8 +214,6 @@ class BomResult(Result):
     cost: BomCost | None = field(default=None, metadata=OMIT)
 
     def lines(self) -> list[str]:
-        import json
-
         out = ["switches:", f"{'tier':10s} {'chip':10s} {'count':>10s} {'power_w':>12s}"]
         out += [
             f"{s['tier']:10s} {s['chip']:10s} {s['count']:>10,} {s['power_w']:>12,.0f}"
@@ -235,7 +233,11 @@ class BomResult(Result):
             f"switch power {self.totals['switch_power_kw']:,} kW"
         )
         if self.cost is not None:
-            out.append(json.dumps(self.cost))
+            cur = self.cost.get("currency", "")
+            parts = [
+                f"{k} {v:,.0f}" for k, v in self.cost.items() if k not in ("currency", "total")
+            ]
+            out.append(f"cost ({cur}): {', '.join(parts)}; total {self.cost['total']:,.0f}")
         return out
 
 

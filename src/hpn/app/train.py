@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from hpn.app.base import Command, FileInput, Outcome, Result
-from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
+from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.units import format_duration
 from hpn.workload.training.config import JobConfig
@@ -77,14 +77,19 @@ class TrainResult(Result):
         return f"{self.flows:,} flows, wall time {self.wall_s:.2f} s"
 
 
-def run(cfg: TrainConfig) -> Outcome[TrainResult]:
+def run(cfg: TrainConfig, progress: Progress | None = None) -> Outcome[TrainResult]:
     """Simulate one training iteration (1F1B) and report throughput and where time goes."""
     from hpn.topology import build
     from hpn.workload.training import train
 
     t = cfg.train
     result, tables = train(
-        build(cfg.fabric), list(cfg.job), t.routing, t.seed, hashing=cfg.routing.hashing()
+        build(cfg.fabric),
+        list(cfg.job),
+        t.routing,
+        t.seed,
+        hashing=cfg.routing.hashing(),
+        progress=progress,
     )
     res = TrainResult.from_dict(result)
     return Outcome(res, tables, wall_s=res.wall_s)
@@ -107,4 +112,5 @@ COMMAND = Command(
     run,
     flags=("fabric", "train", "routing"),
     files=(FileInput("config", "Job TOML: one job, or [[job]] tables.", load_job_file),),
+    progress=True,
 )

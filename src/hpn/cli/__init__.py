@@ -90,7 +90,12 @@ def main() -> None:
     """Entry point: bad input becomes one line on stderr and exit code 2."""
     errors = click().exceptions
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C into Exit(130), returned when not standalone
+            print("interrupted", file=sys.stderr)
+            sys.exit(130)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except typer.Abort:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
@@ -110,6 +115,12 @@ def main() -> None:
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
+    except SystemError as e:  # Ctrl-C inside a compiled kernel surfaces as a SystemError
+        if not _interrupted(e):
+            raise
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+
     except Exception as e:  # pydantic's ValidationError (pydantic imported only if used)
         pydantic = sys.modules.get("pydantic")
         if pydantic is None or not isinstance(e, pydantic.ValidationError):
@@ -118,3 +129,13 @@ def main() -> None:
 
         print(f"error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
+
+
+def _interrupted(e: BaseException | None) -> bool:
+    """Whether a KeyboardInterrupt is in ``e``'s chain of causes."""
+    seen = 0
+    while e is not None and seen < 32:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return False

@@ -27,11 +27,13 @@ def emit_json(obj: dict[str, Any]) -> None:
 
 
 def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
+    from hpn.app.display import display
+
     table = Table(title=title, show_header=False, title_justify="left", min_width=len(title) + 2)
     table.add_column("field", style="bold")
     table.add_column("value", justify="right")
     for k, v in rows:
-        table.add_row(k, f"{v:,}" if isinstance(v, int) else str(v))
+        table.add_row(k, display(v))
     return table
 
 

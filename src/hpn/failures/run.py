@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from hpn.failures.checkpoint import Recovery
@@ -33,8 +34,10 @@ def run_fail(
     duration: float | None = None,
     router=None,
     hashing: Any = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(result, tables): the job's throughput, halts and crashes across ``faults``."""
+    """(result, tables): the job's throughput, halts and crashes across ``faults``;
+    ``progress(done, total)``: simulated time done (ms), after every iteration."""
     from hpn.routing import describe, router_for
 
     t0 = time.perf_counter()
@@ -43,7 +46,7 @@ def run_fail(
     outs = outages(fabric, parsed, design)
     router = router or router_for(fabric, routing, seed=seed, hashing=hashing)
     rec = recovery or Recovery()
-    result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed)
+    result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed, progress)
     described: list[FaultSummary] = []
     for f in parsed:
         links = fault_down_links(fabric, f, design)

@@ -18,6 +18,7 @@ last checkpoint (:mod:`hpn.failures.checkpoint`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -110,8 +111,10 @@ def run_timeline(
     recovery: Recovery,
     duration: float | None = None,
     seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(result, tables) of the job running across ``outs`` from time 0."""
+    """(result, tables) of the job running across ``outs`` from time 0; ``progress(done,
+    total)``: simulated milliseconds done of the horizon's, after every iteration."""
     st = _States(fabric, it, router, seed)
     d0 = st.duration(0.0, [])
     rate0 = it.samples / d0
@@ -124,6 +127,8 @@ def run_timeline(
     t, since, live = 0.0, 0.0, list(outs)
     cuts = st.cut_offs(live)
     while t < horizon - _EPS:
+        if progress is not None:
+            progress(int(t * 1e3), int(horizon * 1e3))
         crash = next(
             ((max(a, t), b) for a, b in cuts if b - a > recovery.timeout and b > t + _EPS), None
         )
@@ -161,8 +166,8 @@ def run_timeline(
     w0 = min(starts) if starts else 0.0
     w1 = min(max((o.end for o in outs), default=0.0), horizon)
     w1 = max(w1, max((c["restart_s"] for c in crashes), default=w1))
-    progress = sum(s * _overlap(a, b, w0, w1) / (b - a) for a, b, s in rows)
-    during = progress / (w1 - w0) if w1 > w0 else rate0
+    achieved = sum(s * _overlap(a, b, w0, w1) / (b - a) for a, b, s in rows)
+    during = achieved / (w1 - w0) if w1 > w0 else rate0
     done = sum(s * _overlap(a, b, 0.0, horizon) / (b - a) for a, b, s in rows)
     lost_work = float(sum(c["lost_work_s"] for c in crashes))
     durs = np.array([b - a for a, b, _ in rows]) if rows else np.array([d0])

@@ -1,0 +1,56 @@
+"""Human output: values rounded for display only, no Python dicts or raw JSON in tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hpn.app.display import display
+from tests.cli.harness import invoke
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "value,text",
+    [
+        (1.6036511219999738, "1.604"),
+        (1.0000000000000002, "1"),
+        (122880.0, "122,880"),
+        (1234.5678, "1,234.6"),
+        (0.000123456, "0.0001235"),
+        (12345, "12,345"),
+        (None, "-"),
+        (True, "True"),
+        ({"8": 1.0, "16": 0.98791}, "8 1, 16 0.9879"),
+        ([0.5, 2], "0.5, 2"),
+        ({}, "-"),
+        (float("inf"), "inf"),
+    ],
+)
+def test_display_rounds_and_flattens(value, text):
+    assert display(value) == text
+
+
+def test_bom_with_prices_prints_no_raw_json_and_json_keeps_numbers(tmp_path):
+    env = {"HPN_RUNS_DIR": str(tmp_path / "store")}
+    prices = str(REPO / "examples/fabric/prices.toml")
+    r = invoke(["topo", "bom", "--prices", prices], tmp_path, env)
+    assert r.code == 0, r.err
+    last = r.out.strip().splitlines()[-1]
+    assert last.startswith("cost (USD): switches ") and "{" not in r.out
+    j = invoke(["topo", "bom", "--prices", prices, "--json"], tmp_path, env)
+    import json
+
+    cost = json.loads(j.out)["cost"]
+    assert f"total {cost['total']:,.0f}" in last
+
+
+def test_pool_goodput_rows_are_readable(tmp_path):
+    env = {"HPN_RUNS_DIR": str(tmp_path / "store")}
+    args = ["pool", "goodput", "--gpus", "4", "--duration", "30s"]
+    r = invoke(args, tmp_path, env, limit_s=120)
+    assert r.code == 0, r.err
+    assert "{" not in r.out and "'" not in r.out
+    assert "attainment by models tried" in r.out and "%" in r.out
