@@ -107,7 +107,7 @@ def typer_command(cmd: Command[Any], summary: str) -> Callable[..., None]:
     params: list[inspect.Parameter] = []
     for f in cmd.files:
         if f.argument:
-            ann: Any = Annotated[Path, typer.Argument(help=f.help)]
+            ann: Any = Annotated[Path, typer.Argument(help=f.help, metavar=f.name.upper())]
             params.append(inspect.Parameter(f"file{_SEP}{f.name}", _POS, annotation=ann))
         else:
             ann = Annotated[Path | None, typer.Option(f"--{f.name}", help=f.help)]
