@@ -1,7 +1,9 @@
 """Reference documentation generated from the code, so it cannot drift.
 
 ``docs/reference/config.md`` lists every field of every config model (from pydantic) and
-``docs/reference/cli.md`` every command and option (from the typer app). ``make docs``
+``docs/reference/cli.md`` every command and option (from the typer app),
+``docs/reference/names.md`` every registered name (presets, policies, patterns, ...: each
+family's :class:`hpn.registry.Registry`). ``make docs``
 rewrites them; a test fails when they are out of date.
 
     python -m hpn.reference docs/reference
@@ -153,8 +155,11 @@ def cli_markdown() -> str:
         for p in cmd.params:
             if p.name == "help":
                 continue
-            names = ", ".join(f"`{o}`" for o in p.opts) if p.opts else f"`{p.name}`"
             kind = "option" if getattr(p, "param_type_name", "") == "option" else "argument"
+            if kind == "argument":
+                names = f"`{p.metavar or p.name}`"
+            else:
+                names = ", ".join(f"`{o}`" for o in p.opts) if p.opts else f"`{p.name}`"
             helptext = " ".join((getattr(p, "help", None) or "").split()).replace("\\[", "[")
             helptext = helptext.replace("|", "\\|")
             default = "" if p.default in (None, False) or callable(p.default) else f"{p.default}"
@@ -166,10 +171,46 @@ def cli_markdown() -> str:
     return "\n".join(out)
 
 
+REGISTRIES = (
+    ("Commands", "hpn.app:COMMANDS"),
+    ("Fabric presets", "hpn.topology.presets:PRESETS"),
+    ("Routing policies", "hpn.routing:ROUTERS"),
+    ("Hash functions", "hpn.routing.hashing:HASHES"),
+    ("Traffic patterns", "hpn.workload.patterns:PATTERNS"),
+    ("Collective operations", "hpn.workload.collectives.ops:OPS"),
+    ("Collective algorithms", "hpn.workload.collectives.algorithms:ALGORITHMS"),
+    ("Fault kinds", "hpn.failures.faults:KINDS"),
+    ("Pool policies", "hpn.pool.policies:POLICIES"),
+    ("Trace formats", "hpn.pool.traces:READERS"),
+    ("Plot kinds", "hpn.plots.kinds:KINDS"),
+)
+"""Every family of named things: its title and where its registry lives."""
+
+
+def names_markdown() -> str:
+    import importlib
+
+    out = [
+        "# Names reference",
+        "",
+        "Generated from the registries by `python -m hpn.reference`; do not edit. An unknown "
+        "name is refused as `FIELD: unknown KIND 'x'; choose from: ...`.",
+        "",
+    ]
+    for title, target in REGISTRIES:
+        module, _, attr = target.partition(":")
+        reg = getattr(importlib.import_module(module), attr)
+        out += [f"## {title}", "", f"Field `{reg.field}`.", "", "| name | summary |", "|---|---|"]
+        out += ["| `{}` | {} |".format(n, reg.summary(n).replace("|", "\\|")) for n in reg]
+        out.append("")
+    return "\n".join(out)
+
+
 def write(folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, text in (("config.md", config_markdown()), ("cli.md", cli_markdown())):
+    docs = (("config.md", config_markdown()), ("cli.md", cli_markdown()))
+    for name, text in (*docs, ("names.md", names_markdown())):
         p = folder / name
         p.write_text(text + "\n")
         paths.append(p)

@@ -138,8 +138,11 @@ class Registry(Generic[T]):
 
 
 def _first_line(obj: object) -> str:
+    """An entry's ``summary`` attribute, else its docstring's first paragraph on one line."""
     s = getattr(obj, "summary", None)
     if isinstance(s, str):
         return s
-    doc = getattr(obj, "__doc__", None) or ""
-    return doc.strip().split("\n")[0].rstrip(".") if doc and not isinstance(obj, str) else ""
+    if isinstance(obj, (str, tuple, list, dict)):  # data, not a documented object
+        return ""
+    doc = (getattr(obj, "__doc__", None) or "").strip().split("\n\n")[0]
+    return " ".join(doc.split()).rstrip(".")

@@ -138,3 +138,16 @@ def test_connections_group_flows_by_source_destination_and_key():
     first, inv = connections(src, dst, np.array([5, 6, 5, 9, 8, 6]), 4)  # keys per pair
     np.testing.assert_array_equal(first, [0, 1, 3, 4])
     np.testing.assert_array_equal(inv, [0, 1, 0, 2, 3, 1])
+
+
+def test_progress_is_reported_up_to_every_task(two_pods):
+    from hpn.workload.training import train
+
+    fabric, dag = two_pods
+    seen: list[tuple[int, int]] = []
+    simulate(fabric, dag, "ecmp", progress=lambda done, total: seen.append((done, total)))
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and seen[-1] == (dag.num_tasks, dag.num_tasks)
+    calls: list[tuple[int, int]] = []
+    train(fabric, [JobConfig(**JOB)], "ecmp", progress=lambda d, t: calls.append((d, t)))
+    assert calls[-1] == (dag.num_tasks, dag.num_tasks)  # the iteration's simulation

@@ -22,22 +22,34 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.registry import Registry
 from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
 from hpn.units import parse_duration
 
 _TIMES = {"at", "repair", "down", "every"}
 _TOR_KEYS = {"pod", "segment", "rail", "plane", "host", "nic", "port"}
-KINDS: dict[str, tuple[set[str], set[str]]] = {  # kind -> (required, allowed) keys
-    "link": ({"host", "nic", "at"}, {"host", "nic", "port", "at", "repair"}),
-    "flap": (
-        {"host", "nic", "at", "down"},
-        {"host", "nic", "port", "at", "down", "count", "every"},
-    ),
-    "tor": ({"at"}, _TOR_KEYS | {"at", "repair"}),
-    "tor-agg": ({"at", "uplink"}, _TOR_KEYS | {"uplink", "at", "repair"}),
-    "agg": ({"index", "at"}, {"pod", "plane", "index", "at", "repair"}),
-    "core-link": ({"agg", "at"}, {"pod", "plane", "agg", "uplink", "at", "repair"}),
-}
+KINDS: Registry[tuple[set[str], set[str]]] = Registry("fault kind", field="--fault")
+"""Fault kinds: ``(required, allowed)`` keys of each."""
+KINDS.add(
+    "link",
+    ({"host", "nic", "at"}, {"host", "nic", "port", "at", "repair"}),
+    "one NIC port's link to its ToR",
+)
+KINDS.add(
+    "flap",
+    ({"host", "nic", "at", "down"}, {"host", "nic", "port", "at", "down", "count", "every"}),
+    "that link, down seconds, count times",
+)
+KINDS.add("tor", ({"at"}, _TOR_KEYS | {"at", "repair"}), "a ToR and all its links")
+KINDS.add("tor-agg", ({"at", "uplink"}, _TOR_KEYS | {"uplink", "at", "repair"}), "one ToR uplink")
+KINDS.add(
+    "agg", ({"index", "at"}, {"pod", "plane", "index", "at", "repair"}), "an Agg and all its links"
+)
+KINDS.add(
+    "core-link",
+    ({"agg", "at"}, {"pod", "plane", "agg", "uplink", "at", "repair"}),
+    "an Agg's uplink to the core",
+)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.plots.chart import Bar, Chart, Line
+from hpn.registry import Registry
 from hpn.store.dotted import get_path
 from hpn.store.run import Run
 
@@ -38,12 +39,12 @@ class Kind:
     summary: str
 
 
-KINDS: dict[str, Kind] = {}
+KINDS: Registry[Kind] = Registry("plot kind", field="--kind")
 
 
 def kind(name: str, table: str | None, summary: str):
     def deco(fn: Callable[..., Chart]) -> Callable[..., Chart]:
-        KINDS[name] = Kind(name, table, fn, summary)
+        KINDS.add(name, Kind(name, table, fn, summary), summary)
         return fn
 
     return deco
@@ -253,7 +254,7 @@ def draw(name: str, runs: list[Run]) -> Chart:
         raise InputError("--kind", "xy needs --x CONFIG.FIELD and --y RESULT.FIGURE")
     if name not in KINDS:
         raise InputError(
-            "--kind", f"unknown plot kind {name!r}; choose from {', '.join(KINDS)}, xy"
+            "--kind", f"unknown plot kind {name!r}; choose from: {', '.join(KINDS)}, xy"
         )
     k = KINDS[name]
     missing = [r.id for r in runs if k.table and k.table not in r.tables]

@@ -152,7 +152,7 @@ def read_reference(path: str | Path, files: list[str], policies: list[str]) -> d
             raise InputError(where, f"file {name!r} is not in the folder's workload files")
         pol = pol.lower()
         if pol not in POLICIES:
-            raise InputError(where, f"unknown policy {pol!r}; choose from: {', '.join(POLICIES)}")
+            raise POLICIES.unknown(pol, where)
         try:
             v = float(value.rstrip("%"))
         except ValueError:

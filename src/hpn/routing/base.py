@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.registry import Registry
 
 if TYPE_CHECKING:
     from hpn.topology import Fabric
@@ -183,7 +184,7 @@ class RouterInfo:
     summary: str
 
 
-ROUTERS: dict[str, RouterInfo] = {}
+ROUTERS: Registry[RouterInfo] = Registry("policy", field="routing")
 _POLICY_MODULES = ("ecmp", "hpn_select", "ideal", "shortest")
 
 
@@ -207,7 +208,7 @@ def register_router(name: str, factory: Callable[..., Router], summary: str) -> 
     summary
         One line for help and docs.
     """
-    ROUTERS[name] = RouterInfo(name, factory, summary)
+    ROUTERS.add(name, RouterInfo(name, factory, summary), summary)
 
 
 def make_router(name: str, **kwargs: Any) -> Router:
@@ -231,9 +232,7 @@ def make_router(name: str, **kwargs: Any) -> Router:
         For an unknown policy.
     """
     load_policies()
-    if name not in ROUTERS:
-        raise InputError("routing", f"unknown policy {name!r}; choose from {', '.join(ROUTERS)}")
-    return ROUTERS[name].factory(**kwargs)
+    return ROUTERS.get(name).factory(**kwargs)
 
 
 HPN_FAMILY = frozenset({"hpn", "rail-only"})

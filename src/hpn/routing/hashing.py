@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hpn.errors import InputError
+from hpn.registry import Registry
 
 
 def _table(poly: int, width: int, reflected: bool) -> np.ndarray:
@@ -260,14 +260,16 @@ def mix64(data: np.ndarray, seed: int = 0) -> np.ndarray:
     return (h >> np.uint64(32)).astype(np.uint32)
 
 
-HASHES: dict[str, Callable[[Any, Any], np.ndarray]] = {
-    "crc32": crc32,
-    "crc32c": crc32c,
-    "crc16": crc16_ccitt,
-    "crc16-arc": crc16_arc,
-    "xor16": xor16,
-    "mix64": mix64,
-}
+HASHES: Registry[Callable[[Any, Any], np.ndarray]] = Registry("hash")
+for _name, _fn in (
+    ("crc32", crc32),
+    ("crc32c", crc32c),
+    ("crc16", crc16_ccitt),
+    ("crc16-arc", crc16_arc),
+    ("xor16", xor16),
+    ("mix64", mix64),
+):
+    HASHES.add(_name, _fn)
 
 
 def get_hash(name: str) -> Callable[[Any, Any], np.ndarray]:
@@ -288,9 +290,7 @@ def get_hash(name: str) -> Callable[[Any, Any], np.ndarray]:
     InputError
         For an unknown name (field ``hash``).
     """
-    if name not in HASHES:
-        raise InputError("hash", f"unknown hash {name!r}; choose from {', '.join(HASHES)}")
-    return HASHES[name]
+    return HASHES.get(name)
 
 
 def fold16(h: np.ndarray) -> np.ndarray:

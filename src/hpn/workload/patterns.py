@@ -13,6 +13,7 @@ import numpy as np
 
 from hpn.engine.dag import FlowDAG
 from hpn.errors import InputError
+from hpn.registry import Registry
 from hpn.topology.fabric import Fabric, Network, NodeKind
 
 MAX_FLOWS = 4_000_000
@@ -90,19 +91,17 @@ def rail_ring(fabric: Fabric, size: float, seed: int = 0, limit: int | None = No
     return dag
 
 
-PATTERNS: dict[str, Callable[..., FlowDAG]] = {
-    "permutation": permutation,
-    "all-to-all": all_to_all,
-    "incast": incast,
-    "rail-ring": rail_ring,
-}
+PATTERNS: Registry[Callable[..., FlowDAG]] = Registry("pattern")
+PATTERNS.add("permutation", permutation)
+PATTERNS.add("all-to-all", all_to_all)
+PATTERNS.add("incast", incast)
+PATTERNS.add("rail-ring", rail_ring)
 
 
 def make_pattern(
     name: str, fabric: Fabric, size: float, seed: int = 0, limit: int | None = None
 ) -> FlowDAG:
-    if name not in PATTERNS:
-        raise InputError("pattern", f"unknown pattern {name!r}; choose from {', '.join(PATTERNS)}")
+    pattern = PATTERNS.get(name)
     if not size >= 0:
         raise InputError("size", f"must be >= 0, got {size}")
-    return PATTERNS[name](fabric, size, seed, limit)
+    return pattern(fabric, size, seed, limit)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from hpn.errors import InputError
 from hpn.pool.backend import Cluster
 from hpn.pool.policies.aegaeon import Aegaeon
 from hpn.pool.policies.base import Policy, Slo
@@ -10,10 +9,11 @@ from hpn.pool.policies.dedicated import Dedicated
 from hpn.pool.policies.muxserve import MuxServe
 from hpn.pool.policies.serverless import Serverless
 from hpn.pool.policies.serverless_artifact import ServerlessArtifact
+from hpn.registry import Registry
 
-POLICIES: dict[str, type[Policy]] = {
-    p.name: p for p in (Aegaeon, Serverless, ServerlessArtifact, MuxServe, Dedicated)
-}
+POLICIES: Registry[type[Policy]] = Registry("policy")
+for _p in (Aegaeon, Serverless, ServerlessArtifact, MuxServe, Dedicated):
+    POLICIES.add(_p.name, _p, _p.summary)
 
 
 def get_policy(name: str) -> type[Policy]:
@@ -31,7 +31,7 @@ def get_policy(name: str) -> type[Policy]:
     """
     key = name.strip().lower()
     if key not in POLICIES:
-        raise InputError("policy", f"unknown policy {name!r}; choose from: {', '.join(POLICIES)}")
+        raise POLICIES.unknown(name)
     return POLICIES[key]
 
 

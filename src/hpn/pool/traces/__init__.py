@@ -12,12 +12,12 @@ from hpn.pool.traces.azure import read_azure
 from hpn.pool.traces.base import Trace
 from hpn.pool.traces.servegen import read_servegen
 from hpn.pool.traces.synthetic import calibrate_zipf, from_rates, market
+from hpn.registry import Registry
 
-READERS: dict[str, Callable[..., Trace]] = {
-    "aegaeon": read_aegaeon,
-    "azure": read_azure,
-    "servegen": read_servegen,
-}
+READERS: Registry[Callable[..., Trace]] = Registry("trace format", field="format")
+READERS.add("aegaeon", read_aegaeon)
+READERS.add("azure", read_azure)
+READERS.add("servegen", read_servegen)
 
 
 def detect_format(path: str | Path) -> str:
@@ -72,9 +72,7 @@ def load_trace(path: str | Path, fmt: str | None = None, **options: Any) -> Trac
         The requests.
     """
     fmt = fmt or detect_format(path)
-    if fmt not in READERS:
-        raise InputError("format", f"unknown trace format {fmt!r}; known: {', '.join(READERS)}")
-    return READERS[fmt](path, **options)
+    return READERS.get(fmt)(path, **options)
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.registry import Registry
 from hpn.workload.collectives.context import Ctx, Params
 from hpn.workload.collectives.direct import build_direct, build_pxn
 from hpn.workload.collectives.hd import build_hd
@@ -31,11 +32,11 @@ class Algorithm:
     summary: str
 
 
-ALGORITHMS: dict[str, Algorithm] = {}
+ALGORITHMS: Registry[Algorithm] = Registry("algorithm", field="algo")
 
 
 def register(name: str, build, ops: tuple[str, ...], summary: str) -> None:
-    ALGORITHMS[name] = Algorithm(name, build, ops, summary)
+    ALGORITHMS.add(name, Algorithm(name, build, ops, summary), summary)
 
 
 register(
@@ -58,9 +59,7 @@ register("pxn", build_pxn, ("alltoall",), "PXN: relay over NVLink to the destina
 
 
 def get_algorithm(name: str, op: str) -> Algorithm:
-    if name not in ALGORITHMS:
-        raise InputError("algo", f"unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}")
-    algo = ALGORITHMS[name]
+    algo = ALGORITHMS.get(name)
     if op not in algo.ops:
         ok = [a.name for a in ALGORITHMS.values() if op in a.ops]
         raise InputError("algo", f"{name} does not implement {op}; for {op} use {', '.join(ok)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hpn.errors import InputError
+from hpn.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -22,11 +22,11 @@ class Op:
     summary: str
 
 
-OPS: dict[str, Op] = {}
+OPS: Registry[Op] = Registry("operation", field="op")
 
 
 def _op(name: str, factor: Callable[[int], float], algo: str, summary: str) -> None:
-    OPS[name] = Op(name, factor, algo, summary)
+    OPS.add(name, Op(name, factor, algo, summary), summary)
 
 
 _op("allreduce", lambda n: 2 * (n - 1) / n, "ring", "every rank gets the sum of all buffers")
@@ -44,9 +44,7 @@ _op(
 
 
 def get_op(name: str) -> Op:
-    if name not in OPS:
-        raise InputError("op", f"unknown operation {name!r}; choose from {', '.join(OPS)}")
-    return OPS[name]
+    return OPS.get(name)
 
 
 def bandwidths(op: str, size: float, time_s: float, n: int) -> tuple[float, float]:
