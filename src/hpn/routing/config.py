@@ -16,6 +16,8 @@ from hpn.config import Model
 from hpn.errors import InputError
 
 TIERS = ("tor", "agg", "core")
+DEFAULT_SEEDS = "switch"
+"""Hash seeds by default: one per switch (Linux per-namespace seed, Cumulus, Dell)."""
 
 
 def per_tier(text: str, field: str, cast=str) -> dict[str, Any]:
