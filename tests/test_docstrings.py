@@ -25,7 +25,7 @@ PACKAGES = ("hpn.topology", "hpn.routing", "hpn.engine", "hpn.pool")
 PARAMETERS_REQUIRED = PACKAGES
 DOCTEST_MODULES = ("hpn.registry",)  # outside the packages, with examples
 # public functions and methods annotated in full (every argument and the return)
-FULLY_TYPED = ("hpn.topology", "hpn.pool")
+FULLY_TYPED = PACKAGES
 
 _SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}$", re.M)
 

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from hpn.errors import InputError
 from hpn.routing.base import Paths
@@ -77,14 +78,14 @@ class FlowDAG:
 
     def add_flows(
         self,
-        src,
-        dst,
-        size,
+        src: npt.ArrayLike,
+        dst: npt.ArrayLike,
+        size: npt.ArrayLike,
         *,
-        delay=0.0,
+        delay: npt.ArrayLike = 0.0,
         paths: Paths | None = None,
         coupled: bool = False,
-        keys=None,
+        keys: npt.ArrayLike | None = None,
     ) -> np.ndarray:
         """Flows ``src[i] -> dst[i]`` of ``size`` bytes (scalars broadcast).
 
@@ -107,7 +108,9 @@ class FlowDAG:
         self.num_flows += n
         return ids
 
-    def add_compute(self, node, duration, *, delay=0.0) -> np.ndarray:
+    def add_compute(
+        self, node: npt.ArrayLike, duration: npt.ArrayLike, *, delay: npt.ArrayLike = 0.0
+    ) -> np.ndarray:
         """Compute tasks of ``duration`` seconds on GPU ``node``."""
         node = np.atleast_1d(np.asarray(node, np.int64))
         duration = _arr(duration, len(node), np.float64, "duration")
@@ -116,13 +119,13 @@ class FlowDAG:
         self.num_compute += len(node)
         return ids
 
-    def add_deps(self, before, after) -> None:
+    def add_deps(self, before: npt.ArrayLike, after: npt.ArrayLike) -> None:
         """Task ``after[i]`` starts only once ``before[i]`` has finished (scalars broadcast)."""
         b, a = np.broadcast_arrays(np.asarray(before, np.int64), np.asarray(after, np.int64))
         self._deps.append((b.ravel().copy(), a.ravel().copy()))
         self.__dict__.pop("tasks", None)
 
-    def chain(self, tasks) -> None:
+    def chain(self, tasks: npt.ArrayLike) -> None:
         """Run ``tasks`` one after another."""
         t = np.asarray(tasks, np.int64)
         self.add_deps(t[:-1], t[1:])

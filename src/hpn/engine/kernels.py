@@ -12,6 +12,7 @@ the rates are bit-identical to it, which a test checks. Without numba the numpy 
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 import numpy as np
 
@@ -395,13 +396,14 @@ def add_hops(
     np.add.at(hops, links[pos], delta)
 
 
-def ledger_set(ledger, links: np.ndarray, new: np.ndarray, now: float) -> None:
+def ledger_set(ledger: Any, links: np.ndarray, new: np.ndarray, now: float) -> None:
     """:meth:`LinkLedger.set` in one compiled pass over the (distinct) ``links``.
 
     Parameters
     ----------
     ledger
-        The ledger, updated in place.
+        The :class:`~hpn.engine.links.LinkLedger`, updated in place (``Any`` to the checker:
+        ``links`` imports this module).
     links
         Distinct link ids.
     new

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpn.engine import kernels
-from hpn.engine.dag import FLOW, FlowDAG
+from hpn.engine.dag import FLOW, FlowDAG, Tasks
 from hpn.engine.kernels import add_hops, fill_rates, reached
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
@@ -151,7 +151,17 @@ def simulate(
     )
 
 
-def run_sim(cls, fabric, dag, router, seed, cap_events, interval, sample_links, progress):
+def run_sim(
+    cls: type[Sim],
+    fabric: Fabric,
+    dag: FlowDAG,
+    router: Router | str | None,
+    seed: int,
+    cap_events: CapacityEvents | None,
+    interval: float | None,
+    sample_links: np.ndarray | None,
+    progress: Progress | None,
+) -> Result:
     """Build and run a simulator of class ``cls``; its Result.
 
     Parameters
@@ -178,7 +188,7 @@ def run_sim(cls, fabric, dag, router, seed, cap_events, interval, sample_links, 
     return sim.result(_time.perf_counter() - wall)
 
 
-def route_flows(fabric: Fabric, router: Router, t) -> PathTable:
+def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     """Every flow's path: the DAG's explicit ones, the router's for the others (each
     connection routed once when the router allows it).
 
@@ -227,7 +237,9 @@ def route_flows(fabric: Fabric, router: Router, t) -> PathTable:
     return PathTable(start, length, links.astype(np.int64), latency, n_routed)
 
 
-def connections(src, dst, keys, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def connections(
+    src: np.ndarray, dst: np.ndarray, keys: np.ndarray, n_nodes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(first flow of each distinct (src, dst, key) in order of first appearance, the
     connection of every flow).
 

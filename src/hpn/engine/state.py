@@ -9,6 +9,7 @@ few candidates, so a batch costs work in the flows that change, not in the flows
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -286,7 +287,7 @@ class EventQueue:
         """Time of the next batch (inf when empty)."""
         return self.heap[0][0] if self.heap else np.inf
 
-    def pop_due(self, now: float):
+    def pop_due(self, now: float) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (kind, ids) of every batch due at ``now``, in heap order."""
         while self.heap and self.heap[0][0] <= now * (1 + 1e-15):
             _, kind, _, ids = heapq.heappop(self.heap)
@@ -310,7 +311,12 @@ class Sampler:
         self.next_tick = 0.0 if self.interval else np.inf
 
     def sample(
-        self, now: float, tiers: np.ndarray, cap: np.ndarray, load: np.ndarray, loaded
+        self,
+        now: float,
+        tiers: np.ndarray,
+        cap: np.ndarray,
+        load: np.ndarray,
+        loaded: np.ndarray,
     ) -> None:
         """One sample; ``loaded``: the sorted links with a non-zero load (the tier sums
         over them equal the sums over all links: zeros add nothing, the order is kept)."""

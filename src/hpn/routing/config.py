@@ -8,19 +8,24 @@ every tier (``crc16``), or ``tier=value`` pairs (``agg=10``, ``tor=crc32,agg=crc
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from hpn.config import Model
 from hpn.errors import InputError
 
+if TYPE_CHECKING:
+    from hpn.routing.base import Router
+    from hpn.topology.fabric import Fabric
+
 TIERS = ("tor", "agg", "core")
 DEFAULT_SEEDS = "switch"
 """Hash seeds by default: one per switch (Linux per-namespace seed, Cumulus, Dell)."""
 
 
-def per_tier(text: str, field: str, cast=str) -> dict[str, Any]:
+def per_tier(text: str, field: str, cast: Callable[[str], Any] = str) -> dict[str, Any]:
     """``"0,10,0"``, ``"5"`` or ``"agg=10"`` -> ``{tier: value}`` for the tiers given.
 
     Parameters
@@ -110,7 +115,9 @@ class RoutingTable(Model):
         return out or None
 
 
-def command_router(fabric, policy: str | None, seed: int, table: RoutingTable | None):
+def command_router(
+    fabric: Fabric, policy: str | None, seed: int, table: RoutingTable | None
+) -> Router:
     """The router a command runs with: ``policy`` (None: the fabric's default) and the
     ``[routing]`` table's hashing; an error if hashing is set for a policy without it.
 

@@ -31,6 +31,9 @@ from hpn.routing.shortest import Choice, EcmpRouter, splitmix64
 from hpn.topology.fabric import NodeKind
 
 if TYPE_CHECKING:
+    from hpn.routing.base import Paths
+    from hpn.routing.fast import FlowSpec
+    from hpn.routing.shortest import Chooser
     from hpn.topology import Fabric
 
 
@@ -151,7 +154,14 @@ class HashEcmpRouter(EcmpRouter):
         )
         return (SPORT_MIN + h % np.uint64(SPORT_MAX - SPORT_MIN + 1)).astype(np.uint32)
 
-    def route_sports(self, fabric, src, dst, sports, down=None):
+    def route_sports(
+        self,
+        fabric: Fabric,
+        src: np.ndarray,
+        dst: np.ndarray,
+        sports: np.ndarray,
+        down: np.ndarray | None = None,
+    ) -> Paths:
         """Route flows whose UDP source ports are given."""
         self._given = np.asarray(sports, np.int64).astype(np.uint32)
         try:
@@ -174,7 +184,9 @@ class HashEcmpRouter(EcmpRouter):
 
     _given: np.ndarray | None = None
 
-    def kernel_spec(self, fabric, src, dst, keys):
+    def kernel_spec(
+        self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, keys: np.ndarray
+    ) -> FlowSpec | None:
         """The compiled walk's view of :meth:`chooser` (None for a subclass's own chooser)."""
         if type(self).chooser is not HashEcmpRouter.chooser:
             return None
@@ -194,7 +206,9 @@ class HashEcmpRouter(EcmpRouter):
             return None
         return _in_rank(fabric), _core_ports(fabric)
 
-    def chooser(self, fabric, src, dst, keys):
+    def chooser(
+        self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, keys: np.ndarray
+    ) -> tuple[np.ndarray, Chooser]:
         conn = np.arange(len(src)) if keys is None else np.asarray(keys, np.int64)
         sports = self._given if self._given is not None else self.sports(conn)
         tuples = roce_tuples(address_plan(fabric), src, dst, sports)

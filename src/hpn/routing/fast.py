@@ -218,7 +218,13 @@ def _raise(status: int, i: int, src: np.ndarray) -> None:
 
 
 def route_compiled(
-    fabric: Fabric, g: Any, walk: Any, uinv: np.ndarray, src, dst, spec: FlowSpec
+    fabric: Fabric,
+    g: Any,
+    walk: Any,
+    uinv: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    spec: FlowSpec,
 ) -> Paths:
     """The paths of flows ``src -> dst`` (destination classes ``uinv`` of ``walk``).
 
@@ -264,7 +270,13 @@ def route_compiled(
 
 
 def search_compiled(
-    fabric: Fabric, g: Any, walk: Any, p_u: np.ndarray, pairs, spec: FlowSpec, **kw
+    fabric: Fabric,
+    g: Any,
+    walk: Any,
+    p_u: np.ndarray,
+    pairs: dict[str, np.ndarray],
+    spec: FlowSpec,
+    **kw: Any,
 ) -> tuple:
     """HPN's candidate rounds for ``pairs`` (dict of per-pair arrays); (items, count,
     found per plane) as :class:`hpn.routing.hpn_select._Found` records them.

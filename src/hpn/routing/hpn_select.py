@@ -35,7 +35,7 @@ from hpn.routing.addressing import SPORT_MAX, SPORT_MIN, address_plan, roce_tupl
 from hpn.routing.base import Paths, register_router, validate_endpoints
 from hpn.routing.ecmp import HashEcmpRouter
 from hpn.routing.shortest import splitmix64
-from hpn.topology.fabric import LinkTier, NodeKind
+from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
 _SPAN = SPORT_MAX - SPORT_MIN + 1
 
@@ -69,11 +69,25 @@ class HpnRouter(HashEcmpRouter):
         self.first_round = int(first_round)
         self.max_candidates = int(max_candidates)
 
-    def route(self, fabric, src, dst, keys=None, down=None) -> Paths:
+    def route(
+        self,
+        fabric: Fabric,
+        src: np.ndarray,
+        dst: np.ndarray,
+        keys: np.ndarray | None = None,
+        down: np.ndarray | None = None,
+    ) -> Paths:
         """The paths of :meth:`select` (see :meth:`hpn.routing.base.Router.route`)."""
         return self.select(fabric, src, dst, keys, down).paths
 
-    def select(self, fabric, src, dst, keys=None, down=None) -> Selection:
+    def select(
+        self,
+        fabric: Fabric,
+        src: np.ndarray,
+        dst: np.ndarray,
+        keys: np.ndarray | None = None,
+        down: np.ndarray | None = None,
+    ) -> Selection:
         """Each flow's source port, chosen as HPN's hosts do, and the path and plane it gets.
 
         Takes the arguments of :meth:`hpn.routing.base.Router.route`.

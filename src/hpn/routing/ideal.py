@@ -9,14 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from hpn.routing.base import register_router
-from hpn.routing.shortest import Choice, EcmpRouter
+from hpn.routing.shortest import Choice, Chooser, EcmpRouter
+from hpn.topology.fabric import Fabric
 
 
 class IdealRouter(EcmpRouter):
     name = "ideal"
     per_connection = False  # the round robin counts every flow, duplicates included
 
-    def chooser(self, fabric, src, dst, keys):
+    def chooser(
+        self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, keys: np.ndarray
+    ) -> tuple[np.ndarray, Chooser]:
         turn = np.zeros(fabric.num_nodes, np.int64)
 
         def pick(c: Choice) -> np.ndarray:

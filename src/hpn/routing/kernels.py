@@ -15,6 +15,8 @@ results with the numpy code bit for bit.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -443,7 +445,7 @@ def _grow(a, cap):  # pragma: no cover - compiled
     return b
 
 
-def kernel(name: str):
+def kernel(name: str) -> Callable[..., Any]:
     """The compiled kernel ``name`` (``route`` or ``search``), compiled on first use.
 
     Parameters

@@ -24,7 +24,9 @@ from hpn.routing.ecmp import HashConfig
 from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
 
-def job_flows(fabric: Fabric, hosts: int, senders: int, connections: int, rail: int = 0):
+def job_flows(
+    fabric: Fabric, hosts: int, senders: int, connections: int, rail: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(src, dst, keys) of the scenario's connections.
 
     ``hosts`` rail-``rail`` GPUs of segment 0 and as many of segment 1 send to each other:

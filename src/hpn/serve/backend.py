@@ -15,6 +15,7 @@ weights over the instance's host link behind the copies already queued there.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import math
@@ -27,7 +28,7 @@ import numpy as np
 
 from hpn.pool.backend import Backend, Cluster, Done, Instance, MetricsSink
 from hpn.pool.requests import Request
-from hpn.serve.device import DeviceSpec
+from hpn.serve.device import DeviceSpec, Link
 from hpn.serve.runner import DecodeBatch, Seq, prefill
 from hpn.serve.weights import HostModel
 from hpn.serve.workers import Worker
@@ -125,6 +126,8 @@ class EngineBackend(Backend):
         self._events.put((self._raise, ()))
 
     def _raise(self) -> None:
+        if self._error is None:
+            return
         e, tb = self._error
         raise EngineError(f"a worker failed: {e!r}\n{tb}")
 
@@ -197,7 +200,7 @@ class EngineBackend(Backend):
     def place(self, inst: Instance, model: str) -> None:
         """Static placement: the weights are copied now, before serving (no time charged)."""
         w = self.workers[inst.iid]
-        w.slot(model).load(_Unthrottled())
+        w.slot(model).load(Link(dataclasses.replace(self.spec, link_bps=None)))
         w.ready.add(model)
         super().place(inst, model)
 
@@ -488,13 +491,3 @@ class EngineBackend(Backend):
 
     def _moved(self, reqs, dst, on_done) -> None:
         on_done(Done("move_kv", dst, tuple(reqs), self.now()))
-
-
-class _Unthrottled:
-    """A link without a speed limit (static placement before serving)."""
-
-    def copy(self, pairs) -> float:
-        t0 = time.perf_counter()
-        for d, s in pairs:
-            d.copy_(s)
-        return time.perf_counter() - t0

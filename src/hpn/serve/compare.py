@@ -206,16 +206,17 @@ def predict(
     cold = cold_start(cls, {})
     cost = EngineCost(profile, kv_bytes_per_token, cold)
     sink = Recorder()
-    from hpn.serve.timeline import traced
+    from hpn.serve.timeline import Traced, traced
 
-    base = SharedDeviceBackend if cost.shared else SimulatedBackend
+    base: type[SimulatedBackend] = SharedDeviceBackend if cost.shared else SimulatedBackend
     backend = (base if timeline is None else traced(base))(cost, cluster, sink)
     rates = rates or {m: 1.0 for m in trace.names}
     pol = cls(backend, predictor(profile, kv_bytes_per_token, cold), cluster, rates, slo)
     reqs = requests_of(trace, slo)
     end = trace.duration + drain
     backend.run(reqs, pol.on_arrival, until=end)
-    if timeline is not None:
+    if isinstance(backend, Traced):
+        assert timeline is not None
         for r in reqs:
             backend.requests.setdefault(r.rid, r)
         timeline.append(backend.dump())

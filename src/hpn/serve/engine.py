@@ -84,14 +84,14 @@ class Engine:
         self.sink = sink if sink is not None else Recorder()
         cls = get_policy(policy)
         self.cold_start = cold_start(cls, options or {})
-        backend_cls = EngineBackend
+        backend_cls: type[EngineBackend] = EngineBackend
         if timeline:  # an event log of every operation (hpn.serve.timeline)
             from hpn.serve.timeline import traced
 
             backend_cls = traced(EngineBackend)
         self.backend = backend_cls(cluster, self.sink, hosts, spec, self.cold_start)
         self.kv_bytes_per_token = {
-            m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
+            m: float(h.info.kv_bytes_per_token(spec.elem_bytes)) for m, h in hosts.items()
         }
         self.predictor = profiles.predictor(profile, self.kv_bytes_per_token, self.cold_start)
         rates = rates or {m: 1.0 for m in hosts}

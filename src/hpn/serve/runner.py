@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(eq=False)
@@ -26,12 +27,12 @@ class Seq:
     temperature: float = 0.0
     seed: int | None = None
     out: list[int] = field(default_factory=list)
-    kv: object = None  # tensor [layers, 2, H, tokens, D]
+    kv: Any = None  # tensor [layers, 2, H, tokens, D]
     kv_on: int | None = None  # instance id holding `kv`, None = host
     finished: bool = False
-    on_token: object = None  # callback(req, seq, token, t) on the scheduler thread
-    moving: object = None  # threading.Event of the last KV move started (set when it lands)
-    _gen: object = None
+    on_token: Any = None  # callback(req, seq, token, t) on the scheduler thread
+    moving: Any = None  # threading.Event of the last KV move started (set when it lands)
+    _gen: Any = None
 
     @property
     def kv_tokens(self) -> int:
@@ -124,8 +125,8 @@ class DecodeBatch:
     def __init__(self, module, seqs: list[Seq], device):
         self.module, self.device = module, device
         self.seqs: list[Seq] = []
-        self.cache = None
-        self.mask = None
+        self.cache: Any = None  # transformers DynamicCache of the batch
+        self.mask: Any = None  # attention mask tensor [batch, tokens]
         self.forward_s = 0.0  # time inside the model's forward (for the overhead figure)
         self.assemble(seqs)
 

@@ -16,6 +16,7 @@ import json
 import time
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -122,9 +123,9 @@ def create_app(engine: Engine, limits: Limits = Limits()):
         try:
             return cls.model_validate(data), None
         except ValidationError as exc:
-            e = exc.errors()[0]
-            loc = ".".join(str(x) for x in e["loc"])
-            return None, _error(400, f"{loc}: {e['msg']}", loc)
+            first = exc.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"])
+            return None, _error(400, f"{loc}: {first['msg']}", loc)
 
     def _unknown_model(name: str):
         return _error(
@@ -156,11 +157,12 @@ def create_app(engine: Engine, limits: Limits = Limits()):
         if body.model not in engine.hosts:
             return _unknown_model(body.model)
         tok = engine.hosts[body.model].tokenizer
-        ids = tok.apply_chat_template(
+        enc: Any = tok.apply_chat_template(
             [m.model_dump() for m in body.messages], add_generation_prompt=True, tokenize=True
         )
-        if not isinstance(ids, list):  # newer transformers return a BatchEncoding
-            ids = list(ids["input_ids"])
+        if not isinstance(enc, list):  # newer transformers return a BatchEncoding
+            enc = list(enc["input_ids"])
+        ids: list[int] = [int(t) for t in enc]
         return await _generate(body, ids, "chat.completion")
 
     async def _generate(body, ids: list[int], kind: str):
@@ -279,7 +281,8 @@ def create_app(engine: Engine, limits: Limits = Limits()):
             },
         }
 
-    engine.sink.engine_ref = weakref.ref(engine)
+    sink: Any = engine.sink  # ServeMetrics: its failure path answers the client
+    sink.engine_ref = weakref.ref(engine)
     return app
 
 
@@ -377,4 +380,7 @@ def serve_models(
         serve(eng, port, limits)
     finally:
         if timeline is not None:
+            from hpn.serve.timeline import Traced
+
+            assert isinstance(eng.backend, Traced)  # built traced when a timeline is asked for
             eng.backend.write(timeline)

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hpn.errors import InputError
 
@@ -62,7 +63,7 @@ def shape_for(params: int, vocab: int) -> dict:
     (SwiGLU, rounded to 64) and KV heads are a quarter of the heads (GQA), as in the Llama
     and Qwen2 families.
     """
-    best = None
+    best: tuple[int, int, int, int, int, int] | None = None
     for hidden in range(128, 4097, 64):
         layers = max(2, hidden // 64)
         heads = max(2, hidden // 64)
@@ -72,6 +73,8 @@ def shape_for(params: int, vocab: int) -> dict:
         n = layers * per_layer + 2 * vocab * hidden + hidden
         if best is None or abs(n - params) < abs(best[0] - params):
             best = (n, hidden, layers, heads, kv, inter)
+    if best is None:
+        raise InputError("sizes", f"no shape for {params} parameters")
     _, hidden, layers, heads, kv, inter = best
     return {
         "hidden_size": hidden,
@@ -151,7 +154,7 @@ def read_model(path: Path) -> ModelInfo:
         cfg = json.loads(cfg_file.read_text())
         heads = int(cfg["num_attention_heads"])
         hidden = int(cfg["hidden_size"])
-        info = dict(
+        info: dict[str, Any] = dict(
             arch=str(cfg.get("model_type", "?")),
             layers=int(cfg["num_hidden_layers"]),
             kv_heads=int(cfg.get("num_key_value_heads") or heads),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypeVar
 
 from hpn.pool.backend import Backend, Done, Instance
 from hpn.pool.requests import Request
@@ -117,6 +118,9 @@ class Traced(Backend):
         Path(path).write_text(json.dumps(self.dump()) + "\n")
 
 
-def traced(cls: type) -> type:
-    """`cls` with a `Traced` event log."""
+B = TypeVar("B", bound=Backend)
+
+
+def traced(cls: type[B]) -> type[B]:
+    """`cls` with a `Traced` event log (its instances are also `Traced`)."""
     return type(f"Traced{cls.__name__}", (Traced, cls), {})

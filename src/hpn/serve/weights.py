@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from hpn.serve.device import DeviceSpec, Link
 from hpn.serve.store import ModelInfo
@@ -38,7 +39,9 @@ class HostModel:
         # (owner module path, attribute, kind, host tensor); tied weights share one tensor
         self.slots: list[tuple[str, str, str, torch.Tensor]] = []
         seen: dict[int, torch.Tensor] = {}
-        named = [("param", n, p) for n, p in module.named_parameters(remove_duplicate=False)]
+        named: list[tuple[str, str, torch.Tensor]] = [
+            ("param", n, p) for n, p in module.named_parameters(remove_duplicate=False)
+        ]
         named += [("buffer", n, b) for n, b in module.named_buffers(remove_duplicate=False)]
         for kind, name, t in named:
             if id(t) not in seen:
@@ -74,9 +77,9 @@ class DeviceModel:
     def __init__(self, host: HostModel, spec: DeviceSpec):
         self.host = host
         self.spec = spec
-        self.module = None
+        self.module: Any = None  # the bound transformers module while resident
         self.nbytes = host.nbytes
-        self._skeleton = None
+        self._skeleton: Any = None
         self.copy_s = 0.0
 
     def load(self, link: Link, cold: bool = False) -> float:
