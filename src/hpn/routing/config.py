@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from hpn.topology.fabric import Fabric
 
 TIERS = ("tor", "agg", "core")
-DEFAULT_SEEDS = "switch"
+DEFAULT_SEEDS: Literal["same", "tier", "switch"] = "switch"
 """Hash seeds by default: one per switch (Linux per-namespace seed, Cumulus, Dell)."""
 
 
