@@ -59,6 +59,7 @@ INPUTS: dict[str, str] = {
         "seq_len = 2048\n[job.parallel]\ntp = 8\npp = 1\ndp = 1\nglobal_batch = 8\n"
     ),
     "header-only.csv": TRACE_HEAD,
+    "one.csv": TRACE_HEAD + "00:00:00.000,m,10,10\n",
     "absurd.csv": TRACE_HEAD + "00:00:00.000,m,100000000,10\n",
     "negative.csv": TRACE_HEAD + "00:00:00.000,m,-5,10\n",
     "badtime.csv": TRACE_HEAD + "yesterday,m,10,10\n",
@@ -576,6 +577,63 @@ CORPUS += cases(
         ("{F}/adir --gpus 0", ("gpus",)),
     ],
 )
-# Commands added last (serve, pool replay): an unknown option at least; extend with their fields.
 for _cmd in ("pool replay", "serve make-models", "serve profile", "serve start"):
     CORPUS += cases(_cmd, [("--bogus", ("--bogus", "no such option"))])
+ONE = "{F}/one.csv"  # a valid one-request trace: the checks after the trace's are reached
+CORPUS += cases(
+    "pool replay",
+    [
+        ("", ("TRACE", "missing")),
+        ("{F}/missing.csv", ("missing.csv", "no such file")),
+        ("{F}/header-only.csv", ("header-only.csv", "no requests")),
+        ("{F}/afile", ("afile", "trace format")),
+        ("{F}/absurd.csv", ("absurd.csv:2", "Input Length")),
+        (f"{ONE} --url ftp://x", ("--url", "http://")),
+        (f"{ONE} --url notaurl", ("--url", "http://")),
+        (f"{ONE} --map a", ("map", "TRACE_MODEL=SERVED_MODEL")),
+        (f"{ONE} --time-scale 0", ("--time-scale", "greater than 0")),
+        (f"{ONE} --seed -1", ("--seed",)),
+        (f"{ONE} --ttft-slo 0s", ("--ttft-slo", "> 0")),
+        (f"{ONE} --tbt-slo abc", ("--tbt-slo", "duration")),
+        (f"{ONE} --max-input 0", ("--max-input",)),
+        (f"{ONE} --trace-models 0", ("--trace-models",)),
+    ],
+)
+CORPUS += cases(
+    "serve make-models",
+    [
+        ("", ("DIR", "missing")),
+        ("{F}/afile", ("dir", "is a file")),
+        ("{F}/afile/sub", ("dir", "afile")),
+        ("m --count 0", ("--count",)),
+        ("m --count 100000", ("--count", "256")),
+        ("m --sizes 10t", ("sizes", "10t")),
+        ("m --max-len 10", ("--max-len", "64")),
+        ("m --seed -1", ("--seed",)),
+    ],
+)
+CORPUS += cases(
+    "serve profile",
+    [
+        ("", ("--models", "required")),
+        ("--models {F}/nope", ("models", "not a folder")),
+        ("--models {F}/afile", ("models", "not a folder")),
+        ("--models {F}/adir", ("models", "no checkpoints")),
+        ("--models {F}/adir --concurrent 0", ("--concurrent",)),
+        ("--models {F}/adir --threads 0", ("--threads",)),
+    ],
+)
+CORPUS += cases(
+    "serve start",
+    [
+        ("", ("--models", "required")),
+        ("--models {F}/nope", ("models", "not a folder")),
+        ("--models {F}/adir", ("models", "no checkpoints")),
+        ("--models {F}/adir --port 0", ("--port", "1")),
+        ("--models {F}/adir --port 70000", ("--port", "65535")),
+        ("--models {F}/adir --port abc", ("--port", "integer")),
+        ("--models {F}/adir --policy nope", ("policy", "aegaeon")),
+        ("--models {F}/adir --prefill 100", ("--prefill", "64")),
+        ("--models {F}/adir --workers -1", ("--workers",)),
+    ],
+)

@@ -54,3 +54,31 @@ def test_pool_goodput_rows_are_readable(tmp_path):
     assert r.code == 0, r.err
     assert "{" not in r.out and "'" not in r.out
     assert "attainment by models tried" in r.out and "%" in r.out
+
+
+@pytest.mark.parametrize(
+    "fault,warned",
+    [
+        ("link:host=20,nic=0,at=1s,repair=5s", True),  # a host outside the 4-host job
+        ("agg:plane=0,index=0,at=1s,repair=5s", True),  # the job stays in one segment
+        ("link:host=2,nic=3,at=1s,repair=5s", False),
+        ("tor:segment=0,rail=0,plane=0,at=1s,repair=5s", False),
+    ],
+)
+def test_a_fault_away_from_the_job_is_one_warning_line(tmp_path, fault, warned):
+    import json
+
+    env = {"HPN_RUNS_DIR": str(tmp_path / "store")}
+    job = str(REPO / "examples/failures/dp-step.toml")
+    r = invoke(["fail", job, "--fault", fault, "--json"], tmp_path, env, limit_s=120)
+    assert r.code == 0, r.err
+    loss = json.loads(r.out)["throughput_loss"]
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    if warned:
+        assert lines == [
+            f"warning: fault {fault!r} takes down nothing the job uses: "
+            "its loss is 0 by construction"
+        ]
+        assert loss == 0
+    else:
+        assert lines == [] and loss > 0

@@ -92,6 +92,7 @@ class Outcome(Generic[R]):
     tables: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] | None = None  # resolved config, JSON form
     wall_s: float | None = None  # None: measured by Command.run
+    warnings: list[str] = field(default_factory=list)  # one line each, on stderr
 
 
 @dataclass(frozen=True)

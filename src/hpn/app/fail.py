@@ -120,7 +120,39 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
         progress=progress,
     )
     res = FailResult.from_dict(result)
-    return Outcome(res, tables, wall_s=res.wall_s)
+    warnings = [
+        f"fault {f!r} takes down nothing the job uses: its loss is 0 by construction"
+        for f in _untouched(fabric, it.gpus, list(c.faults), c.stacked)
+    ]
+    return Outcome(res, tables, wall_s=res.wall_s, warnings=warnings)
+
+
+def _untouched(fabric: Any, gpus: Any, faults: list[str], stacked: bool) -> list[str]:
+    """The faults whose links are all away from the job: no NIC link of its GPUs and, when it
+    spans segments, no link of its ToRs or of the Aggs above them."""
+    import numpy as np
+
+    from hpn.failures import parse_fault
+    from hpn.failures.semantics import design_of, fault_down_links
+    from hpn.topology.fabric import LinkTier
+
+    lk, nd = fabric.links, fabric.nodes
+    gpus = np.asarray(gpus)
+    switches = np.empty(0, np.int64)
+    if len(np.unique(nd.segment[gpus] + 1_000_000 * nd.pod[gpus])) > 1:  # it crosses tier 2
+        tors = np.unique(lk.dst[np.isin(lk.src, gpus) & (lk.tier == LinkTier.NIC_TOR)])
+        aggs = np.unique(lk.dst[np.isin(lk.src, tors) & (lk.tier == LinkTier.TOR_AGG)])
+        switches = np.concatenate([tors, aggs])
+    design = design_of(fabric, stacked)
+    out = []
+    for text in faults:
+        down = fault_down_links(fabric, parse_fault(text), design)
+        nic = lk.tier[down] == LinkTier.NIC_TOR
+        at_gpus = np.isin(lk.src[down], gpus) | np.isin(lk.dst[down], gpus)
+        above = np.isin(lk.src[down], switches) & np.isin(lk.dst[down], switches)
+        if not (at_gpus & nic).any() and not (above & ~nic).any():
+            out.append(text)
+    return out
 
 
 def load_job_file(path: Path) -> dict[str, Any]:

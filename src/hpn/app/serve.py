@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.app.base import Command, FileInput, Outcome, Result
 from hpn.config import Model
@@ -78,10 +78,13 @@ class MakeModelsResult(Result):
 
 
 def make_models(cfg: MakeModelsConfig) -> Outcome[MakeModelsResult]:
+    from hpn.store.record import check_folder
+
+    o = cfg.models
+    check_folder(Path(o.dir), "dir")  # before any work: a file in the way, read-only
     _needs_engine()
     from hpn.serve.store import make_models as make
 
-    o = cfg.models
     infos = make(o.dir, o.count, o.sizes, o.seed, o.max_len)
     models = [{"name": i.name, "arch": i.arch, "params": i.n_params} for i in infos]
     return Outcome(MakeModelsResult(str(Path(o.dir)), models))
@@ -196,7 +199,24 @@ class ReplayOptions(Model):
     max_output: int = Field(256, ge=1, description="output tokens at most")
     trace_models: int = Field(10, ge=1, description="Azure trace: models to spread over")
     duration: str = Field("300s", description="ServeGen window length")
-    seed: int = Field(0, description="seed (Azure model assignment, ServeGen)")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="seed (Azure model assignment, ServeGen)")
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        from urllib.parse import urlsplit
+
+        u = urlsplit(value)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return value
+
+    @field_validator("ttft_slo", "tbt_slo")
+    @classmethod
+    def _slo(cls, value: str) -> str:
+        if parse_duration(value, "slo") <= 0:
+            raise ValueError("must be > 0")
+        return value
 
 
 class ReplayConfig(Model):

@@ -12,6 +12,7 @@ Precedence: model defaults < ``--config`` file < the positional FILE (train, fai
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -235,6 +236,8 @@ def invoke(cmd: Command[Any], kw: dict[str, Any]) -> None:
         if missing:
             raise InputError(missing, "required option, not given") from None
         raise
+    for warning in outcome.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if cmd.stored:
         save(cmd.name, outcome, out, plot, json_out)
     show(outcome.result, json_out)
