@@ -11,7 +11,7 @@ from pydantic import Field
 from hpn.app.base import OMIT, Command, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
 from hpn.config import Model
-from hpn.routing.ecmp import HashConfig
+from hpn.routing.config import DEFAULT_SEEDS
 
 
 class LabName(Model):
@@ -31,7 +31,7 @@ class LabOptions(LabName):
     rate_scale: float = Field(1e-3, gt=0, le=1e-2, description="link rate = capacity x this")
     control: Literal["bgp", "static"] = Field("bgp", description="BGP (FRR) or static routes")
     ecmp_seeds: Literal["same", "tier", "switch"] = Field(
-        HashConfig().seeds, description="kernel hash seed per switch (same: polarization)"
+        DEFAULT_SEEDS, description="kernel hash seed per switch (same: polarization)"
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="base of the hash seeds")
 

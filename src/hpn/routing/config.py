@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from hpn.topology.fabric import Fabric
 
 TIERS = ("tor", "agg", "core")
+DEFAULT_SEEDS: Literal["same", "tier", "switch"] = "switch"
+"""Hash seeds by default: one per switch (Linux per-namespace seed, Cumulus, Dell)."""
 
 
 def per_tier(text: str, field: str, cast: Callable[[str], Any] = str) -> dict[str, Any]:

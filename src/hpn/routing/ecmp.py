@@ -25,6 +25,7 @@ from hpn.config import Model
 from hpn.routing.addressing import SPORT_MAX, SPORT_MIN, address_plan, roce_tuples
 from hpn.routing.base import register_router
 from hpn.routing.cache import per_fabric
+from hpn.routing.config import DEFAULT_SEEDS
 from hpn.routing.hashing import HASHES, fold16, get_hash, linux_bond_l34, rotate16
 from hpn.routing.shortest import Choice, EcmpRouter, splitmix64
 from hpn.topology.fabric import NodeKind
@@ -48,7 +49,7 @@ class HashConfig(Model):
         "round robin over ports), or a hash name",
     )
     seeds: Literal["same", "tier", "switch"] = Field(
-        "switch",
+        DEFAULT_SEEDS,
         description="same: one seed everywhere and every switch hashes alike (offsets not "
         "given are 0); tier: SONiC's per-role seeds; switch: one per switch (Linux "
         "per-namespace seed, Cumulus, Dell)",
