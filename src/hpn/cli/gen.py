@@ -165,7 +165,8 @@ def config_data(cmd: Command[Any], kw: dict[str, Any]) -> dict[str, Any]:
     file = kw.pop("config", None)
     if file is not None:
         data = load_toml(file)
-        if fabric and not set(data) & set(cmd.config.model_fields):
+        tables = any(isinstance(v, dict) for v in data.values())  # [fabirc] is no fabric field
+        if fabric and not tables and not set(data) & set(cmd.config.model_fields):
             data = {"fabric": data}  # a file of fabric fields only
     for f in cmd.files:
         path = kw.pop(f"file{_SEP}{f.name}")
