@@ -18,6 +18,7 @@ LAYERS: dict[str, float] = {
     "hpn.errors": 0,
     "hpn.units": 0,
     "hpn.registry": 0,
+    "hpn.lazy": 0,
     "hpn.config": 1,
     "hpn.topology": 2,
     "hpn.pool": 2,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hpn.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from hpn.workload.patterns import PATTERNS, endpoints, make_pattern
@@ -16,7 +17,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:  # on first use: importing the package stays cheap
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOME[name]), name)
+__getattr__ = lazy_getattr(__name__, _HOME)  # on first use: importing the package stays cheap

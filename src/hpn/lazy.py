@@ -1,0 +1,38 @@
+"""Lazy package attributes: a package names where each public name lives, and the module is
+imported on first use, so importing the package (and ``hpn --help``) stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_getattr(package: str, home: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for ``package`` that imports ``home[name]`` on first use.
+
+    Parameters
+    ----------
+    package
+        The package's ``__name__`` (for the error message).
+    home
+        Public name -> the module that defines it.
+
+    Returns
+    -------
+    callable
+        Assign it to the package's ``__getattr__``.
+
+    Examples
+    --------
+    >>> getattr_ = lazy_getattr("pkg", {"sqrt": "math"})
+    >>> getattr_("sqrt")(4.0)
+    2.0
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name not in home:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(home[name]), name)
+
+    return __getattr__
