@@ -179,6 +179,7 @@ REGISTRIES = (
     ("Traffic patterns", "hpn.workload.patterns:PATTERNS"),
     ("Collective operations", "hpn.workload.collectives.ops:OPS"),
     ("Collective algorithms", "hpn.workload.collectives.algorithms:ALGORITHMS"),
+    ("AICB parallelism policies", "hpn.workload.training.aicb:PARALLELISM"),
     ("Fault kinds", "hpn.failures.faults:KINDS"),
     ("Pool policies", "hpn.pool.policies:POLICIES"),
     ("Trace formats", "hpn.pool.traces:READERS"),
