@@ -44,6 +44,7 @@ from hpn.engine.state import (
     PathTable,
     Sampler,
     TaskState,
+    gather_rows,
 )
 from hpn.errors import InputError
 from hpn.routing.base import Router, router_for
@@ -299,6 +300,7 @@ class Sim:
         self.departed_rates: list[np.ndarray] = []
         self.arrived: list[np.ndarray] = []  # flows that began since the last rate update
         self.hops = np.zeros(nl, np.int64)  # hops of transmitting flows per link
+        self._mates: tuple[np.ndarray, np.ndarray] | None = None  # flows by coupled group
         roots = self.task.roots()
         self.queue.push(t.delay[roots], START, roots)
         self.cap_events = cap_events
@@ -412,6 +414,20 @@ class Sim:
         user, n_users = self._users(flows)
         return fill_rates(user[rep], local, n_users, len(avail), avail)[user]
 
+    def _members(self, groups: np.ndarray) -> np.ndarray:
+        """The flows of coupled ``groups`` (repeats allowed)."""
+        if self._mates is None:
+            g = self.t.group
+            order = np.flatnonzero(g >= 0)
+            order = order[np.argsort(g[order], kind="stable")]
+            off = np.zeros(len(self.group_stamp) + 1, np.int64)
+            np.cumsum(np.bincount(g[order], minlength=len(self.group_stamp)), out=off[1:])
+            self._mates = (order, off)
+        order, off = self._mates
+        groups, _ = distinct(groups, self.group_stamp)
+        _, pos = gather_rows(off[groups], off[groups + 1] - off[groups])
+        return order[pos]
+
     def _reached(self, live: np.ndarray, changed: np.ndarray) -> np.ndarray:
         """The flows of ``live`` connected (by shared links, among ``live``, and coupled
         groups) to a link of a ``changed`` flow. Max-min fairness decomposes over these
@@ -456,18 +472,17 @@ class Sim:
             floor = old.min() * (1 - 1e-9) if len(old) else np.inf
             if len(new):
                 floor = min(floor, self._arrival_floor(new))
-            # flows not sending have rate 0: with a positive floor they are never picked
-            act = fl.active()
             live = None
             if floor > 0:
-                keep = fl.rate[act] < floor
+                live = fl.at_least(floor)
                 if len(new):  # new flows (rate 0 so far) and their coupled group's members
-                    keep[np.searchsorted(act, new)] = False
+                    parts = [live, new]
                     grp = self.t.group[new]
                     grp = grp[grp >= 0]
                     if len(grp):
-                        keep &= ~np.isin(self.t.group[act], grp)
-                live = act[~keep]
+                        mates = self._members(grp)
+                        parts.append(mates[fl.sending[mates]])
+                    live = np.unique(np.concatenate(parts))
                 if len(live) and self.components:
                     live = self._reached(live, np.concatenate([gone, new]))
             full = live is None or 2 * len(live) > fl.n_act
@@ -482,7 +497,7 @@ class Sim:
             rep, links = self.path.entries(act)
             used, local = distinct(links, self.stamp)
             rate = self._fill(act, rep, local, self.cap[used])
-            fl.set_rates(act, rate, self.now)
+            fl.set_rates(act, rate, self.now, every=True)
             self.ledger.on[used] = False  # the loaded links no flow crosses any more
             idle = loaded[self.ledger.on[loaded]]
             load = np.bincount(local, weights=rate[rep], minlength=len(used))
