@@ -30,7 +30,7 @@ import numpy as np
 
 from hpn.engine import kernels
 from hpn.engine.dag import FLOW, FlowDAG, Tasks
-from hpn.engine.kernels import add_hops, fill_rates, reached
+from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
 from hpn.engine.result import Result, Series
@@ -44,7 +44,6 @@ from hpn.engine.state import (
     PathTable,
     Sampler,
     TaskState,
-    gather_rows,
 )
 from hpn.errors import InputError
 from hpn.routing.base import Router, router_for
@@ -300,7 +299,6 @@ class Sim:
         self.departed_rates: list[np.ndarray] = []
         self.arrived: list[np.ndarray] = []  # flows that began since the last rate update
         self.hops = np.zeros(nl, np.int64)  # hops of transmitting flows per link
-        self._mates: tuple[np.ndarray, np.ndarray] | None = None  # flows by coupled group
         roots = self.task.roots()
         self.queue.push(t.delay[roots], START, roots)
         self.cap_events = cap_events
@@ -311,6 +309,8 @@ class Sim:
             if (ce.capacity < 0).any() or (ce.time < 0).any():
                 raise InputError("capacity event", "times and capacities must be >= 0")
             self.queue.push(ce.time, CAPACITY, np.arange(len(ce.time)))
+        tiers = fabric.links.tier
+        self.n_tiers = int(tiers.max()) + 1 if len(tiers) else 0
         if sample_interval is not None and not sample_interval > 0:
             raise InputError("sample_interval", "must be > 0")
         self.sampler = Sampler(
@@ -414,20 +414,6 @@ class Sim:
         user, n_users = self._users(flows)
         return fill_rates(user[rep], local, n_users, len(avail), avail)[user]
 
-    def _members(self, groups: np.ndarray) -> np.ndarray:
-        """The flows of coupled ``groups`` (repeats allowed)."""
-        if self._mates is None:
-            g = self.t.group
-            order = np.flatnonzero(g >= 0)
-            order = order[np.argsort(g[order], kind="stable")]
-            off = np.zeros(len(self.group_stamp) + 1, np.int64)
-            np.cumsum(np.bincount(g[order], minlength=len(self.group_stamp)), out=off[1:])
-            self._mates = (order, off)
-        order, off = self._mates
-        groups, _ = distinct(groups, self.group_stamp)
-        _, pos = gather_rows(off[groups], off[groups + 1] - off[groups])
-        return order[pos]
-
     def _reached(self, live: np.ndarray, changed: np.ndarray) -> np.ndarray:
         """The flows of ``live`` connected (by shared links, among ``live``, and coupled
         groups) to a link of a ``changed`` flow. Max-min fairness decomposes over these
@@ -473,18 +459,19 @@ class Sim:
             if len(new):
                 floor = min(floor, self._arrival_floor(new))
             live = None
-            if floor > 0:
+            if floor > 0 and not len(new):
                 live = fl.at_least(floor)
-                if len(new):  # new flows (rate 0 so far) and their coupled group's members
-                    parts = [live, new]
-                    grp = self.t.group[new]
-                    grp = grp[grp >= 0]
-                    if len(grp):
-                        mates = self._members(grp)
-                        parts.append(mates[fl.sending[mates]])
-                    live = np.unique(np.concatenate(parts))
-                if len(live) and self.components:
-                    live = self._reached(live, np.concatenate([gone, new]))
+            elif floor > 0:  # and the new flows (rate 0 so far) and their groups' members
+                act = fl.active()
+                keep = fl.rate[act] < floor
+                keep[np.searchsorted(act, new)] = False
+                grp = self.t.group[new]
+                grp = grp[grp >= 0]
+                if len(grp):
+                    keep &= ~np.isin(self.t.group[act], grp)
+                live = act[~keep]
+            if live is not None and len(live) and self.components:
+                live = self._reached(live, np.concatenate([gone, new]))
             full = live is None or 2 * len(live) > fl.n_act
         self.departed, self.departed_rates, self.arrived = [], [], []
         if full:
@@ -549,9 +536,9 @@ class Sim:
                 self.dirty = True
 
     def _sample(self) -> None:
-        self.sampler.sample(
-            self.now, self.fabric.links.tier, self.cap, self.ledger.load, self.ledger.loaded()
-        )
+        tiers, load = self.fabric.links.tier, self.ledger.load
+        tier_load = tier_sums(self.ledger.on, tiers, load, self.n_tiers)
+        self.sampler.sample(self.now, tiers, self.cap, load, tier_load)
 
     def run(self) -> None:
         """Process events until every task has finished."""

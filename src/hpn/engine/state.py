@@ -45,6 +45,7 @@ def gather_rows(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 ENDING = 2048  # flows kept as candidates for the next transmission ends
+SCAN = 8192  # FlowState.at_least looks at every transmitting flow up to this many
 
 
 @dataclass(eq=False)
@@ -117,6 +118,9 @@ class FlowState:
 
     def at_least(self, floor: float) -> np.ndarray:
         """The transmitting flows with a rate of at least ``floor`` (> 0), sorted."""
+        if self.n_act <= SCAN:
+            act = self.active()
+            return act[self.rate[act] >= floor]
         ix = self.by_rate
         if ix.stale:
             ix.build(self.active(), self.rate)
@@ -246,7 +250,7 @@ class RateIndex:
 
     def at_least(self, floor: float, sending: np.ndarray, rate: np.ndarray) -> np.ndarray:
         """The sending flows with ``rate >= floor`` (> 0), sorted."""
-        end = int(np.searchsorted(self.neg, -floor, side="right"))
+        end = self.head + int(np.searchsorted(self.neg[self.head :], -floor, side="right"))
         found = np.zeros(0, np.int64)
         if end > self.head:
             seg = self.order[self.head : end]
@@ -406,15 +410,14 @@ class Sampler:
         tiers: np.ndarray,
         cap: np.ndarray,
         load: np.ndarray,
-        loaded: np.ndarray,
+        tier_load: np.ndarray,
     ) -> None:
-        """One sample; ``loaded``: the sorted links with a non-zero load (the tier sums
-        over them equal the sums over all links: zeros add nothing, the order is kept)."""
-        ntier = int(tiers.max()) + 1 if len(tiers) else 0
+        """One sample: ``tier_load`` holds the load summed per tier
+        (:func:`hpn.engine.kernels.tier_sums`)."""
         if self._tier_cap is None:
-            self._tier_cap = np.bincount(tiers, weights=cap, minlength=ntier)
+            self._tier_cap = np.bincount(tiers, weights=cap, minlength=len(tier_load))
         tier_cap = self._tier_cap
-        tier_load = np.bincount(tiers[loaded], weights=load[loaded], minlength=ntier)
+        ntier = len(tier_cap)
         self.time.append(now)
         self.tier.append(np.divide(tier_load, tier_cap, where=tier_cap > 0, out=np.zeros(ntier)))
         c, ld = cap[self.links], load[self.links]
