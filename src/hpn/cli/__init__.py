@@ -33,12 +33,13 @@ def _one(fn: Any, name: str, summary: str = "") -> Any:
 
 
 def _app_command(name: str) -> Any:
-    """The click command of the app command ``name`` (imports its module, not the others)."""
-    from hpn.app import COMMANDS
+    """The click command of the app command ``name``: from its kept flags while they are current
+    (no config model imported), else from its config models (see :mod:`hpn.app.flagcache`)."""
+    from hpn.app import flagcache
     from hpn.cli import gen
 
     one = typer.Typer(add_completion=False)
-    gen.add(one, COMMANDS.get(name), COMMANDS.summary(name))
+    gen.add(one, flagcache.cached(name) or flagcache.flags_of(name))
     return typer.main.get_command(one)
 
 
