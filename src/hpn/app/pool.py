@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import Field
 
@@ -12,6 +12,9 @@ from hpn.config import Model
 from hpn.errors import InputError
 from hpn.pool.result import PoolResult as SimulateResult
 from hpn.units import parse_duration
+
+if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
+    from hpn.pool.search import CapacityGroup
 
 # Size limits (models, GPUs, trace length, requests) are in hpn.app.limits, checked at parse.
 
@@ -278,7 +281,7 @@ class CapacityResult(Result):
     metric: str
     models: int
     gpus: int
-    groups: list[dict[str, Any]]
+    groups: list[CapacityGroup]
     duration_s: float
 
     def heading(self) -> str:
@@ -331,9 +334,17 @@ class PoliciesConfig(Model):
     """``hpn pool policies``: no tables."""
 
 
+class PolicyEntry(TypedDict):
+    """A registered pool policy."""
+
+    name: str
+    summary: str
+    split: bool  # prefill and decode run on separate instances
+
+
 @dataclass
 class PoliciesResult(Result):
-    policies: list[dict[str, Any]]
+    policies: list[PolicyEntry]
 
     def lines(self) -> list[str]:
         split = " (prefill/decode split)"
@@ -344,7 +355,7 @@ def policies(cfg: PoliciesConfig) -> Outcome[PoliciesResult]:
     """The registered pool policies: name, summary, whether prefill and decode run apart."""
     from hpn.pool.policies import POLICIES
 
-    rows = [{"name": n, "summary": c.summary, "split": c.split} for n, c in POLICIES.items()]
+    rows = [PolicyEntry(name=n, summary=c.summary, split=c.split) for n, c in POLICIES.items()]
     return Outcome(PoliciesResult(rows))
 
 
