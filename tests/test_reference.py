@@ -15,6 +15,16 @@ def test_cli_reference_is_current():
     assert (DOCS / "cli.md").read_text() == cli_markdown() + "\n", "run `make docs`"
 
 
+def test_kept_flags_are_current():
+    """``hpn CMD --help`` builds from ``hpn/app/flags.json``: current and equal to the models."""
+    from hpn.app import COMMANDS, flagcache
+
+    for name in COMMANDS:
+        kept = flagcache.cached(name)
+        assert kept is not None, f"{name}: flags.json is stale or lacks it: run `make docs`"
+        assert kept == flagcache.flags_of(name), name
+
+
 def test_names_reference_is_current():
     assert (DOCS / "names.md").read_text() == names_markdown() + "\n", "run `make docs`"
 

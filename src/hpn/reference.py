@@ -179,6 +179,7 @@ REGISTRIES = (
     ("Traffic patterns", "hpn.workload.patterns:PATTERNS"),
     ("Collective operations", "hpn.workload.collectives.ops:OPS"),
     ("Collective algorithms", "hpn.workload.collectives.algorithms:ALGORITHMS"),
+    ("AICB parallelism policies", "hpn.workload.training.aicb:PARALLELISM"),
     ("Fault kinds", "hpn.failures.faults:KINDS"),
     ("Pool policies", "hpn.pool.policies:POLICIES"),
     ("Trace formats", "hpn.pool.traces:READERS"),
@@ -214,6 +215,9 @@ def write(folder: Path) -> list[Path]:
         p = folder / name
         p.write_text(text + "\n")
         paths.append(p)
+    from hpn.app import flagcache
+
+    paths.append(Path(flagcache.write()))  # the flags `hpn CMD --help` is built from
     return paths
 
 

@@ -37,6 +37,7 @@ HEAVY = (
     "hpn.pool.simulate",
     "hpn.store.run",
 )
+LIGHT = ("hpn.app.limits", "hpn.app.flags", "hpn.app.flagcache")
 EXTRAS = ["runs list", "runs show", "sweep", "plot", "dash", "demo"]
 
 _PROBE = """
@@ -86,7 +87,7 @@ def test_top_help_lists_every_command_without_importing_any():
     assert top["code"] == 0
     assert heavy(top["modules"]) == []
     assert "pydantic" not in top["modules"]
-    built = [m for m in top["modules"] if m.startswith("hpn.app.") and m != "hpn.app.limits"]
+    built = [m for m in top["modules"] if m.startswith("hpn.app.") and m not in LIGHT]
     assert built == [], f"hpn --help imported command modules: {built}"
     pages = {"": top["text"]} | {g: r["text"] for g, r in zip(GROUPS, groups, strict=True)}
     for name in COMMANDS:
@@ -104,6 +105,19 @@ def test_every_command_help_works_and_imports_no_engine():
         assert step["code"] == 0, (name, step["text"][-300:])
         assert "Usage:" in step["text"], name
     assert heavy(steps[-1]["modules"]) == [], "some CMD --help imported heavy modules"
+    assert "pydantic" not in steps[-1]["modules"], "a help page derived flags from the models"
+    unused = [m for m in steps[-1]["modules"] if m.split(".")[0] in ("markdown_it", "pygments")]
+    assert unused == [], "typer's help renderer imported its markdown/traceback modules"
+    built = [m for m in steps[-1]["modules"] if m.startswith("hpn.app.") and m not in LIGHT]
+    assert built == [], f"help pages imported command modules: {built}"
+
+
+def test_help_of_commands_without_a_config_imports_no_pydantic():
+    """typer builds a pydantic adapter for a group's ``--help`` left unset unless it defaults to
+    False: ``hpn runs list --help`` and the like must not import pydantic for that."""
+    steps = probe(*[[*n.split(), "--help"] for n in EXTRAS])
+    assert all(step["code"] == 0 for step in steps)
+    assert "pydantic" not in steps[-1]["modules"]
 
 
 def _groups():
@@ -134,3 +148,77 @@ def test_cli_package_stays_thin():
     """``src/hpn/cli/`` (flag plumbing and printing) is at most 1,000 lines (issue 14)."""
     lines = sum(len(p.read_text().splitlines()) for p in (SRC / "hpn" / "cli").glob("*.py"))
     assert lines <= 1000, f"src/hpn/cli/ has {lines} lines"
+
+
+_FILES = """
+import json, sys
+from hpn.app.flagcache import _sources, flags_of
+flags_of(sys.argv[1])
+print(json.dumps(_sources()))
+"""
+
+
+def test_kept_flags_record_every_file_deriving_them_loads():
+    """What deriving a command's flags loads (fresh interpreter) is what flags.json checks."""
+    from hpn.app import flagcache
+
+    for name in ("train", "traffic", "pool simulate"):
+        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        p = subprocess.run(
+            [sys.executable, "-c", _FILES, name], capture_output=True, text=True, env=env
+        )
+        loaded = json.loads(p.stdout)
+        assert "hpn:app/flags.py" in loaded and "pydantic:version.py" in loaded
+        flagcache.cached(name)  # loads the copy
+        assert flagcache._loaded is not None
+        assert flagcache._loaded["commands"][name]["files"] == loaded, name
+
+
+def test_stale_kept_flags_are_not_used(monkeypatch):
+    """A changed source file or another Python: the flags come from the models again."""
+    from hpn.app import flagcache
+
+    assert flagcache.cached("traffic") is not None
+    data = json.loads(json.dumps(flagcache._loaded))
+    files = data["commands"]["traffic"]["files"]
+    files["hpn:app/traffic.py"] += 1
+    monkeypatch.setattr(flagcache, "_loaded", data)
+    assert flagcache.cached("traffic") is None
+    assert flagcache.cached("train") is not None
+    data["python"] = "2.7"
+    assert flagcache.cached("train") is None
+    monkeypatch.setattr(flagcache, "_loaded", {})
+    assert flagcache.cached("train") is None
+
+
+_MARKDOWN = """
+import sys
+import hpn.cli, typer, typer.rich_utils as ru
+from typer.testing import CliRunner
+assert "markdown_it" not in sys.modules
+md = typer.Typer(rich_markup_mode="markdown")
+@md.command()
+def one(x: int = 1) -> None:
+    "Text in **bold** and `code`."
+@md.command()
+def two() -> None:
+    pass
+print(CliRunner().invoke(md, ["one", "--help"], terminal_width=80).output)
+import rich.markdown, rich.traceback
+assert sys.modules["rich.markdown"] is rich.markdown and hasattr(rich.markdown, "Heading")
+assert type(ru.Markdown("*a*")) is rich.markdown.Markdown
+tb = ru.Traceback.from_exception(ValueError, ValueError("x"), None)
+assert type(tb) is rich.traceback.Traceback and isinstance(tb, ru.Traceback)
+print("ok")
+"""
+
+
+def test_deferred_rich_modules_still_work():
+    """hpn.cli imports typer's help renderer with rich.markdown and rich.traceback deferred:
+    markdown help and tracebacks still get the real classes, later imports the real modules."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    p = subprocess.run(
+        [sys.executable, "-c", _MARKDOWN], capture_output=True, text=True, env=env, check=True
+    )
+    assert "Text in bold and code." in p.stdout, p.stdout
+    assert p.stdout.rstrip().endswith("ok")

@@ -78,3 +78,23 @@ def test_components_by_hand():
     stamp = np.full(8, -1, np.int64)
     got = reached(start, length, links, np.arange(4), 4, 3, stamp, compiled=True)
     np.testing.assert_array_equal(got, [True, True, False])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**31))
+def test_tier_sums_add_in_link_order_like_bincount(seed):
+    from hpn.engine.kernels import tier_sums
+    from hpn.engine.links import LinkLedger
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    ledger = LinkLedger(rng.choice([0.0, 1e9, 1e10 / 3], n))
+    # links grouped by tier, as fabrics number them, and a few out of order
+    tier = np.sort(rng.integers(0, 5, n)).astype(np.uint8)
+    tier[rng.integers(0, max(n, 1), min(n, 3))] = 4
+    links = rng.choice(n, int(rng.integers(0, n + 1)), replace=False)
+    ledger.set(links, rng.choice([0.0, 1e-15, 1e8 / 3, 7e8 / 3, 2.2e9], len(links)), 1e-6)
+    on = ledger.on
+    loaded = np.flatnonzero(on)
+    ref = np.bincount(tier[loaded], weights=ledger.load[loaded], minlength=5)
+    np.testing.assert_array_equal(tier_sums(on, tier, ledger.load, 5), ref)

@@ -161,8 +161,8 @@ def test_muxserve_greedy_places_the_most_compute_first():
 
 def test_seed_reproduces_and_overload_degrades():
     t = market(12, 0.3, 120, seed=7)
-    a = simulate(t, "aegaeon", prefill_gpus=1, decode_gpus=2).to_dict()
-    b = simulate(market(12, 0.3, 120, seed=7), "aegaeon", prefill_gpus=1, decode_gpus=2).to_dict()
+    a = simulate(t, "aegaeon", prefill_gpus=1, decode_gpus=2).to_json()
+    b = simulate(market(12, 0.3, 120, seed=7), "aegaeon", prefill_gpus=1, decode_gpus=2).to_json()
     a.pop("wall_s"), b.pop("wall_s")
     assert a == b
     light = simulate(market(4, 0.05, 120, seed=1), "aegaeon", gpus=4)

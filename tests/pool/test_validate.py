@@ -54,19 +54,19 @@ def test_validate_rows_and_reference(tmp_path):
     ref = tmp_path / "ref.csv"
     ref.write_text("file,policy,attainment\nsynth-4-0.1-1.0-1.0,aegaeon,0.5\n")
     res = validate(d, ["aegaeon", "serverless-artifact"], gpus=4, reference=ref, workers=2)
-    assert [(r.file, r.policy) for r in res.rows] == [
+    assert [(r.file, r.policy) for r in res.points] == [
         ("synth-4-0.1-1.0-1.0.csv", "aegaeon"),
         ("synth-4-0.1-1.0-1.0.csv", "serverless-artifact"),
         ("synth-4-0.1-1.0-2.0.csv", "aegaeon"),
         ("synth-4-0.1-1.0-2.0.csv", "serverless-artifact"),
     ]
-    r = res.rows[0]
+    r = res.points[0]
     assert r.requests == 4 and r.reference == 50.0  # fractions read as percentages
     assert r.difference == pytest.approx(r.attainment_artifact - 50.0)
-    assert res.rows[1].reference is None
-    assert res.to_dict()["rows"][0]["policy"] == "aegaeon"
+    assert res.points[1].reference is None
+    assert res.to_json()["rows"][0]["policy"] == "aegaeon"
     whole = validate(d, ["serverless-artifact"], gpus=4, workload="file")
-    assert whole.rows[0].requests == 5
+    assert whole.points[0].requests == 5
 
 
 @pytest.mark.parametrize(
@@ -107,5 +107,5 @@ def test_serverless_artifact_within_5_points_of_the_authors_simulator(tmp_path):
     for name in AUTHORS:
         (tmp_path / name).write_bytes((SYNTH / name).read_bytes())
     res = validate(tmp_path, ["serverless-artifact"], gpu="h100", gpus=16)
-    for row in res.rows:
+    for row in res.points:
         assert abs(row.attainment_artifact - AUTHORS[row.file]) <= 5.0, row

@@ -149,7 +149,8 @@ def test_aicb_import(tmp_path):
     r, _ = train(build("hpn", segments=1), jobs, "ecmp")
     assert r["gpus"] == 32 and r["iteration_s"] > 0 and fabric is None
     path.write_text(AICB.replace("HYBRID_TRANSFORMER_FWD_IN_BCKWD", "NOPE"))
-    with pytest.raises(InputError, match="policy"):
+    wording = r"line 1: unknown parallelism policy 'NOPE'; choose from: HYBRID_TRANSFORMER_FWD_IN"
+    with pytest.raises(InputError, match=wording):
         plan_from_aicb(JobConfig(aicb=str(path)))
     path.write_text(AICB.replace("\n3\n", "\n4\n"))
     with pytest.raises(InputError, match="records"):

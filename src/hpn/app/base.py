@@ -5,83 +5,27 @@ described by: ``[fabric]``, ``[traffic]``, ...) and its ``service`` (``config ->
 its one-line summary is registered with it in :data:`hpn.app.COMMANDS`. The CLI generates
 its flags from the config's fields (the CLI generator); the store's runnables, sweeps, the
 dashboard and the demo call :meth:`Command.run_config` with a plain dict. Results are
-dataclasses deriving :class:`Result`: typed fields, their JSON form (:meth:`Result.to_json`)
-and the key figures a terminal shows (:meth:`Result.rows`).
+dataclasses deriving :class:`hpn.result.Result` (re-exported here): typed fields, their JSON
+form and the key figures a terminal shows.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
 from hpn.config import Model, one_line
 from hpn.errors import InputError
+from hpn.result import DETAIL, OMIT, Result, json_key
+
+__all__ = ["DETAIL", "OMIT", "Command", "FileInput", "Outcome", "Result", "json_key"]
 
 C = TypeVar("C", bound=Model)
-R = TypeVar("R", bound="Result")
-
-OMIT = {"omit_if_none": True}
-"""Field metadata: leave the key out of the JSON form when the value is None."""
-
-
-def json_key(key: str, **metadata: Any) -> dict[str, Any]:
-    """Field metadata: the field's key in the JSON form is ``key``.
-
-    For a JSON key that would shadow a :class:`Result` method as a field name (``rows``).
-    """
-    return {"key": key, **metadata}
-
-
-class Result:
-    """Base of typed results (subclasses are dataclasses, fields in JSON order)."""
-
-    title: ClassVar[str] = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object of the result (``result.json``, ``--json``)."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            v = getattr(self, f.name)
-            if v is None and f.metadata.get("omit_if_none"):
-                continue
-            out[f.metadata.get("key", f.name)] = v.to_json() if isinstance(v, Result) else v
-        return out
-
-    def rows(self) -> list[tuple[str, Any]]:
-        """Key figures for a terminal: ``(label, value)`` rows."""
-        return list(self.to_json().items())
-
-    def heading(self) -> str:
-        return self.title
-
-    def sections(self) -> list[tuple[str, list[tuple[str, Any]]]]:
-        """Key-figure tables to print: ``(heading, rows)`` each (default: one)."""
-        return [(self.heading(), self.rows())]
-
-    def lines(self) -> list[str] | None:
-        """Plain-text lines to print instead of the tables (None: the tables)."""
-        return None
-
-    def footer(self) -> str | None:
-        """A line printed after the tables."""
-        return None
-
-    @classmethod
-    def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
-        """Build from a domain function's dict; a key the class does not declare is an error."""
-        names = {
-            f.metadata.get("key", f.name): f.name
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        }
-        extra = [k for k in data if k not in names]
-        if extra:
-            raise TypeError(f"{cls.__qualname__}: undeclared result field(s) {extra}")
-        return cls(**{names[k]: v for k, v in data.items()})
+R = TypeVar("R", bound=Result)
 
 
 @dataclass

@@ -17,7 +17,9 @@ from hpn.failures.config import FailCfg, ReliabilityCfg, SimpleStep
 from hpn.workload.training.config import JobConfig
 
 if TYPE_CHECKING:  # imported when the command runs (a fast ``hpn --help``)
+    from hpn.failures.montecarlo import ExpectedEvents, ExposureCounts, Stats
     from hpn.failures.run import FaultSummary
+    from hpn.failures.timeline import CrashEvent
 
 
 class FailConfig(Model):
@@ -57,14 +59,14 @@ class FailResult(Result):
     crashes: int
     lost_work_s: float
     job_time_lost_s: float
-    fault_window_s: float
+    fault_window_s: list[float]  # [start, end]: from the first fault to its last effect
     iteration_s: float
     slowest_iteration_s: float
     iterations: int
     samples_per_iteration: float
     horizon_s: float
     simulations: int
-    crash_events: list[Any]
+    crash_events: list[CrashEvent]
     wall_s: float
 
     title = "hpn fail"
@@ -193,25 +195,25 @@ class ReliabilityResult(Result):
     months: float
     trials: int
     seed: int
-    exposure: dict[str, Any]
-    expected_per_month: dict[str, Any]
-    crashes_per_month: dict[str, float]
-    halted_hours_per_month: dict[str, float]
-    degraded_hours_per_month: dict[str, float]
-    restart_and_lost_work_hours_per_month: dict[str, float]
-    goodput_loss_fraction: dict[str, float]
+    exposure: ExposureCounts
+    expected_per_month: ExpectedEvents
+    crashes_per_month: Stats
+    halted_hours_per_month: Stats
+    degraded_hours_per_month: Stats
+    restart_and_lost_work_hours_per_month: Stats
+    goodput_loss_fraction: Stats
     degraded_loss: float
     checkpoint_overhead_fraction: float
-    gpu_hours_lost_per_month: dict[str, float]
-    rates: dict[str, Any]
-    recovery: dict[str, Any]
+    gpu_hours_lost_per_month: Stats
+    rates: dict[str, float]  # the fields of hpn.failures.montecarlo.Rates
+    recovery: dict[str, float | None]  # the fields of hpn.failures.checkpoint.Recovery
     price_per_gpu_hour: float | None = field(default=None, metadata=OMIT)
-    cost_per_month: dict[str, float] | None = field(default=None, metadata=OMIT)
+    cost_per_month: Stats | None = field(default=None, metadata=OMIT)
 
     title = "hpn reliability"
 
     def rows(self) -> list[tuple[str, Any]]:
-        def s(x: dict[str, float], fmt: str = ".3g") -> str:
+        def s(x: Stats, fmt: str = ".3g") -> str:
             return f"{x['mean']:{fmt}} (p50 {x['p50']:{fmt}}, p99 {x['p99']:{fmt}})"
 
         ex = self.exposure

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import Field
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.config import Model
 from hpn.errors import InputError
+from hpn.pool.result import PoolResult as SimulateResult
 from hpn.units import parse_duration
+
+if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
+    from hpn.pool.search import CapacityGroup
 
 # Size limits (models, GPUs, trace length, requests) are in hpn.app.limits, checked at parse.
 
 _POLICY = "serving policy: aegaeon, serverless, serverless-artifact, muxserve or dedicated"
-
-
-def _round(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: round(v, 4) if isinstance(v, float) else v for k, v in d.items()}
 
 
 def _slo(ttft: str, tbt: str) -> Any:
@@ -125,32 +125,6 @@ class SimulateConfig(Model):
     pool: SimulateOptions = Field(default_factory=SimulateOptions)
 
 
-@dataclass
-class SimulateResult(Result):
-    policy: str
-    gpu: str
-    gpus: int
-    models: int
-    requests: int
-    slo_attainment: float
-    slo_attainment_artifact: float
-    finished: int
-    failed: int
-    ttft_p50_s: float
-    ttft_p99_s: float
-    tbt_p50_s: float
-    tbt_p99_s: float
-    switches: int
-    gpu_utilization: float
-    models_per_gpu: float
-    span_s: float
-    wall_s: float
-    unserved_models: int
-
-    def heading(self) -> str:
-        return f"pool simulate: {self.policy}"
-
-
 def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
     """Run a trace through a policy and report SLO attainment, TTFT/TBT, switches."""
     from hpn.pool.gpus import get_gpu
@@ -185,7 +159,7 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
         p.switch,
         options=options,
     )
-    return Outcome(SimulateResult.from_dict(_round(res.to_dict())))
+    return Outcome(res.rounded())
 
 
 # --- goodput -------------------------------------------------------------------------------
@@ -307,7 +281,7 @@ class CapacityResult(Result):
     metric: str
     models: int
     gpus: int
-    groups: list[dict[str, Any]]
+    groups: list[CapacityGroup]
     duration_s: float
 
     def heading(self) -> str:
@@ -360,9 +334,17 @@ class PoliciesConfig(Model):
     """``hpn pool policies``: no tables."""
 
 
+class PolicyEntry(TypedDict):
+    """A registered pool policy."""
+
+    name: str
+    summary: str
+    split: bool  # prefill and decode run on separate instances
+
+
 @dataclass
 class PoliciesResult(Result):
-    policies: list[dict[str, Any]]
+    policies: list[PolicyEntry]
 
     def lines(self) -> list[str]:
         split = " (prefill/decode split)"
@@ -373,7 +355,7 @@ def policies(cfg: PoliciesConfig) -> Outcome[PoliciesResult]:
     """The registered pool policies: name, summary, whether prefill and decode run apart."""
     from hpn.pool.policies import POLICIES
 
-    rows = [{"name": n, "summary": c.summary, "split": c.split} for n, c in POLICIES.items()]
+    rows = [PolicyEntry(name=n, summary=c.summary, split=c.split) for n, c in POLICIES.items()]
     return Outcome(PoliciesResult(rows))
 
 

@@ -7,15 +7,17 @@ Limits: at most 500 workload files, 16 worker processes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from hpn.app.base import Command, FileInput, Outcome, Result, json_key
+from hpn.app.base import Command, FileInput, Outcome
 from hpn.config import Model
 from hpn.units import parse_duration
+
+if TYPE_CHECKING:
+    from hpn.pool.validate import ValidateResult
 
 MAX_WORKERS = 16
 
@@ -44,44 +46,6 @@ class ValidateConfig(Model):
     pool: ValidateOptions = Field(default_factory=ValidateOptions)
 
 
-_COLUMNS = (
-    ("file", "file"),
-    ("policy", "policy"),
-    ("att %", "attainment"),
-    ("art %", "attainment_artifact"),
-    ("failed", "failed"),
-    ("TTFT p50", "ttft_p50_s"),
-    ("TTFT p99", "ttft_p99_s"),
-    ("TBT p50", "tbt_p50_s"),
-    ("TBT p99", "tbt_p99_s"),
-    ("wall s", "wall_s"),
-)
-
-
-@dataclass
-class ValidateResult(Result):
-    folder: str
-    gpu: str
-    gpus: int
-    workload: str
-    points: list[dict[str, Any]] = field(metadata=json_key("rows"))  # one per policy x CSV
-
-    def heading(self) -> str:
-        return f"pool validate: {self.folder}"
-
-    def lines(self) -> list[str]:
-        cols = list(_COLUMNS)
-        if any(r.get("reference") is not None for r in self.points):
-            cols += [("ref %", "reference"), ("diff", "difference")]
-        table = [[h for h, _ in cols]] + [
-            ["" if r.get(k) is None else str(r[k]) for _, k in cols] for r in self.points
-        ]
-        width = [max(len(row[i]) for row in table) for i in range(len(cols))]
-        out = [f"pool validate: {self.folder} ({self.gpus} x {self.gpu}, {self.workload} workload)"]
-        out += ["  ".join(c.ljust(w) for c, w in zip(row, width, strict=True)) for row in table]
-        return out
-
-
 def validate(cfg: ValidateConfig) -> Outcome[ValidateResult]:
     """Every policy (or ``policy``) on every Aegaeon workload CSV of ``folder``."""
     from hpn.errors import InputError
@@ -93,9 +57,9 @@ def validate(cfg: ValidateConfig) -> Outcome[ValidateResult]:
         raise InputError("folder", "give the folder of Aegaeon workload CSVs: pool validate DIR")
     slo = Slo(parse_duration(p.ttft_slo, "ttft-slo"), parse_duration(p.tbt_slo, "tbt-slo"))
     res = run(p.folder, p.policy or None, p.gpu, p.gpus, p.workload, p.reference, p.workers, slo)
-    d = res.to_dict()
-    columns = {k: [r[k] for r in d["rows"]] for k in (d["rows"][0] if d["rows"] else {})}
-    return Outcome(ValidateResult.from_dict(d), {"validate": columns})
+    rows = res.to_json()["rows"]
+    columns = {k: [r[k] for r in rows] for k in (rows[0] if rows else {})}
+    return Outcome(res, {"validate": columns})
 
 
 def _folder(path: Any) -> dict[str, Any]:

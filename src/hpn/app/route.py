@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import Field
 
@@ -128,13 +128,20 @@ class PathsConfig(Model):
     fabric: FabricSpec = fabric_field()
 
 
+class PairPaths(TypedDict):
+    """Equal-cost paths between one NIC pair (``hpn.routing.paths.path_report``)."""
+
+    paths: int
+    per_plane: list[int]  # plane 0, plane 1
+
+
 @dataclass
 class PathsResult(Result):
-    pairs: dict[str, Any]
+    pairs: dict[str, PairPaths]  # same_segment_same_rail, ..., cross_pod (where there is one)
     search_space: int
     search_space_both_planes: int
     preset: str | None
-    paper_table1: dict[str, Any]
+    paper_table1: dict[str, str]  # design: search space
 
     def heading(self) -> str:
         return f"{self.preset}: equal-cost paths between NICs"
@@ -181,11 +188,21 @@ class SelectConfig(Model):
     select: SelectOptions
 
 
+class Connection(TypedDict):
+    """One connection's path: its UDP source port, plane, Agg switch, link ids and hops."""
+
+    sport: int
+    plane: int
+    agg: str | None
+    links: list[int]
+    hops: list[str]
+
+
 @dataclass
 class SelectResult(Result):
     src: str
     dst: str
-    connections: list[dict[str, Any]]
+    connections: list[Connection]
     distinct_paths: int
     paths_available: int
     planes: list[int]
@@ -240,18 +257,18 @@ def select(cfg: SelectConfig) -> Outcome[SelectResult]:
     router = HpnRouter(seed=o.seed, hashing=o.hashing())
     sel = router.select(f, np.full(n, s), np.full(n, d))
     nd, lk = f.nodes, f.links
-    conns: list[dict[str, Any]] = []
+    conns: list[Connection] = []
     for i in range(n):
         p = sel.paths[i]
         aggs = [int(x) for x in lk.dst[p] if nd.kind[x] == 5]
         conns.append(
-            {
-                "sport": int(sel.sport[i]),
-                "plane": int(sel.plane[i]),
-                "agg": f.node_name(aggs[0]) if aggs else None,
-                "links": [int(x) for x in p],
-                "hops": [f.node_name(int(x)) for x in lk.dst[p]],
-            }
+            Connection(
+                sport=int(sel.sport[i]),
+                plane=int(sel.plane[i]),
+                agg=f.node_name(aggs[0]) if aggs else None,
+                links=[int(x) for x in p],
+                hops=[f.node_name(int(x)) for x in lk.dst[p]],
+            )
         )
     result = SelectResult(
         src=o.src,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -13,6 +13,9 @@ from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, rou
 from hpn.config import Model
 from hpn.units import format_duration
 from hpn.workload.training.config import JobConfig
+
+if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
+    from hpn.workload.training.run import Breakdown, JobSummary
 
 
 class TrainOptions(Model):
@@ -43,8 +46,8 @@ class TrainResult(Result):
     samples_per_s: float
     tokens_per_s: float
     gpus: int
-    breakdown: dict[str, float]
-    jobs: list[dict[str, Any]]
+    breakdown: Breakdown
+    jobs: list[JobSummary]
     flows: int
     tasks: int
     build_s: float
@@ -67,7 +70,7 @@ class TrainResult(Result):
                 ("exposed communication", d(b["exposed_comm_s"])),
                 (
                     "TP / PP / DP / EP in flight",
-                    " / ".join(d(b[x]) for x in ("tp_s", "pp_s", "dp_s", "ep_s")),
+                    " / ".join(d(x) for x in (b["tp_s"], b["pp_s"], b["dp_s"], b["ep_s"])),
                 ),
             ]
             out.append((f"hpn train: {j['name']}", rows))

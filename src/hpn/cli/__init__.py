@@ -15,6 +15,12 @@ import typer
 from hpn.cli import dash, demo, plot, runs, sweep
 from hpn.cli.lazy import Entry, click, group
 from hpn.errors import InputError
+from hpn.lazy import import_deferring
+
+# typer 0.29's help renderer imports these at its top but uses them only for markdown help and
+# pretty tracebacks (hpn has neither); with markdown_it and pygments they were a third of
+# `hpn CMD --help`'s imports. See hpn.lazy.import_deferring.
+import_deferring("typer.rich_utils", {"rich.markdown": "Markdown", "rich.traceback": "Traceback"})
 
 GROUPS = {
     "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",
@@ -33,12 +39,13 @@ def _one(fn: Any, name: str, summary: str = "") -> Any:
 
 
 def _app_command(name: str) -> Any:
-    """The click command of the app command ``name`` (imports its module, not the others)."""
-    from hpn.app import COMMANDS
+    """The click command of the app command ``name``: from its kept flags while they are current
+    (no config model imported), else from its config models (see :mod:`hpn.app.flagcache`)."""
+    from hpn.app import flagcache
     from hpn.cli import gen
 
     one = typer.Typer(add_completion=False)
-    gen.add(one, COMMANDS.get(name), COMMANDS.summary(name))
+    gen.add(one, flagcache.cached(name) or flagcache.flags_of(name))
     return typer.main.get_command(one)
 
 

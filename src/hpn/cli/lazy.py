@@ -61,6 +61,18 @@ class LazyGroup(TyperGroup):
         self.lazy = Commands({**self.entries, **(commands or {})})
         self.commands = self.lazy
 
+    def get_help_option(self, ctx: Any) -> Any:
+        """The ``--help`` flag, defaulting to False rather than None.
+
+        typer coerces an option's value through a pydantic adapter unless it is a bool flag
+        holding a bool; a group's ``--help`` that isn't given holds None, so without this every
+        ``hpn CMD --help`` imported pydantic's adapters (typer 0.29) just to keep that None.
+        """
+        opt = super().get_help_option(ctx)
+        if opt is not None and opt.default is None:
+            opt.default = False
+        return opt
+
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)
 

@@ -7,9 +7,12 @@ from typing import Annotated
 
 import typer
 
+from hpn.cli.lazy import group
 from hpn.cli.output import JsonOpt, emit_json, kv_table, stdout
 
-app = typer.Typer(help="The run store: list, show, compare and query runs.", no_args_is_help=True)
+app = typer.Typer(
+    help="The run store: list, show, compare and query runs.", no_args_is_help=True, cls=group({})
+)
 
 RunArg = Annotated[str, typer.Argument(help="Run id, id prefix, folder, or 'latest'.")]
 

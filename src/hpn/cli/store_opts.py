@@ -8,11 +8,12 @@ stderr (with ``--json`` only on a terminal), so stdout keeps to one JSON object.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpn.app.base import Outcome
+if TYPE_CHECKING:
+    from hpn.app.base import Outcome
 
 __all__ = ["OutOpt", "PlotOpt", "check_out", "save"]
 

@@ -255,6 +255,24 @@ def _hops_kernel(start, length, links, hops, delta):  # pragma: no cover - compi
             hops[links[j]] += delta
 
 
+def _tier_kernel(tier, load, out):  # pragma: no cover - compiled
+    # every link, in order: a link without a load holds +0.0, which leaves a sum as it is;
+    # the running sum stays in a register while the tier does not change (links come
+    # grouped by tier), no branch per link
+    if not len(tier):
+        return
+    cur = tier[0]
+    acc = out[cur]
+    for lk in range(len(tier)):
+        t = tier[lk]
+        if t != cur:
+            out[cur] = acc
+            cur = t
+            acc = out[cur]
+        acc += load[lk]
+    out[cur] = acc
+
+
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
@@ -268,6 +286,7 @@ def _kernel(name: str):
         _compiled["ledger"] = jit(_ledger_kernel)
         _compiled["reach"] = jit(_reach_kernel)
         _compiled["hops"] = jit(_hops_kernel)
+        _compiled["tiers"] = jit(_tier_kernel)
     return _compiled[name]
 
 
@@ -424,3 +443,32 @@ def ledger_set(ledger: Any, links: np.ndarray, new: np.ndarray, now: float) -> N
         ledger.cap,
         ledger.on,
     )
+
+
+def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) -> np.ndarray:
+    """The ``load`` of the links with ``on`` summed per ``tier``, in link order (the
+    arithmetic of ``np.bincount`` over those links). Links without ``on`` must hold a load
+    of 0 (the compiled kernel adds them: zeros leave the sums as they are).
+
+    Parameters
+    ----------
+    on
+        bool per link: carries a load.
+    tier
+        Tier of each link (< ``n_tiers``).
+    load
+        Per link.
+    n_tiers
+        Number of tiers.
+
+    Returns
+    -------
+    numpy.ndarray
+        Sum per tier.
+    """
+    if HAVE_NUMBA:
+        out = np.zeros(n_tiers)
+        _kernel("tiers")(tier, load, out)
+        return out
+    loaded = np.flatnonzero(on)
+    return np.bincount(tier[loaded], weights=load[loaded], minlength=n_tiers)

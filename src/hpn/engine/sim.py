@@ -30,7 +30,7 @@ import numpy as np
 
 from hpn.engine import kernels
 from hpn.engine.dag import FLOW, FlowDAG, Tasks
-from hpn.engine.kernels import add_hops, fill_rates, reached
+from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
 from hpn.engine.result import Result, Series
@@ -309,6 +309,8 @@ class Sim:
             if (ce.capacity < 0).any() or (ce.time < 0).any():
                 raise InputError("capacity event", "times and capacities must be >= 0")
             self.queue.push(ce.time, CAPACITY, np.arange(len(ce.time)))
+        tiers = fabric.links.tier
+        self.n_tiers = int(tiers.max()) + 1 if len(tiers) else 0
         if sample_interval is not None and not sample_interval > 0:
             raise InputError("sample_interval", "must be > 0")
         self.sampler = Sampler(
@@ -456,20 +458,20 @@ class Sim:
             floor = old.min() * (1 - 1e-9) if len(old) else np.inf
             if len(new):
                 floor = min(floor, self._arrival_floor(new))
-            # flows not sending have rate 0: with a positive floor they are never picked
-            act = fl.active()
             live = None
-            if floor > 0:
+            if floor > 0 and not len(new):
+                live = fl.at_least(floor)
+            elif floor > 0:  # and the new flows (rate 0 so far) and their groups' members
+                act = fl.active()
                 keep = fl.rate[act] < floor
-                if len(new):  # new flows (rate 0 so far) and their coupled group's members
-                    keep[np.searchsorted(act, new)] = False
-                    grp = self.t.group[new]
-                    grp = grp[grp >= 0]
-                    if len(grp):
-                        keep &= ~np.isin(self.t.group[act], grp)
+                keep[np.searchsorted(act, new)] = False
+                grp = self.t.group[new]
+                grp = grp[grp >= 0]
+                if len(grp):
+                    keep &= ~np.isin(self.t.group[act], grp)
                 live = act[~keep]
-                if len(live) and self.components:
-                    live = self._reached(live, np.concatenate([gone, new]))
+            if live is not None and len(live) and self.components:
+                live = self._reached(live, np.concatenate([gone, new]))
             full = live is None or 2 * len(live) > fl.n_act
         self.departed, self.departed_rates, self.arrived = [], [], []
         if full:
@@ -482,7 +484,7 @@ class Sim:
             rep, links = self.path.entries(act)
             used, local = distinct(links, self.stamp)
             rate = self._fill(act, rep, local, self.cap[used])
-            fl.set_rates(act, rate, self.now)
+            fl.set_rates(act, rate, self.now, every=True)
             self.ledger.on[used] = False  # the loaded links no flow crosses any more
             idle = loaded[self.ledger.on[loaded]]
             load = np.bincount(local, weights=rate[rep], minlength=len(used))
@@ -534,9 +536,9 @@ class Sim:
                 self.dirty = True
 
     def _sample(self) -> None:
-        self.sampler.sample(
-            self.now, self.fabric.links.tier, self.cap, self.ledger.load, self.ledger.loaded()
-        )
+        tiers, load = self.fabric.links.tier, self.ledger.load
+        tier_load = tier_sums(self.ledger.on, tiers, load, self.n_tiers)
+        self.sampler.sample(self.now, tiers, self.cap, load, tier_load)
 
     def run(self) -> None:
         """Process events until every task has finished."""

@@ -45,6 +45,7 @@ def gather_rows(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 ENDING = 2048  # flows kept as candidates for the next transmission ends
+SCAN = 8192  # FlowState.at_least looks at every transmitting flow up to this many
 
 
 @dataclass(eq=False)
@@ -67,7 +68,9 @@ class FlowState:
     tx_end: np.ndarray
     sending: np.ndarray  # bool: transmitting
     act: np.ndarray  # the transmitting flows (and some that ended), sorted
+    by_rate: RateIndex
     n_act: int = 0  # transmitting flows
+    joined: list = field(default_factory=list)  # flows begun since act was last merged
     cand: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     inc: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # in cand
     top: float = -np.inf
@@ -87,12 +90,19 @@ class FlowState:
             tx_end=np.full(n, np.nan),
             sending=np.zeros(n, bool),
             act=np.zeros(0, np.int64),
+            by_rate=RateIndex(np.zeros(n, bool)),
             inc=np.zeros(n, bool),
         )
 
     def active(self) -> np.ndarray:
         """The transmitting flows, sorted."""
-        if len(self.act) != self.n_act:
+        if self.joined:
+            act = self.act[self.sending[self.act]]
+            new = np.concatenate(self.joined)
+            new = np.sort(new[self.sending[new]])
+            self.joined = []
+            self.act = np.insert(act, np.searchsorted(act, new), new)  # still sorted
+        elif len(self.act) != self.n_act:
             self.act = self.act[self.sending[self.act]]
         return self.act
 
@@ -102,11 +112,19 @@ class FlowState:
         self.sending[flows] = True
         self.t_at[flows] = now
         if len(new):
-            act = self.active()
-            new = np.sort(new)
-            self.act = np.insert(act, np.searchsorted(act, new), new)  # still sorted
+            self.joined.append(new)  # merged into act when it is next needed
             self.n_act += len(new)
         return len(new) > 0
+
+    def at_least(self, floor: float) -> np.ndarray:
+        """The transmitting flows with a rate of at least ``floor`` (> 0), sorted."""
+        if self.n_act <= SCAN:
+            act = self.active()
+            return act[self.rate[act] >= floor]
+        ix = self.by_rate
+        if ix.stale:
+            ix.build(self.active(), self.rate)
+        return ix.at_least(floor, self.sending, self.rate)
 
     def end(self, flows: np.ndarray, now: float) -> None:
         """Flows whose last byte was sent at ``now``."""
@@ -122,10 +140,17 @@ class FlowState:
         self.rem[flows] -= self.rate[flows] * (now - self.t_at[flows])
         self.t_at[flows] = now
 
-    def set_rates(self, flows: np.ndarray, rate: np.ndarray, now: float) -> None:
-        """Settle ``flows``, give them ``rate`` from ``now`` and their finish times."""
+    def set_rates(
+        self, flows: np.ndarray, rate: np.ndarray, now: float, every: bool = False
+    ) -> None:
+        """Settle ``flows``, give them ``rate`` from ``now`` and their finish times
+        (``every``: they are all the transmitting flows)."""
         self.settle(flows, now)
         self.rate[flows] = rate
+        if every:
+            self.by_rate.stale = True
+        else:
+            self.by_rate.moved(flows, self.n_act)
         rem, tiny = self.rem[flows], self.size[flows] * 1e-12
         on = rate > 0
         r = np.where(on, rate, 1.0)
@@ -177,6 +202,75 @@ class FlowState:
             self._rebuild(limit)
         c = self._candidates()
         return np.sort(c[self.soon[c] <= limit])
+
+
+class RateIndex:
+    """Transmitting flows by rate, for :meth:`FlowState.at_least` in time proportional to
+    the flows found (a departure batch usually finds none).
+
+    At a build, the flows are sorted by falling rate. Flows whose rate is set later are
+    flagged and listed apart (``extra``); ended flows are dropped when a query passes them.
+    Once the list outgrows an eighth of the transmitting flows, the next query rebuilds.
+
+    Parameters
+    ----------
+    flagged
+        Per flow, all False: scratch for the flag.
+    """
+
+    SMALL = 1024  # the extra list may always grow this long
+
+    def __init__(self, flagged: np.ndarray) -> None:
+        self.flagged = flagged  # rate set since the build
+        self.order = np.zeros(0, np.int64)  # flows by falling rate at the build
+        self.neg = np.zeros(0)  # minus their rates then (ascending)
+        self.head = 0  # order[:head] are dropped
+        self.extra = np.zeros(0, np.int64)  # the flagged flows
+        self.stale = True
+
+    def build(self, act: np.ndarray, rate: np.ndarray) -> None:
+        """Index the transmitting flows ``act`` by their ``rate``."""
+        self.flagged[self.extra] = False
+        neg = -rate[act]
+        o = np.argsort(neg, kind="stable")
+        self.order, self.neg, self.head = act[o], neg[o], 0
+        self.extra = np.zeros(0, np.int64)
+        self.stale = False
+
+    def moved(self, flows: np.ndarray, n_act: int) -> None:
+        """``flows`` got new rates."""
+        if self.stale:
+            return
+        add = flows[~self.flagged[flows]]
+        if len(add):
+            self.flagged[add] = True
+            self.extra = np.concatenate([self.extra, add])
+        if len(self.extra) > max(self.SMALL, n_act // 8):
+            self.stale = True
+
+    def at_least(self, floor: float, sending: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """The sending flows with ``rate >= floor`` (> 0), sorted."""
+        end = self.head + int(np.searchsorted(self.neg[self.head :], -floor, side="right"))
+        found = np.zeros(0, np.int64)
+        if end > self.head:
+            seg = self.order[self.head : end]
+            ok = sending[seg] & ~self.flagged[seg]
+            if not ok.all():  # drop the others: order[head:end] keeps its order
+                kept = seg[ok]
+                neg = self.neg[self.head : end][ok]
+                self.head = end - len(kept)
+                self.order[self.head : end] = kept
+                self.neg[self.head : end] = neg
+                seg = kept
+            found = seg
+        x = self.extra
+        if len(x):
+            live = sending[x]
+            if not live.all():
+                self.flagged[x[~live]] = False
+                x = self.extra = x[live]
+            found = np.concatenate([found, x[rate[x] >= floor]])
+        return np.sort(found)
 
 
 @dataclass(eq=False)
@@ -316,15 +410,14 @@ class Sampler:
         tiers: np.ndarray,
         cap: np.ndarray,
         load: np.ndarray,
-        loaded: np.ndarray,
+        tier_load: np.ndarray,
     ) -> None:
-        """One sample; ``loaded``: the sorted links with a non-zero load (the tier sums
-        over them equal the sums over all links: zeros add nothing, the order is kept)."""
-        ntier = int(tiers.max()) + 1 if len(tiers) else 0
+        """One sample: ``tier_load`` holds the load summed per tier
+        (:func:`hpn.engine.kernels.tier_sums`)."""
         if self._tier_cap is None:
-            self._tier_cap = np.bincount(tiers, weights=cap, minlength=ntier)
+            self._tier_cap = np.bincount(tiers, weights=cap, minlength=len(tier_load))
         tier_cap = self._tier_cap
-        tier_load = np.bincount(tiers[loaded], weights=load[loaded], minlength=ntier)
+        ntier = len(tier_cap)
         self.time.append(now)
         self.tier.append(np.divide(tier_load, tier_cap, where=tier_cap > 0, out=np.zeros(ntier)))
         c, ld = cap[self.links], load[self.links]

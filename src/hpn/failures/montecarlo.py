@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -227,9 +228,33 @@ def _chunk(rng, n, ex: Exposure, design, rates: Rates, rec: Recovery, span, loss
     return crashes, halted, lost_s, degraded, (halted + lost_s + degraded * loss) / span
 
 
-def _stats(x: np.ndarray) -> dict[str, float]:
+class Stats(TypedDict):
+    """A figure over the trials: mean and percentiles."""
+
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+
+
+class ExposureCounts(TypedDict):
+    """What the job's placement touches."""
+
+    nic_tor_links: int
+    tors: int
+
+
+class ExpectedEvents(TypedDict):
+    """Expected failures and flaps per month on the exposure."""
+
+    link_failures: float
+    tor_failures: float
+    flaps: float
+
+
+def _stats(x: np.ndarray) -> Stats:
     p50, p90, p99 = np.percentile(x, [50, 90, 99])
-    return {"mean": float(x.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
+    return Stats(mean=float(x.mean()), p50=float(p50), p90=float(p90), p99=float(p99))
 
 
 def reliability(
@@ -269,12 +294,12 @@ def reliability(
         "months": months,
         "trials": trials,
         "seed": seed,
-        "exposure": {"nic_tor_links": ex.links, "tors": ex.tors},
-        "expected_per_month": {
-            "link_failures": rates.link_per_month * ex.links,
-            "tor_failures": rates.tor_per_month * ex.tors,
-            "flaps": rates.flap_per_link_s * ex.links * MONTH_S,
-        },
+        "exposure": ExposureCounts(nic_tor_links=ex.links, tors=ex.tors),
+        "expected_per_month": ExpectedEvents(
+            link_failures=rates.link_per_month * ex.links,
+            tor_failures=rates.tor_per_month * ex.tors,
+            flaps=rates.flap_per_link_s * ex.links * MONTH_S,
+        ),
         "crashes_per_month": _stats(crashes / months),
         "halted_hours_per_month": _stats(halted / 3600 / months),
         "degraded_hours_per_month": _stats(degraded / 3600 / months),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -30,6 +30,17 @@ from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
 
 _EPS = 1e-9
+
+
+class CrashEvent(TypedDict):
+    """One crash, s: the NIC cut-off that caused it, the crash (cut-off + timeout), the
+    restart, the work lost since the last checkpoint, and the start of the iteration it hit."""
+
+    cut_off_s: float
+    crash_s: float
+    restart_s: float
+    lost_work_s: float
+    iteration_start_s: float
 
 
 class _States:
@@ -122,7 +133,7 @@ def run_timeline(
     finite = st.changes(outs)
     horizon = duration if duration is not None else (finite.max() if len(finite) else 0) + tail
     rows: list[tuple[float, float, float]] = []  # (start, end, samples) of finished iterations
-    crashes: list[dict[str, float]] = []
+    crashes: list[CrashEvent] = []
     epochs: list[tuple[float, float, list[Outage]]] = []  # (from, to, outages in force)
     t, since, live = 0.0, 0.0, list(outs)
     cuts = st.cut_offs(live)
@@ -143,13 +154,13 @@ def run_timeline(
         a = crash[0]
         x = a + recovery.timeout
         crashes.append(
-            {
-                "cut_off_s": a,
-                "crash_s": x,
-                "restart_s": x + recovery.restart,
-                "lost_work_s": recovery.lost_work(a),
-                "iteration_start_s": t,
-            }
+            CrashEvent(
+                cut_off_s=a,
+                crash_s=x,
+                restart_s=x + recovery.restart,
+                lost_work_s=recovery.lost_work(a),
+                iteration_start_s=t,
+            )
         )
         epochs.append((since, a, live))
         live = [o for o in live if o.start > x]

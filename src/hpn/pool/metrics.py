@@ -13,10 +13,11 @@ alongside; see docs/guide/pool.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from hpn.pool.result import PoolResult
 
 if TYPE_CHECKING:
     from hpn.pool.backend import Instance
@@ -162,46 +163,6 @@ def weighted_quantile(
     order = np.argsort(v)
     v, w = v[order], np.cumsum(w[order])
     return float(v[min(np.searchsorted(w, q * w[-1]), len(v) - 1)])
-
-
-@dataclass
-class PoolResult:
-    """What one simulated run measured (attainment under both accountings, TTFT/TBT, switches)."""
-
-    policy: str
-    gpu: str
-    gpus: int
-    models: int
-    requests: int
-    slo_attainment: float
-    slo_attainment_artifact: float
-    finished: int
-    failed: int
-    ttft_p50_s: float
-    ttft_p99_s: float
-    tbt_p50_s: float
-    tbt_p99_s: float
-    switches: int
-    gpu_utilization: float
-    models_per_gpu: float
-    span_s: float
-    wall_s: float = 0.0
-    unserved_models: int = 0  # models the policy could not place (all their requests fail)
-    per_model: dict = field(default_factory=dict, repr=False)
-    per_model_artifact: dict = field(default_factory=dict, repr=False)
-
-    def to_dict(self, per_model: bool = False) -> dict:
-        """The JSON form; per-model attainment only when `per_model`."""
-        d = asdict(self)
-        if not per_model:
-            d.pop("per_model")
-            d.pop("per_model_artifact")
-        return d
-
-    def worst_model(self, metric: str = "deadline") -> float:
-        """The lowest per-model attainment under `metric` (deadline or artifact)."""
-        pm = self.per_model if metric == "deadline" else self.per_model_artifact
-        return min(pm.values()) if pm else 1.0
 
 
 def summarize(

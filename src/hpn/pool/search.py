@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -26,6 +26,24 @@ from hpn.pool.traces.synthetic import from_rates, market
 
 PREFILL_SHARES = (0.25, 0.375, 0.5)
 METRICS = ("deadline", "artifact")
+
+
+class GroupFit(TypedDict):
+    """How a TP group's fewest instances did: the split (split policies), the attainment
+    and the worst model's (not for ``dedicated``, which sizes each model alone)."""
+
+    prefill_gpus: NotRequired[int]
+    decode_gpus: NotRequired[int]
+    attainment: float
+    worst_model: NotRequired[float]
+
+
+class CapacityGroup(GroupFit):
+    """The GPUs one TP group of a mix needs (``capacity``'s ``groups``)."""
+
+    tp: int
+    models: int
+    gpus: int
 
 
 def _score(res, metric: str) -> float:
@@ -176,9 +194,11 @@ def _all_ok(res, metric: str) -> bool:
     )
 
 
-def _group_capacity(trace, policy: str, tp: int, limit: int, metric: str, sim: dict) -> dict:
+def _group_capacity(
+    trace, policy: str, tp: int, limit: int, metric: str, sim: dict
+) -> CapacityGroup:
     split = get_policy(policy).split
-    best: dict = {}
+    best: dict[int, GroupFit] = {}
 
     def ok(n_inst: int) -> bool:
         if split:
@@ -188,22 +208,22 @@ def _group_capacity(trace, policy: str, tp: int, limit: int, metric: str, sim: d
                     trace, policy, prefill_gpus=p * tp, decode_gpus=(n_inst - p) * tp, **sim
                 )
                 if _all_ok(res, metric):
-                    best[n_inst] = {
-                        "prefill_gpus": p * tp,
-                        "decode_gpus": (n_inst - p) * tp,
-                        "attainment": _score(res, metric),
-                        "worst_model": res.worst_model(metric),
-                    }
+                    best[n_inst] = GroupFit(
+                        prefill_gpus=p * tp,
+                        decode_gpus=(n_inst - p) * tp,
+                        attainment=_score(res, metric),
+                        worst_model=res.worst_model(metric),
+                    )
                     return True
             return False
         res = simulate(trace, policy, gpus=n_inst * tp, **sim)
-        best[n_inst] = {"attainment": _score(res, metric), "worst_model": res.worst_model(metric)}
+        best[n_inst] = GroupFit(attainment=_score(res, metric), worst_model=res.worst_model(metric))
         return _all_ok(res, metric)
 
     n = smallest_ok(ok, 2 if split else 1, limit)
     if n is None:
         raise InputError("capacity", f"{policy} needs more than {limit * tp} GPUs for this mix")
-    return {"tp": tp, "models": len(trace.names), "gpus": n * tp, **best[n]}
+    return CapacityGroup(tp=tp, models=len(trace.names), gpus=n * tp, **best[n])
 
 
 def capacity(
@@ -240,7 +260,7 @@ def capacity(
         GPUs in all and per TP group.
     """
     sim.setdefault("gpu", mix.gpu)
-    groups = []
+    groups: list[CapacityGroup] = []
     for tp, idx in mix.groups().items():
         names = [mix.names[i] for i in idx]
         kinds = [mix.kinds[i] for i in idx]
@@ -262,7 +282,7 @@ def capacity(
                 g = _group_capacity(sub, policy, tp, limit, metric, sim)
                 total += g["gpus"]
                 worst = min(worst, g["attainment"])
-            groups.append({"tp": tp, "models": len(names), "gpus": total, "attainment": worst})
+            groups.append(CapacityGroup(tp=tp, models=len(names), gpus=total, attainment=worst))
         else:
             groups.append(_group_capacity(trace, policy, tp, limit, metric, sim))
     return {

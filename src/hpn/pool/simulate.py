@@ -11,12 +11,13 @@ from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
 from hpn.pool.gpus import get_gpu
 from hpn.pool.knobs import validate_options
-from hpn.pool.metrics import PoolResult, Recorder, summarize
+from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.models import get_model
 from hpn.pool.policies import get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.predictor import Predictor
 from hpn.pool.requests import Request
+from hpn.pool.result import PoolResult
 from hpn.pool.simulated import SimulatedBackend
 from hpn.pool.traces.base import Trace
 

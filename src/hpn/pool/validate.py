@@ -21,11 +21,13 @@ import csv
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hpn.errors import InputError
 from hpn.pool.policies import POLICIES, get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.simulate import split_gpus
+from hpn.result import Result, json_key
 
 MAX_FILES = 500
 WORKLOADS = ("simulator", "file")
@@ -51,25 +53,47 @@ class ValidateRow:
     difference: float | None = None  # attainment_artifact - reference, points
 
 
+_COLUMNS = (  # (heading, field) of the terminal table
+    ("file", "file"),
+    ("policy", "policy"),
+    ("att %", "attainment"),
+    ("art %", "attainment_artifact"),
+    ("failed", "failed"),
+    ("TTFT p50", "ttft_p50_s"),
+    ("TTFT p99", "ttft_p99_s"),
+    ("TBT p50", "tbt_p50_s"),
+    ("TBT p99", "tbt_p99_s"),
+    ("wall s", "wall_s"),
+)
+
+
 @dataclass
-class ValidateResult:
-    """Every row of one `validate` call, with the pool it ran on."""
+class ValidateResult(Result):
+    """Every row of one `validate` call, with the pool it ran on (``hpn pool validate``)."""
 
     folder: str
     gpu: str
     gpus: int
     workload: str
-    rows: list[ValidateRow] = field(default_factory=list)
+    points: list[ValidateRow] = field(default_factory=list, metadata=json_key("rows"))
 
-    def to_dict(self) -> dict:
-        """The JSON form."""
-        return {
-            "folder": self.folder,
-            "gpu": self.gpu,
-            "gpus": self.gpus,
-            "workload": self.workload,
-            "rows": [asdict(r) for r in self.rows],
-        }
+    def to_json(self, detail: bool = False) -> dict[str, Any]:
+        """The JSON form: the rows as objects under ``rows``."""
+        return {**super().to_json(detail), "rows": [asdict(r) for r in self.points]}
+
+    def lines(self) -> list[str]:
+        """The rows as a text table under a heading line."""
+        cols = list(_COLUMNS)
+        if any(r.reference is not None for r in self.points):
+            cols += [("ref %", "reference"), ("diff", "difference")]
+        values = [asdict(r) for r in self.points]
+        table = [[h for h, _ in cols]] + [
+            ["" if r[k] is None else str(r[k]) for _, k in cols] for r in values
+        ]
+        width = [max(len(row[i]) for row in table) for i in range(len(cols))]
+        out = [f"pool validate: {self.folder} ({self.gpus} x {self.gpu}, {self.workload} workload)"]
+        out += ["  ".join(c.ljust(w) for c, w in zip(row, width, strict=True)) for row in table]
+        return out
 
 
 def workload_files(folder: str | Path) -> list[Path]:

@@ -21,11 +21,12 @@ import time
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
 from hpn.pool.gpus import GPU
-from hpn.pool.metrics import PoolResult, Recorder, summarize
+from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.models import LLM
 from hpn.pool.policies import get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.requests import Request
+from hpn.pool.result import PoolResult
 from hpn.pool.simulated import SimulatedBackend
 from hpn.pool.traces.base import Trace
 from hpn.serve.backend import BLOCK_TOKENS, KV_FLOOR_BLOCKS

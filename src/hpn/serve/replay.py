@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from hpn.errors import InputError
-from hpn.pool.metrics import PoolResult, Recorder, summarize
+from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.policies.base import Slo
 from hpn.pool.requests import Request
+from hpn.pool.result import PoolResult
 from hpn.pool.traces.base import Trace
 
 MAX_REQUESTS = 100_000
@@ -248,7 +249,7 @@ def replay_trace(
         assert models is not None  # one of the two, checked above
         tr = market(models, rate, duration, seed=seed)
     res, reqs = replay(tr, url, time_scale, parse_map(mapping), slo, max_input, max_output)
-    out = res.to_dict(per_model=True)
+    out = res.to_json(detail=True)
     out["url"] = url
     out["errors"] = sum(1 for r in reqs if r.error)
     return out, {"tokens": token_table(reqs)}

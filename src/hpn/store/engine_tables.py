@@ -32,6 +32,14 @@ def sample_interval(fabric: Any, dag: Any) -> float | None:
     return bound / SAMPLES if bound > 0 else None
 
 
+def _tier_names() -> np.ndarray:
+    """Lower-case name of every tier, indexed by its code."""
+    names = np.full(max(LinkTier) + 1, "", dtype=object)
+    for tier in LinkTier:
+        names[tier] = tier.name.lower()
+    return names.astype(str)
+
+
 def result_tables(fabric: Any, res: Any) -> dict[str, dict[str, np.ndarray]]:
     """``flows`` (one row per flow), ``links`` (links that carried bytes), ``tier_util``."""
     used = np.flatnonzero(res.link_bytes > 0)
@@ -44,7 +52,7 @@ def result_tables(fabric: Any, res: Any) -> dict[str, dict[str, np.ndarray]]:
         },
         "links": {
             "link_id": used,
-            "tier": np.array([LinkTier(int(x)).name.lower() for x in fabric.links.tier[used]]),
+            "tier": _tier_names()[fabric.links.tier[used]],
             "bytes": res.link_bytes[used],
             "util_mean": res.link_mean_util[used],
             "util_peak": res.link_peak_util[used],

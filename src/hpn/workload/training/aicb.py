@@ -14,22 +14,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpn.errors import InputError
+from hpn.registry import Registry
 from hpn.workload.training.config import JobConfig
 from hpn.workload.training.plan import JobPlan, StagePlan
 
-POLICIES = {
-    "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
-    "HYBRID_TRANSFORMER",
-    "MICRO",
-    "DATA",
-    "HYBRID_DLRM",
-    "HYBRID_DLRM_ENHANCED",
-    "MODEL",
-    "HYBRID_DATA_MODEL",
-    "HYBRID_MODEL_DATA",
-    "HYBRID_CUSTOMIZED",
-    "DISTRIBUTED_INFERENCE",
-}
+PARALLELISM: Registry[str] = Registry("parallelism policy")
+"""The policy keywords a workload file's header may start with (those SimAI accepts)."""
+_OTHER = "accepted as SimAI does; hpn reads its records the same way"
+for _name, _summary in (
+    ("HYBRID_TRANSFORMER_FWD_IN_BCKWD", "what AICB writes, for training and inference"),
+    ("HYBRID_TRANSFORMER", "transformer training; SimAI reads the header keys"),
+    ("MICRO", "collective micro-benchmarks"),
+    ("DATA", _OTHER),
+    ("HYBRID_DLRM", _OTHER),
+    ("HYBRID_DLRM_ENHANCED", _OTHER),
+    ("MODEL", _OTHER),
+    ("HYBRID_DATA_MODEL", _OTHER),
+    ("HYBRID_MODEL_DATA", _OTHER),
+    ("HYBRID_CUSTOMIZED", _OTHER),
+    ("DISTRIBUTED_INFERENCE", _OTHER),
+):
+    PARALLELISM.add(_name, _name, _summary)
 _OPS = (  # prefix order as SimAI tests them
     ("ALLREDUCEALLTOALL", "allreduce"),  # caught by the ALLREDUCE test in SimAI
     ("ALLREDUCE", "allreduce"),
@@ -56,8 +61,7 @@ def read_aicb(path: str | Path) -> tuple[dict[str, int], list[list[str]]]:
     if len(lines) < 2:
         raise InputError(str(path), "expected a header line and a record count")
     head = lines[0]
-    if head[0] not in POLICIES:
-        raise InputError(f"{path}: line 1", f"unknown parallelism policy {head[0]!r}")
+    PARALLELISM.get(head[0], f"{path}: line 1")
     keys: dict[str, int] = {}
     for name in ("model_parallel_NPU_group", "ep", "pp", "vpp", "ga", "all_gpus", "pp_comm"):
         for tok in (f"{name}:", name):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -14,6 +14,40 @@ from hpn.workload.collectives import Ctx
 from hpn.workload.training.config import JobConfig
 from hpn.workload.training.dag import JobMarks, TpTimer, add_job
 from hpn.workload.training.planner import make_plan
+
+
+class Parallel(TypedDict):
+    """How a job is split: tensor, pipeline, data and expert parallel degrees, micro-batches."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    micro_batches: int
+
+
+class Breakdown(TypedDict):
+    """Where one iteration's time goes, s: compute alone (with the pipeline bubble), the most
+    time any stage had TP / PP / DP / EP traffic in flight, and communication not hidden."""
+
+    compute_s: float
+    tp_s: float
+    pp_s: float
+    dp_s: float
+    ep_s: float
+    exposed_comm_s: float
+
+
+class JobSummary(TypedDict):
+    """One job's iteration: its GPUs, split, time, throughput and breakdown."""
+
+    name: str
+    gpus: int
+    parallel: Parallel
+    iteration_s: float
+    samples_per_s: float
+    tokens_per_s: float
+    breakdown: Breakdown
 
 
 def union_length(start: np.ndarray, end: np.ndarray) -> float:
@@ -62,7 +96,8 @@ def train(
     built = time.perf_counter()
     res = simulate(fabric, ctx.dag, router, seed=seed, progress=progress)
     kinds = ctx.dag.tasks.kind
-    out_jobs, rows = [], []
+    out_jobs: list[JobSummary] = []
+    rows = []
     for m in marks:
         ref = Ctx(fabric)
         rm = add_job(ref, m.plan, None, comm=False)
@@ -71,28 +106,24 @@ def train(
         it = float(res.task_finish[m.lo : m.hi].max())
         pl = m.plan
         out_jobs.append(
-            {
-                "name": pl.name,
-                "gpus": pl.tp * pl.pp * pl.dp,
-                "parallel": {
-                    "tp": pl.tp,
-                    "pp": pl.pp,
-                    "dp": pl.dp,
-                    "ep": pl.ep,
-                    "micro_batches": pl.micro_batches,
-                },
-                "iteration_s": it,
-                "samples_per_s": pl.samples / it,
-                "tokens_per_s": pl.tokens / it,
-                "breakdown": {
-                    "compute_s": compute,
-                    "tp_s": m.tp_s,
-                    "pp_s": _kind_time(res, kinds, m, "pp"),
-                    "dp_s": _kind_time(res, kinds, m, "dp"),
-                    "ep_s": _kind_time(res, kinds, m, "ep"),
-                    "exposed_comm_s": max(it - compute, 0.0),
-                },
-            }
+            JobSummary(
+                name=pl.name,
+                gpus=pl.tp * pl.pp * pl.dp,
+                parallel=Parallel(
+                    tp=pl.tp, pp=pl.pp, dp=pl.dp, ep=pl.ep, micro_batches=pl.micro_batches
+                ),
+                iteration_s=it,
+                samples_per_s=pl.samples / it,
+                tokens_per_s=pl.tokens / it,
+                breakdown=Breakdown(
+                    compute_s=compute,
+                    tp_s=m.tp_s,
+                    pp_s=_kind_time(res, kinds, m, "pp"),
+                    dp_s=_kind_time(res, kinds, m, "dp"),
+                    ep_s=_kind_time(res, kinds, m, "ep"),
+                    exposed_comm_s=max(it - compute, 0.0),
+                ),
+            )
         )
         for row, group, a, b in m.timeline:
             ids = np.arange(a, b + 1)
@@ -110,10 +141,11 @@ def train(
         "routing": router.name,
         "routing_detail": describe(router),
         "seed": seed,
-        **{
-            k: first[k]
-            for k in ("iteration_s", "samples_per_s", "tokens_per_s", "gpus", "breakdown")
-        },
+        "iteration_s": first["iteration_s"],  # the first job's figures, at the top
+        "samples_per_s": first["samples_per_s"],
+        "tokens_per_s": first["tokens_per_s"],
+        "gpus": first["gpus"],
+        "breakdown": first["breakdown"],
         "jobs": out_jobs,
         "flows": ctx.dag.num_flows,
         "tasks": ctx.dag.num_tasks,
