@@ -17,7 +17,6 @@ from hpn.errors import InputError
 from hpn.routing import kernels as K
 from hpn.routing.base import Paths
 from hpn.routing.cache import per_fabric
-from hpn.routing.shortest import _csr
 from hpn.topology.fabric import NodeKind
 
 if TYPE_CHECKING:
@@ -155,6 +154,33 @@ def hash_spec(
     )
 
 
+def class_distances(g: Any, targets: np.ndarray, valid: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """Hop distances from every compact switch to every destination class (int32, a last
+    row of unreachable), as :func:`hpn.routing.shortest._classes` computes them.
+
+    Parameters
+    ----------
+    g
+        The routing graph.
+    targets, valid
+        (classes, width): each class's target switches (compact) and which are real.
+    off
+        Per class: the hops from a target to the destination (0 or 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        (switches + 1, classes) int32.
+    """
+    cls, col = np.nonzero(valid & (targets < g.m))
+    a = g.switch_graph
+    return K.kernel("class_dist")(
+        a.indptr.astype(np.int64), a.indices.astype(np.int64), int(g.m),
+        targets[cls, col].astype(np.int64), cls.astype(np.int64),
+        np.asarray(off, np.int64)[cls], int(targets.shape[0]),
+    )  # fmt: skip
+
+
 class Store:
     """The kernels' candidate lists (shared when equal) and the (switch, class) memo, for
     the destination classes of one walk; grown (and refilled) when a kernel fills it."""
@@ -174,8 +200,9 @@ class Store:
         # switches with an out-link into each switch (compact ids; for the memo's row copy)
         at = np.flatnonzero(g.fwd[src[g.out_ids]])
         into, frm = g.comp[dst[g.out_ids[at]]], g.comp[src[g.out_ids[at]]]
-        off, order = _csr(into, self.rows)
-        self.rev = (off, frm[order].astype(np.int64))
+        off = np.zeros(self.rows + 1, np.int64)
+        np.cumsum(np.bincount(into, minlength=self.rows), out=off[1:])
+        self.rev = (off, frm[np.argsort(into, kind="stable")].astype(np.int64))
         self._alloc(size or max(1 << 12, len(g.out_ids) // 2))
 
     def _alloc(self, s: int) -> None:

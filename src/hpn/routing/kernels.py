@@ -128,7 +128,7 @@ def _seed_term(code, tables, seed):  # pragma: no cover - compiled
     return _crc(code, tables, reg, 0, 0, 0, 0, 0) ^ xorout
 
 
-def sport_tables(tables):  # pragma: no cover - compiled
+def _sport_tables(tables):  # pragma: no cover - compiled
     """Per hash code, the share of the source port's high byte (``[code, 0, x]``) and low
     byte (``[code, 1, y]``)."""
     out = np.zeros((6, 2, 256), np.int64)
@@ -168,6 +168,11 @@ def _role_hash(code, term, tup_r, tables, s_ip, d_ip, sport):  # pragma: no cove
     if code >= 5:
         return _hash(code, tables, np.uint64(term), s_ip, d_ip, sport)
     return term ^ tup_r
+
+
+def _umod(a, b):  # pragma: no cover - compiled
+    """``a % b`` for 0 <= a < 2**32 and 0 < b < 2**32 (a 32-bit unsigned division)."""
+    return np.int64(np.uint32(a) % np.uint32(b))
 
 
 def _rot16(h, off):  # pragma: no cover - compiled
@@ -346,7 +351,7 @@ def _walk(
                     pick = -1
                     full = rec[r0 + 7]
                     if full > 0 and prev >= 0:  # a core's port map (hashing if it is down)
-                        mapped = c_links[rec[r0 + 6] + rank % full]
+                        mapped = c_links[rec[r0 + 6] + _umod(rank, full)]
                         for i in range(cnt):
                             if s_ent[_ENT * (base + i)] == mapped:
                                 pick = i
@@ -357,11 +362,11 @@ def _walk(
                         e = _rot16(h, offs[rl])
                         m = rec[r0 + 2]
                         if not lag or m == cnt:
-                            pick = e % cnt
+                            pick = _umod(e, cnt)
                         else:
                             go = rec[r0 + 3]
-                            gi = e % m
-                            member = _rot16(h, lag_offs[rl]) % g_cnt[go + gi]
+                            gi = _umod(e, m)
+                            member = _umod(_rot16(h, lag_offs[rl]), g_cnt[go + gi])
                             pick = s_gpos[base + g_start[go + gi] + member]
             e0 = _ENT * (base + pick)
             chosen, v, vc = s_ent[e0], s_ent[e0 + 1], s_ent[e0 + 2]
@@ -383,10 +388,10 @@ def _walk(
                 elif bond == BOND_L34:
                     h = (sport ^ 4791) ^ (s_ip ^ d_ip)
                     h = h ^ (h >> 16)
-                    pick = (h ^ (h >> 8)) % cnt
+                    pick = _umod(h ^ (h >> 8), cnt)
                 else:
                     h = _role_hash(codes[0], tup[4], tup[0], tables, s_ip, d_ip, sport)
-                    pick = ((h ^ (h >> 16)) & 0xFFFF) % cnt
+                    pick = _umod((h ^ (h >> 16)) & 0xFFFF, cnt)
             chosen = scr[pick]
             v = lk_dst[chosen]
             vc = comp[v] if fwd[v] else -1
@@ -425,7 +430,7 @@ def _route_kernel(
         offsets[i + 1] = offsets[i] + d
     links = np.empty(offsets[n], np.int64)
     mode, tables = hs[0], hs[9]
-    spt = sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
+    spt = _sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
     terms = np.zeros(10, np.int64)
     args = (src, dst, uinv, s_ip, d_ip, sport, conn)
     status, i = _route_walks(args, order, offsets, links, spt, terms, g, hs, ls, st, mt, scr)
@@ -511,7 +516,7 @@ def _search_pass(
     path = np.empty(64, np.int64)
     new = np.zeros(n, np.int64)
     mode, tables = hs[0], hs[9]
-    spt = sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
+    spt = _sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
     base, tup = np.zeros(5, np.int64), np.zeros(5, np.int64)
     while na > 0 and tried < max_cand:
         size = min(size, max_cand - tried)
@@ -630,6 +635,54 @@ def _pair_round(
     return OK, 0, added
 
 
+def _class_dist(indptr, indices, m, s_node, s_class, s_level, nsig):
+    """Hop distances (int32, ``_FAR``: none) from every compact switch to every destination
+    class, with a last row of ``_FAR`` (as :func:`hpn.routing.shortest._classes` computes
+    them). Class ``s_class[k]`` has switch ``s_node[k]`` at distance ``s_level[k]`` (0 for a
+    switch, 1 for a switch an endpoint hangs from); one breadth-first search for all classes
+    at once, each switch holding a bitset of the classes it reaches (as ``_hops_to`` does per
+    target)."""  # pragma: no cover - compiled
+    words = (nsig + 63) // 64
+    reach = np.zeros((m, words), np.uint64)
+    nb = np.zeros((m, words), np.uint64)
+    dist = np.full((m + 1, nsig), np.int32(_FAR), np.int32)
+    top = 0
+    for k in range(len(s_level)):
+        top = max(top, s_level[k])
+    level = 0
+    while True:
+        if level > 0:
+            for x in range(m):
+                for w in range(words):
+                    nb[x, w] = 0
+                for k in range(indptr[x], indptr[x + 1]):
+                    y = indices[k]
+                    for w in range(words):
+                        nb[x, w] |= reach[y, w]
+        for k in range(len(s_level)):
+            if s_level[k] == level:
+                c = s_class[k]
+                nb[s_node[k], c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+        fresh_any = False
+        for x in range(m):
+            for w in range(words):
+                fresh = nb[x, w] & ~reach[x, w]
+                if fresh:
+                    fresh_any = True
+                    reach[x, w] |= fresh
+                    for b in range(64):
+                        if (fresh >> np.uint64(b)) & np.uint64(1):
+                            dist[x, 64 * w + b] = level
+        if level == 0:
+            for x in range(m):
+                for w in range(words):
+                    nb[x, w] = 0
+        if not fresh_any and level >= top:
+            break
+        level += 1
+    return dist
+
+
 def _grow(a, cap):  # pragma: no cover - compiled
     b = np.empty(cap, a.dtype)
     b[: len(a)] = a
@@ -637,12 +690,13 @@ def _grow(a, cap):  # pragma: no cover - compiled
 
 
 def kernel(name: str) -> Callable[..., Any]:
-    """The compiled kernel ``name`` (``route`` or ``search``), compiled on first use.
+    """The compiled kernel ``name`` (``route``, ``search`` or ``class_dist``), compiled on
+    first use.
 
     Parameters
     ----------
     name
-        ``route`` or ``search``.
+        ``route``, ``search`` or ``class_dist``.
 
     Returns
     -------
@@ -652,24 +706,26 @@ def kernel(name: str) -> Callable[..., Any]:
     if not _compiled:
         import numba
 
-        jit = numba.njit(cache=True, nogil=True)
+        njit: Any = numba.njit  # (``_nrt`` is not in numba's type stubs)
+        jit = njit(cache=True, nogil=True)
         # the helpers allocate nothing: compiled without reference counting, they do not
         # pay two atomic operations per array of their tuple arguments on every call
-        plain = numba.njit(cache=True, nogil=True, _nrt=False)
+        plain = njit(cache=True, nogil=True, _nrt=False)
         g = globals()
         for helper in (
             "_smix", "_byte", "_crc", "_seed_reg", "_hash", "_seed_term", "_terms",
-            "_with_sport", "_role_hash", "_rot16", "_uniform_pick", "_new_list", "_distance",
-            "_ready_row",
+            "_with_sport", "_role_hash", "_umod", "_rot16", "_uniform_pick", "_new_list",
+            "_distance", "_ready_row",
         ):  # fmt: skip
             g[helper] = plain(g[helper])
         # the walk is inlined into the loops over candidates and flows (no call per walk)
-        g["_walk"] = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")(_walk)
+        g["_walk"] = njit(cache=True, nogil=True, _nrt=False, forceinline=True)(_walk)
         g["_pair_round"] = plain(_pair_round)
         g["_route_walks"] = plain(_route_walks)
-        for helper in ("sport_tables", "_grow"):
+        for helper in ("_sport_tables", "_grow"):
             g[helper] = jit(g[helper])
         _compiled["route"] = jit(_route_kernel)
         g["_search_pass"] = jit(_search_pass)
+        _compiled["class_dist"] = jit(_class_dist)
         _compiled["search"] = jit(_search_kernel)
     return _compiled[name]
