@@ -5,8 +5,8 @@ The copy (``flags.json`` beside this module, written by ``make docs`` through :f
 records, for each command, the flags and a checksum of every source file that deriving them
 loaded: the hpn modules (the command's module, its config models and what they import) and
 pydantic's version file. :func:`cached` returns a command's flags only while every one of those
-files still has its checksum and Python is the same version; otherwise (an edited model, another
-pydantic) the caller derives them from the models again (:func:`flags_of`). So the copy can be
+files still has its checksum; otherwise (an edited model, another pydantic) the caller derives
+them from the models again (:func:`flags_of`). So the copy can be
 stale, which only makes help slower, but never wrong. ``tests/test_reference.py`` checks that it
 is current and that it equals what the models give.
 """
@@ -38,22 +38,22 @@ def _roots() -> dict[str, str]:
     return roots
 
 
-def _checksum(path: str) -> int | None:
+def _checksum(path: str) -> str | None:
+    """``"SIZE:CRC32"`` of a file's bytes (None: unreadable)."""
     try:
         with open(path, "rb") as fh:
-            return zlib.crc32(fh.read())
+            data = fh.read()
     except OSError:
         return None
+    return f"{len(data)}:{zlib.crc32(data)}"
 
 
-def _python() -> str:
-    return "{}.{}".format(*sys.version_info[:2])
-
-
-def _fresh(files: dict[str, int], roots: dict[str, str]) -> bool:
-    for name, crc in files.items():
+def _fresh(files: dict[str, str | None], roots: dict[str, str]) -> bool:
+    for name, kept in files.items():
         prefix, _, rel = name.partition(":")
-        if prefix not in roots or _checksum(os.path.join(roots[prefix], rel)) != crc:
+        if kept is None or prefix not in roots:
+            return False
+        if _checksum(os.path.join(roots[prefix], rel)) != kept:
             return False
     return True
 
@@ -68,7 +68,7 @@ def cached(name: str) -> CommandFlags | None:
         except (OSError, ValueError):
             _loaded = {}
     entry = (_loaded or {}).get("commands", {}).get(name)
-    if entry is None or _loaded.get("python") != _python():
+    if entry is None:
         return None
     if not _fresh(entry["files"], _roots()):
         return None
@@ -83,7 +83,7 @@ def flags_of(name: str) -> CommandFlags:
     return command_flags(COMMANDS.get(name), COMMANDS.summary(name))
 
 
-def _sources() -> dict[str, int | None]:
+def _sources() -> dict[str, str | None]:
     """Checksums of the hpn source files loaded so far, and of pydantic's version file."""
     roots = _roots()
     out = {}
@@ -123,7 +123,7 @@ def build() -> dict[str, Any]:
             check=True,
         )
         commands[name] = json.loads(p.stdout)
-    return {"python": _python(), "commands": commands}
+    return {"commands": commands}
 
 
 def write(path: str = PATH) -> str:
