@@ -465,6 +465,12 @@ class Sim:
         fl = self.flow
         full = self._full_refill()
         self.full = False
+        if not full and not self.arrived and fl.compiled and self.ledger.compiled:
+            gone, old = _joined(self.departed), _joined(self.departed_rates)
+            if fl.quiet(gone, old):  # departures only, and no rate changes
+                steps.release(self.ledger, self.path, self.stamp, gone, old, self.now)
+                self.departed, self.departed_rates = [], []
+                return
         if not full:
             gone, old, new = _joined(self.departed), _joined(self.departed_rates), _NONE
             if self.arrived:

@@ -94,6 +94,14 @@ class FlowState:
             self.n_act += len(new)
         return len(new) > 0
 
+    def quiet(self, gone: np.ndarray, old: np.ndarray) -> bool:
+        """Whether :meth:`at_least` finds no flow at the floor the departures ``gone``
+        (rates ``old`` before) set (see :func:`hpn.engine.steps.quiet`); compiled only."""
+        scan = self.n_act <= SCAN
+        if scan and self.joined or not scan and self.by_rate.stale:
+            return False
+        return steps.quiet(self, gone, old, scan)
+
     def at_least(self, floor: float) -> np.ndarray:
         """The transmitting flows with a rate of at least ``floor`` (> 0), sorted."""
         if self.n_act <= SCAN:

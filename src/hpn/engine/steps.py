@@ -24,7 +24,7 @@ from hpn.engine.kernels import HAVE_NUMBA
 
 _compiled: dict = {}
 
-__all__ = ["HAVE_NUMBA", "candidates_min", "end_flows", "ending", "release"]
+__all__ = ["HAVE_NUMBA", "candidates_min", "end_flows", "ending", "quiet", "release"]
 
 
 def _cand_min_kernel(cand, sending, inc, fin):  # pragma: no cover - compiled
@@ -128,6 +128,43 @@ def _release_kernel(
         on[lk] = v > 0
 
 
+def _quiet_kernel(
+    gone, old, scan, act, order, neg, head, extra, flagged, sending, rate
+):  # pragma: no cover - compiled
+    # Sim._rates after departures only: whether no transmitting flow has a rate at or above
+    # the floor (FlowState.at_least finds none), and the index's new head
+    floor = np.inf
+    for i in range(len(old)):
+        if old[i] < floor:
+            floor = old[i]
+    if len(old):
+        floor = floor * (1 - 1e-9)
+    if not floor > 0:
+        return False, head
+    if scan:
+        for f in act:
+            if sending[f] and rate[f] >= floor:
+                return False, head
+        return True, head
+    lo, hi = head, len(neg)  # the end of the entries with rate >= floor: -rate <= -floor
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if neg[mid] <= -floor:
+            lo = mid + 1
+        else:
+            hi = mid
+    while head < lo and not (sending[order[head]] and not flagged[order[head]]):
+        head += 1  # ended or re-filled since the build: dropped, the order kept
+    for j in range(head, lo):
+        f = order[j]
+        if sending[f] and not flagged[f]:
+            return False, head
+    for f in extra:
+        if sending[f] and rate[f] >= floor:
+            return False, head
+    return True, head
+
+
 def _kernel(name: str):
     if not _compiled:
         import numba
@@ -137,7 +174,45 @@ def _kernel(name: str):
         _compiled["ending"] = jit(_ending_kernel)
         _compiled["end"] = jit(_end_kernel)
         _compiled["release"] = jit(_release_kernel)
+        _compiled["quiet"] = jit(_quiet_kernel)
     return _compiled[name]
+
+
+def quiet(fl: Any, gone: np.ndarray, old: np.ndarray, scan: bool) -> bool:
+    """Whether, after only the departures ``gone`` (rates ``old`` before), no transmitting
+    flow of ``fl`` is at or above the floor of :meth:`hpn.engine.sim.Sim._rates`: then no
+    rate changes, and :func:`release` is all there is to do.
+
+    Parameters
+    ----------
+    fl
+        The :class:`~hpn.engine.state.FlowState` (its rate index is built; the head of the
+        index may move past entries that ended).
+    gone, old
+        The departed flows and their rates before, bytes/s.
+    scan
+        Look at every transmitting flow (few of them) instead of the rate index.
+
+    Returns
+    -------
+    bool
+        True if no flow is re-filled.
+    """
+    ix = fl.by_rate
+    ok, ix.head = _kernel("quiet")(
+        gone,
+        old,
+        scan,
+        fl.act,
+        ix.order,
+        ix.neg,
+        ix.head,
+        ix.extra,
+        ix.flagged,
+        fl.sending,
+        fl.rate,
+    )
+    return bool(ok)
 
 
 def candidates_min(fl: Any) -> float:
