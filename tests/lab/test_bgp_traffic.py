@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from hpn.app.lab import TrafficResult
 from hpn.lab import bgp, service
 from hpn.lab.build import load
 from hpn.lab.plan import LabSpec
 from hpn.lab.routes import switch_next_hops
+from tests.shapes import fits
 
 from .leftovers import NOTHING, lab_pids, leftovers
 
@@ -35,6 +37,7 @@ def test_bgp_dual_plane_with_selection_is_even(lab_name, frr, tmp_path):
     out = service.traffic(
         lab_name, "polarization", size=60e3, connections=4, routing="hpn", rate=1e6
     )
+    fits(out, TrafficResult, "lab traffic (hpn selection)")
     # 8 receiving NICs, 2 senders x 4 connections each: selection alternates planes
     assert out["flows"] == 64 and out["packets_lost"] <= 0.01 * out["packets_sent"]
     assert out["measured"]["receiving_nics"] == 8

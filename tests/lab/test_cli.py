@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from hpn.app.lab import StatusResult, TrafficResult
 from tests.conftest import run_cli
+from tests.shapes import fits
 
 from .leftovers import NOTHING, leftovers
 
@@ -23,6 +25,7 @@ def test_up_traffic_fail_down(lab_name, tmp_path):
     r = run_cli("lab", "up", "--name", lab_name, "--control", "static", "--json")
     assert r.code == 0, r.err
     assert r.json()["status"] == "up"
+    fits(r.json(), StatusResult, "lab up")
     r = run_cli(
         "lab",
         "traffic",
@@ -38,6 +41,7 @@ def test_up_traffic_fail_down(lab_name, tmp_path):
     )
     assert r.code == 0, r.err
     out = r.json()
+    fits(out, TrafficResult, "lab traffic")
     assert out["packets_lost"] <= 0.01 * out["packets_sent"]
     assert out["model_vs_measured"]["max_rel_error"] < 0.02
     r = run_cli("lab", "fail", "--name", lab_name, "--target", "cable:1")

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from hpn.app.lab import FailResult
 from hpn.lab import bgp, service
 from hpn.lab.fail import fail
 from hpn.lab.plan import LabSpec
+from hpn.store.atomic import json_default
+from tests.shapes import fits
 
 pytestmark = pytest.mark.lab
 
@@ -22,6 +27,7 @@ def test_dual_tor_link_failure_flows_keep_going(lab_name, frr):
     service.up(LabSpec(name=lab_name, control="bgp", fabric={"dual_plane": False}))
     r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.6)
     assert r["flows_keep_going"] and not r["nic_cut_off"]
+    fits(json.loads(json.dumps(r, default=json_default)), FailResult, "lab fail")
     for d in ("to_nic", "from_nic"):
         assert r[d]["flows_cut_off"] == 0
         assert r[d]["max_gap_s"] is not None and r[d]["max_gap_s"] < 1.0

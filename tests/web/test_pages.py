@@ -22,11 +22,10 @@ def test_runs_index_shows_headline_figures_and_collective_page_its_busbw():
         "algbw_gbps": [1.0, 10.0],
         "busbw_gbps": [1.9, 19.375],
     }
-    res = {"aaa": 1, "op": "allreduce", "gpus": 64, "busbw_gbps": {"max": 19.375}}
-    res |= {"algbw_gbps": {"max": 10.0}}
+    res = {"aaa": 1, "op": "allreduce", "algo": "ring", "routing": "ecmp", "gpus": 64, "jobs": 1}
     folder = record_run("collective", {}, res, {"busbw": t})
     html = runs_page(Index(runs_root()).rows(), str(runs_root()))
-    assert "op=allreduce, gpus=64, busbw_gbps.max=19.38, algbw_gbps.max=10" in html
+    assert "op=allreduce, algo=ring, gpus=64, jobs=1" in html
     assert "aaa=" not in html
     page = run_page(Run(folder), [])
     assert "<h2>bus bandwidth</h2>" in page

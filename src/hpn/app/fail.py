@@ -59,7 +59,7 @@ class FailResult(Result):
     crashes: int
     lost_work_s: float
     job_time_lost_s: float
-    fault_window_s: float
+    fault_window_s: list[float]  # [start, end]: from the first fault to its last effect
     iteration_s: float
     slowest_iteration_s: float
     iterations: int

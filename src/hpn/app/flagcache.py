@@ -5,8 +5,8 @@ The copy (``flags.json`` beside this module, written by ``make docs`` through :f
 records, for each command, the flags and a checksum of every source file that deriving them
 loaded: the hpn modules (the command's module, its config models and what they import) and
 pydantic's version file. :func:`cached` returns a command's flags only while every one of those
-files still has its checksum and Python is the same version; otherwise (an edited model, another
-pydantic) the caller derives them from the models again (:func:`flags_of`). So the copy can be
+files still has its checksum; otherwise (an edited model, another pydantic) the caller derives
+them from the models again (:func:`flags_of`). So the copy can be
 stale, which only makes help slower, but never wrong. ``tests/test_reference.py`` checks that it
 is current and that it equals what the models give.
 """
@@ -46,10 +46,6 @@ def _checksum(path: str) -> int | None:
         return None
 
 
-def _python() -> str:
-    return "{}.{}".format(*sys.version_info[:2])
-
-
 def _fresh(files: dict[str, int], roots: dict[str, str]) -> bool:
     for name, crc in files.items():
         prefix, _, rel = name.partition(":")
@@ -68,7 +64,7 @@ def cached(name: str) -> CommandFlags | None:
         except (OSError, ValueError):
             _loaded = {}
     entry = (_loaded or {}).get("commands", {}).get(name)
-    if entry is None or _loaded.get("python") != _python():
+    if entry is None:
         return None
     if not _fresh(entry["files"], _roots()):
         return None
@@ -123,7 +119,7 @@ def build() -> dict[str, Any]:
             check=True,
         )
         commands[name] = json.loads(p.stdout)
-    return {"python": _python(), "commands": commands}
+    return {"commands": commands}
 
 
 def write(path: str = PATH) -> str:

@@ -4,7 +4,7 @@ network namespaces (:mod:`hpn.lab`, ``docs/guide/lab.md``). Needs root (``config
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -12,6 +12,11 @@ from hpn.app.base import OMIT, Command, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
 from hpn.config import Model
 from hpn.routing.config import DEFAULT_SEEDS
+
+if TYPE_CHECKING:  # the lab is imported when a command runs (a fast ``hpn --help``)
+    from hpn.lab.fail import DirectionSummary
+    from hpn.lab.measure import LinkComparison, PortBalance
+    from hpn.lab.select import SelectionInfo
 
 
 class LabName(Model):
@@ -193,14 +198,14 @@ class TrafficResult(_Tables):
     duration_s: float
     flows_routed: int
     flows_unroutable: int
-    selection: dict[str, Any]
+    selection: SelectionInfo
     fct_s: dict[str, float | None]
     makespan_s: float
     links_used: int
     control_bytes_floor: float
-    measured: dict[str, Any]
-    model: dict[str, Any]
-    model_vs_measured: dict[str, Any]
+    measured: PortBalance
+    model: PortBalance
+    model_vs_measured: LinkComparison
 
     title = "hpn lab traffic"
 
@@ -219,10 +224,10 @@ class FailResult(_Tables):
     failed_at_s: float
     repaired_at_s: float
     packet_interval_s: float
-    events: list[dict[str, Any]]
+    events: list[dict[str, Any]]  # what each scheduled action did, as it reported it
     loop_stall_max_s: float
-    to_nic: dict[str, Any]
-    from_nic: dict[str, Any]
+    to_nic: DirectionSummary
+    from_nic: DirectionSummary
     flows_keep_going: bool
     nic_cut_off: bool
 

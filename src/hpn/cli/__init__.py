@@ -15,6 +15,12 @@ import typer
 from hpn.cli import dash, demo, plot, runs, sweep
 from hpn.cli.lazy import Entry, click, group
 from hpn.errors import InputError
+from hpn.lazy import import_deferring
+
+# typer 0.29's help renderer imports these at its top but uses them only for markdown help and
+# pretty tracebacks (hpn has neither); with markdown_it and pygments they were a third of
+# `hpn CMD --help`'s imports. See hpn.lazy.import_deferring.
+import_deferring("typer.rich_utils", {"rich.markdown": "Markdown", "rich.traceback": "Traceback"})
 
 GROUPS = {
     "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",

@@ -15,7 +15,7 @@ import queue
 import re
 import threading
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -265,7 +265,25 @@ def _action(plan: LabPlan, links: list[int], state: str):
     return run
 
 
-def _summary(tr, idx: np.ndarray, t_fail: float, t_repair: float, interval: float) -> dict:
+class DirectionSummary(TypedDict):
+    """The flows of one direction across a failure (``to_nic`` or ``from_nic``)."""
+
+    flows: int
+    packets_sent: int
+    packets_lost: int
+    send_errors: int
+    packets_undelivered: int
+    flows_with_gap: int
+    max_gap_s: float | None
+    max_gap_after_repair_s: float | None
+    flows_cut_off: int
+    recovery_after_repair_s: float | None  # None: none cut off, or one never came back
+    recovered_by_end: bool
+
+
+def _summary(
+    tr, idx: np.ndarray, t_fail: float, t_repair: float, interval: float
+) -> DirectionSummary:
     """Per direction: gaps around the failure and around the repair, losses, cut-off flows."""
     gaps, gaps_repair, cut, recover = [], [], 0, []
     for i in idx:
@@ -286,17 +304,16 @@ def _summary(tr, idx: np.ndarray, t_fail: float, t_repair: float, interval: floa
         gaps.append(float(np.diff(w).max()) if len(w) > 1 else 0.0)
     affected = [g for g in gaps if g > 5 * interval]
     worst = max(recover) if recover else None
-    return {
-        "flows": int(len(idx)),
-        "packets_sent": int(tr.sent[idx].sum()),
-        "packets_lost": int(tr.lost[idx].sum()),
-        "send_errors": int(tr.send_errors[idx].sum()),
-        "packets_undelivered": int((tr.sent + tr.send_errors - tr.received)[idx].sum()),
-        "flows_with_gap": len(affected),
-        "max_gap_s": round(max(gaps), 4) if gaps else None,
-        "max_gap_after_repair_s": round(max(gaps_repair), 4) if gaps_repair else None,
-        "flows_cut_off": cut,
-        # None where no flow was cut off, or one did not come back before the run ended
-        "recovery_after_repair_s": round(worst, 4) if worst is not None and worst < 1e9 else None,
-        "recovered_by_end": worst is None or worst < 1e9,
-    }
+    return DirectionSummary(
+        flows=int(len(idx)),
+        packets_sent=int(tr.sent[idx].sum()),
+        packets_lost=int(tr.lost[idx].sum()),
+        send_errors=int(tr.send_errors[idx].sum()),
+        packets_undelivered=int((tr.sent + tr.send_errors - tr.received)[idx].sum()),
+        flows_with_gap=len(affected),
+        max_gap_s=round(max(gaps), 4) if gaps else None,
+        max_gap_after_repair_s=round(max(gaps_repair), 4) if gaps_repair else None,
+        flows_cut_off=cut,
+        recovery_after_repair_s=round(worst, 4) if worst is not None and worst < 1e9 else None,
+        recovered_by_end=worst is None or worst < 1e9,
+    )

@@ -5,7 +5,7 @@ prediction of every link's bytes on the same flows and paths.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -28,9 +28,49 @@ def snapshot(plan: LabPlan) -> np.ndarray:
     return out
 
 
+class PortBalance(TypedDict):
+    """Balance of the ports toward the receivers (keys as in ``hpn route polarization``; None
+    where the fabric has no second port or no load)."""
+
+    receiving_nics: int
+    tor_port_load_ratio: float | None
+    tor_port_max_share: float | None
+    tor_port_mean_share: float | None
+    idle_port_nics: int | None
+    agg_downlink_max_over_mean: float | None
+    agg_downlinks_used: int
+    agg_downlinks: int
+    tor_uplink_max_over_mean: float | None
+    tor_uplinks_used: int
+    tor_uplinks: int
+
+
+class WorstLink(TypedDict):
+    """The link where measured and predicted bytes differ most."""
+
+    link: int
+    name: str
+    measured: int
+    model: int
+
+
+class LinkComparison(TypedDict):
+    """Measured vs predicted bytes on the links that carry traffic."""
+
+    links_compared: int
+    links_with_traffic_measured: int
+    links_with_traffic_model: int
+    model_bytes: int
+    measured_bytes: int
+    max_rel_error: float | None
+    mean_rel_error: float | None
+    worst_link: WorstLink | None
+    nic_links: int
+
+
 def port_balance(
     plan: LabPlan, load: np.ndarray, receivers: np.ndarray, floor: float = 0.0
-) -> dict[str, Any]:
+) -> PortBalance:
     """Load of the ToR ports toward each receiving NIC and of the Agg downlinks toward the
     receivers' ToRs, with the same keys and definitions as ``hpn route polarization``.
     Loads at or below ``floor`` bytes (control traffic: ARP, BGP keepalives) count as 0."""
@@ -78,19 +118,19 @@ def port_balance(
     senders = set(lk.src[up[load[up] > 0]].tolist()) if len(up) else set()
     ul = np.array([load[ln] for ln in up if lk.src[ln] in senders]) if senders else np.zeros(0)
     worst = float(ratio.max()) if dual and len(ratio) else float("nan")
-    return {
-        "receiving_nics": int(len(receivers)),
-        "tor_port_load_ratio": None if not np.isfinite(worst) else round(worst, 4),
-        "tor_port_max_share": round(float(np.nanmax(share)), 4) if dual else None,
-        "tor_port_mean_share": round(float(np.nanmean(share)), 4) if dual else None,
-        "idle_port_nics": int(np.count_nonzero(lo == 0)) if dual else None,
-        "agg_downlink_max_over_mean": round(float(dl.max() / dl.mean()), 4) if dl.sum() else None,
-        "agg_downlinks_used": int(np.count_nonzero(dl)),
-        "agg_downlinks": int(len(dl)),
-        "tor_uplink_max_over_mean": round(float(ul.max() / ul.mean()), 4) if ul.sum() else None,
-        "tor_uplinks_used": int(np.count_nonzero(ul)),
-        "tor_uplinks": int(len(ul)),
-    }
+    return PortBalance(
+        receiving_nics=int(len(receivers)),
+        tor_port_load_ratio=None if not np.isfinite(worst) else round(worst, 4),
+        tor_port_max_share=round(float(np.nanmax(share)), 4) if dual else None,
+        tor_port_mean_share=round(float(np.nanmean(share)), 4) if dual else None,
+        idle_port_nics=int(np.count_nonzero(lo == 0)) if dual else None,
+        agg_downlink_max_over_mean=round(float(dl.max() / dl.mean()), 4) if dl.sum() else None,
+        agg_downlinks_used=int(np.count_nonzero(dl)),
+        agg_downlinks=int(len(dl)),
+        tor_uplink_max_over_mean=round(float(ul.max() / ul.mean()), 4) if ul.sum() else None,
+        tor_uplinks_used=int(np.count_nonzero(ul)),
+        tor_uplinks=int(len(ul)),
+    )
 
 
 def model_link_bytes(
@@ -117,7 +157,7 @@ def model_link_bytes(
 
 def compare_links(
     plan: LabPlan, measured: np.ndarray, model: np.ndarray, floor: float = 20_000
-) -> dict[str, Any]:
+) -> LinkComparison:
     """Measured vs predicted bytes on the links that carry traffic (either says so; measured
     bytes at or below ``floor`` are control traffic)."""
     links = np.asarray(plan.links, np.int64)
@@ -130,25 +170,25 @@ def compare_links(
     nic = np.isin(f.nodes.kind[f.links.src[data]], ENDPOINT_KINDS) | np.isin(
         f.nodes.kind[f.links.dst[data]], ENDPOINT_KINDS
     )
-    return {
-        "links_compared": int(len(data)),
-        "links_with_traffic_measured": int(np.count_nonzero(m > floor)),
-        "links_with_traffic_model": int(np.count_nonzero(p > 0)),
-        "model_bytes": int(p.sum()),
-        "measured_bytes": int(m.sum()),
-        "max_rel_error": None if not len(err) else round(float(err.max()), 4),
-        "mean_rel_error": None if not len(err) else round(float(np.mean(err)), 4),
-        "worst_link": None
+    return LinkComparison(
+        links_compared=int(len(data)),
+        links_with_traffic_measured=int(np.count_nonzero(m > floor)),
+        links_with_traffic_model=int(np.count_nonzero(p > 0)),
+        model_bytes=int(p.sum()),
+        measured_bytes=int(m.sum()),
+        max_rel_error=None if not len(err) else round(float(err.max()), 4),
+        mean_rel_error=None if not len(err) else round(float(np.mean(err)), 4),
+        worst_link=None
         if worst < 0
-        else {
-            "link": int(data[worst]),
-            "name": f"{f.node_name(int(f.links.src[data[worst]]))}->"
+        else WorstLink(
+            link=int(data[worst]),
+            name=f"{f.node_name(int(f.links.src[data[worst]]))}->"
             f"{f.node_name(int(f.links.dst[data[worst]]))}",
-            "measured": int(m[worst]),
-            "model": int(p[worst]),
-        },
-        "nic_links": int(nic.sum()),
-    }
+            measured=int(m[worst]),
+            model=int(p[worst]),
+        ),
+        nic_links=int(nic.sum()),
+    )
 
 
 def control_floor(flow_wire_bytes: np.ndarray) -> float:

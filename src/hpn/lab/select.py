@@ -11,6 +11,8 @@ with more connections than distinct paths reuses paths, least loaded first.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 
 from hpn.lab.learn import learn_paths
@@ -23,9 +25,19 @@ def candidate_sports(seed: int, pair: int, n: int) -> np.ndarray:
     return rng.choice(np.arange(SPORT_MIN, SPORT_MAX + 1), n, replace=False).astype(np.uint32)
 
 
+class SelectionInfo(TypedDict, total=False):
+    """What HPN's path selection learned (empty where source ports are drawn at random)."""
+
+    pairs: int
+    candidates_per_pair: int
+    distinct_paths_min: int
+    distinct_paths_max: int
+    route_queries: int
+
+
 def select(
     plan: LabPlan, src: np.ndarray, dst: np.ndarray, seed: int = 0, candidates: int = 32
-) -> tuple[np.ndarray, dict]:
+) -> tuple[np.ndarray, SelectionInfo]:
     """A source port per connection (flows src[i] -> dst[i]; repeated pairs are a pair's
     connections), and what was learned."""
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
@@ -81,11 +93,11 @@ def select(
         taken[pi][best[0]] = taken[pi].get(best[0], 0) + 1
         for ln in best[0]:
             u[ln] = u.get(ln, 0) + 1
-    info = {
-        "pairs": int(n_pairs),
-        "candidates_per_pair": candidates,
-        "distinct_paths_min": int(min(len(o) for o in options)) if options else 0,
-        "distinct_paths_max": int(max(len(o) for o in options)) if options else 0,
-        "route_queries": int(paths.lengths.sum()),
-    }
+    info = SelectionInfo(
+        pairs=int(n_pairs),
+        candidates_per_pair=candidates,
+        distinct_paths_min=int(min(len(o) for o in options)) if options else 0,
+        distinct_paths_max=int(max(len(o) for o in options)) if options else 0,
+        route_queries=int(paths.lengths.sum()),
+    )
     return sport, info

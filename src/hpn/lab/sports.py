@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from hpn.errors import InputError
 from hpn.lab.plan import LabPlan
 from hpn.routing.addressing import random_sports
 
+if TYPE_CHECKING:
+    from hpn.lab.select import SelectionInfo
 
-def sports_for(plan: LabPlan, src, dst, routing: str, seed: int) -> tuple[np.ndarray, dict]:
+
+def sports_for(
+    plan: LabPlan, src, dst, routing: str, seed: int
+) -> tuple[np.ndarray, SelectionInfo]:
     """Source ports: drawn per connection (``ecmp``) or by HPN's path selection (``hpn``)."""
     if routing == "hpn":
         from hpn.lab.select import select
