@@ -5,8 +5,9 @@ file under ``tests/golden/`` (made by the code before its nested parts were type
 fields aside) and must fit the command's result class: every key of a ``TypedDict`` part
 declared, every required one present, every value of its declared type. So a key renamed in
 the code that builds a result fails here even where no type checker sees the builder. The
-headline figures the run lists show (:data:`hpn.store.headline.HEADLINE`) must be dotted
-paths the command's result declares, so a renamed field cannot silently drop out of them.
+headline figures the run lists show (:data:`hpn.store.headline.HEADLINE`) and the figures the
+plot kinds read (:data:`hpn.plots.kinds.RESULT_READS`) must be dotted paths the command's
+result declares, so a renamed field cannot silently drop out of them.
 """
 
 from __future__ import annotations
@@ -88,13 +89,12 @@ def _result_class(command: str) -> type:
     return typing.get_args(outcome)[0]
 
 
-def test_headline_figures_are_declared_result_fields():
-    from hpn.store.headline import HEADLINE
-
+@pytest.mark.parametrize("reader", ["hpn.store.headline:HEADLINE", "hpn.plots.kinds:RESULT_READS"])
+def test_figures_readers_name_are_declared_result_fields(reader):
     missing = [
         f"{command}: {key}"
-        for command, keys in HEADLINE.items()
+        for command, keys in _cls(reader).items()
         for key in keys
         if not declares(_result_class(command), key)
     ]
-    assert not missing, f"headline figures no result declares: {missing}"
+    assert not missing, f"figures no result declares: {missing}"

@@ -181,7 +181,7 @@ def test_stale_kept_flags_are_not_used(monkeypatch):
     assert flagcache.cached("traffic") is not None
     data = json.loads(json.dumps(flagcache._loaded))
     files = data["commands"]["traffic"]["files"]
-    files["hpn:app/traffic.py"] += 1
+    files["hpn:app/traffic.py"] = files["hpn:app/traffic.py"].replace(":", ":1", 1)
     monkeypatch.setattr(flagcache, "_loaded", data)
     assert flagcache.cached("traffic") is None
     assert flagcache.cached("train") is not None

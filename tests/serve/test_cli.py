@@ -6,8 +6,10 @@ import json
 
 import pytest
 
+from hpn.app.serve import MakeModelsResult
 from tests.conftest import run_cli
 from tests.serve.conftest import NEEDS
+from tests.shapes import fits
 
 
 def test_make_models_writes_loadable_checkpoints(tmp_path):
@@ -17,6 +19,7 @@ def test_make_models_writes_loadable_checkpoints(tmp_path):
     )
     assert r.code == 0, r.err
     out = json.loads(r.out)
+    fits(out, MakeModelsResult, "serve make-models")
     assert [m["arch"] for m in out["models"]] == ["llama", "qwen2"]
     from hpn.serve.store import scan
 

@@ -38,18 +38,22 @@ def _roots() -> dict[str, str]:
     return roots
 
 
-def _checksum(path: str) -> int | None:
+def _checksum(path: str) -> str | None:
+    """``"SIZE:CRC32"`` of a file's bytes (None: unreadable)."""
     try:
         with open(path, "rb") as fh:
-            return zlib.crc32(fh.read())
+            data = fh.read()
     except OSError:
         return None
+    return f"{len(data)}:{zlib.crc32(data)}"
 
 
-def _fresh(files: dict[str, int], roots: dict[str, str]) -> bool:
-    for name, crc in files.items():
+def _fresh(files: dict[str, str | None], roots: dict[str, str]) -> bool:
+    for name, kept in files.items():
         prefix, _, rel = name.partition(":")
-        if prefix not in roots or _checksum(os.path.join(roots[prefix], rel)) != crc:
+        if kept is None or prefix not in roots:
+            return False
+        if _checksum(os.path.join(roots[prefix], rel)) != kept:
             return False
     return True
 
@@ -79,7 +83,7 @@ def flags_of(name: str) -> CommandFlags:
     return command_flags(COMMANDS.get(name), COMMANDS.summary(name))
 
 
-def _sources() -> dict[str, int | None]:
+def _sources() -> dict[str, str | None]:
     """Checksums of the hpn source files loaded so far, and of pydantic's version file."""
     roots = _roots()
     out = {}

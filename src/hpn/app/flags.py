@@ -153,7 +153,7 @@ def _help(description: str | None) -> str:
     return (text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")) if text else ""
 
 
-def flag_name(table: str, name: str, model: type[Any]) -> str | None:
+def flag_name(name: str, model: type[Any]) -> str | None:
     """The flag of field ``name`` of a table model (``--size``; None: hidden)."""
     extra = model.model_fields[name].json_schema_extra
     extra = extra if isinstance(extra, dict) else {}
@@ -178,7 +178,7 @@ def table_flags(table: str, model: type[Any]) -> list[Flag]:
     out = []
     panel = table.replace("_", " ").capitalize()
     for name, field in model.model_fields.items():
-        flag = flag_name(table, name, model)
+        flag = flag_name(name, model)
         if flag is None:
             continue
         typ, many = _scalar(field.annotation)

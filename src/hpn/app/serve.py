@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import Field, field_validator
 
@@ -16,6 +16,9 @@ from hpn.app.base import Command, FileInput, Outcome, Result
 from hpn.config import Model
 from hpn.errors import InputError
 from hpn.units import parse_duration
+
+if TYPE_CHECKING:  # imported when a command runs (a fast ``hpn --help``)
+    from hpn.pool.calibration import LatencyFit
 
 _POLICY = "serving policy: aegaeon, serverless, serverless-artifact, muxserve or dedicated"
 _DEVICE = "cuda or cpu (default: cuda when present)"
@@ -67,11 +70,19 @@ class MakeModelsConfig(Model):
     models: MakeModelsOptions
 
 
+class ModelEntry(TypedDict):
+    """A checkpoint written: its folder name, architecture and parameter count."""
+
+    name: str
+    arch: str
+    params: int
+
+
 @dataclass
 class MakeModelsResult(Result):
     title = "serve make-models"
     dir: str
-    models: list[dict[str, Any]] = field(default_factory=list)
+    models: list[ModelEntry] = field(default_factory=list)
 
     def rows(self):
         return [("dir", self.dir)] + [(m["name"], f"{m['params']:,} params") for m in self.models]
@@ -86,7 +97,7 @@ def make_models(cfg: MakeModelsConfig) -> Outcome[MakeModelsResult]:
     from hpn.serve.store import make_models as make
 
     infos = make(o.dir, o.count, o.sizes, o.seed, o.max_len)
-    models = [{"name": i.name, "arch": i.arch, "params": i.n_params} for i in infos]
+    models = [ModelEntry(name=i.name, arch=i.arch, params=i.n_params) for i in infos]
     return Outcome(MakeModelsResult(str(Path(o.dir)), models))
 
 
@@ -110,7 +121,7 @@ class ProfileResult(Result):
     title = "serve profile"
     out: str
     models: int
-    fits: dict[str, Any] = field(default_factory=dict)
+    fits: dict[str, LatencyFit] = field(default_factory=dict)  # by model
 
     def rows(self):
         rows = [("profile", self.out), ("models", self.models)]

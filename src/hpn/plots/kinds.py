@@ -41,6 +41,11 @@ class Kind:
 
 KINDS: Registry[Kind] = Registry("plot kind", field="--kind")
 
+_BASELINE = "baseline_samples_per_s"  # hpn fail's fault-free throughput
+RESULT_READS: dict[str, tuple[str, ...]] = {"fail": (_BASELINE,)}
+"""Result figures the kinds read, by command (``tests/test_result_types.py`` checks that the
+command's result declares each)."""
+
 
 def kind(name: str, table: str | None, summary: str):
     def deco(fn: Callable[..., Chart]) -> Callable[..., Chart]:
@@ -153,7 +158,7 @@ def fault_throughput(runs: list[Run]) -> Chart:
     for r in runs:
         t = r.table("throughput")
         x, y = np.asarray(t["time_s"], float), np.asarray(t["throughput"], float)
-        base = r.result.get("baseline_samples_per_s") or (float(y.max()) if len(y) else 1.0)
+        base = r.result.get(_BASELINE) or (float(y.max()) if len(y) else 1.0)
         lines.append(Line(_label(r, runs) or "throughput", x, y / base, step=True))
         if "events" in r.tables:
             ev = r.table("events")

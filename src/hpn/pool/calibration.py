@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -48,7 +49,18 @@ def _nnls_fit(x: np.ndarray, y: np.ndarray) -> tuple[list[float], float]:
     return [float(c) for c in coef], 1.0 - ss_res / ss_tot
 
 
-def fit_profiles(path: str | Path) -> dict:
+class LatencyFit(TypedDict):
+    """A (model, GPU)'s fitted latencies: prefill ``a + b*L*B + c*L^2*B`` and decode step
+    ``a + b*(L+5)*B + c*B`` seconds (non-negative least squares), their R^2, the points."""
+
+    prefill: list[float]
+    decode: list[float]
+    r2_prefill: float
+    r2_decode: float
+    points: int
+
+
+def fit_profiles(path: str | Path) -> dict[str, LatencyFit]:
     """Fit every (model, GPU) set of a `vllm_eager_profiles.csv` table.
 
     Parameters
@@ -80,20 +92,20 @@ def fit_profiles(path: str | Path) -> dict:
                 )
             except (KeyError, ValueError) as e:
                 raise InputError(f"{path}:{line}", f"bad profile row: {e}") from None
-    out = {}
+    out: dict[str, LatencyFit] = {}
     for key, pts in sorted(rows.items()):
         a = np.array(pts, dtype=float)
         L, B, pre, dec = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
         one = np.ones_like(L)
         p_coef, p_r2 = _nnls_fit(np.column_stack([one, L * B, L * L * B]), pre)
         d_coef, d_r2 = _nnls_fit(np.column_stack([one, (L + 5) * B, B]), dec)
-        out[key] = {
-            "prefill": p_coef,
-            "decode": d_coef,
-            "r2_prefill": round(p_r2, 4),
-            "r2_decode": round(d_r2, 4),
-            "points": len(pts),
-        }
+        out[key] = LatencyFit(
+            prefill=p_coef,
+            decode=d_coef,
+            r2_prefill=round(p_r2, 4),
+            r2_decode=round(d_r2, 4),
+            points=len(pts),
+        )
     return out
 
 

@@ -154,6 +154,33 @@ def hash_spec(
     )
 
 
+def class_distances(g: Any, targets: np.ndarray, valid: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """Hop distances from every compact switch to every destination class (int32, a last
+    row of unreachable), as :func:`hpn.routing.shortest._classes` computes them.
+
+    Parameters
+    ----------
+    g
+        The routing graph.
+    targets, valid
+        (classes, width): each class's target switches (compact) and which are real.
+    off
+        Per class: the hops from a target to the destination (0 or 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        (switches + 1, classes) int32.
+    """
+    cls, col = np.nonzero(valid & (targets < g.m))
+    a = g.switch_graph
+    return K.kernel("class_dist")(
+        a.indptr.astype(np.int64), a.indices.astype(np.int64), int(g.m),
+        targets[cls, col].astype(np.int64), cls.astype(np.int64),
+        np.asarray(off, np.int64)[cls], int(targets.shape[0]),
+    )  # fmt: skip
+
+
 class Store:
     """The kernels' candidate lists (shared when equal) and the (switch, class) memo, for
     the destination classes of one walk; grown (and refilled) when a kernel fills it."""
@@ -169,21 +196,33 @@ class Store:
         self.scratch = np.zeros(3 * int(deg.max(initial=1)) + 16, np.int64)
         cells = (g.m + 1) * walk.nsig
         self.memo_size = cells if cells <= _MEMO_MAX else 0
+        self.nsig, self.rows = walk.nsig, g.m + 1
+        # switches with an out-link into each switch (compact ids; for the memo's row copy)
+        at = np.flatnonzero(g.fwd[src[g.out_ids]])
+        into, frm = g.comp[dst[g.out_ids[at]]], g.comp[src[g.out_ids[at]]]
+        off = np.zeros(self.rows + 1, np.int64)
+        np.cumsum(np.bincount(into, minlength=self.rows), out=off[1:])
+        self.rev = (off, frm[np.argsort(into, kind="stable")].astype(np.int64))
         self._alloc(size or max(1 << 12, len(g.out_ids) // 2))
 
     def _alloc(self, s: int) -> None:
         self.size = s
         h = 1 << int(np.ceil(np.log2(2 * s + 2)))
         self.lists = (
-            np.zeros(K._ENT * s, np.int64),  # entries
+            np.zeros(K._ENT * s, np.int32),  # entries
             np.zeros(s, np.int64),  # entry positions by neighbour group
             np.zeros(K._REC * s, np.int64),  # list records
             np.zeros(s, np.int64),  # group starts
             np.zeros(s, np.int64),  # group sizes
             np.full(h, -1, np.int64),  # hash table of the lists
         )
-        self.state = np.zeros(3, np.int64)
-        self.memo = np.full(self.memo_size, -1, np.int32)
+        self.state = np.array([0, 0, 0, -1], np.int64)  # (entries, lists, groups, last row)
+        self.memo = (
+            np.full(self.memo_size, -1, np.int32),
+            np.zeros(self.nsig if self.memo_size else 0, np.bool_),  # rows prepared
+            *self.rev,
+            np.zeros(self.rows, np.int64),  # marks of the row copy
+        )
 
     def grow(self) -> None:
         """Double the candidate-list space (emptied: the kernel refills it)."""
@@ -254,12 +293,13 @@ def route_compiled(
     """
     store = _store(fabric, g, walk)
     run = K.kernel("route")
+    uinv = np.asarray(uinv, np.int64)
+    order = np.argsort(uinv, kind="stable").astype(np.int64)  # flows of one class together
     while True:
         graph, lists, state, memo, scr = store.args()
         status, i, offsets, links = run(
-            np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(uinv, np.int64),
-            spec.s_ip, spec.d_ip, spec.sport, spec.conn, graph, spec.hs, lists, state, memo,
-            scr,
+            np.asarray(src, np.int64), np.asarray(dst, np.int64), uinv, spec.s_ip, spec.d_ip,
+            spec.sport, spec.conn, order, graph, spec.hs, lists, state, memo, scr,
         )  # fmt: skip
         if status != K.FULL:
             break
@@ -310,13 +350,14 @@ def search_compiled(
     store = _store(fabric, g, walk)
     run = K.kernel("search")
     port = _node_arrays(fabric)[4]
+    order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
     while True:
         graph, lists, state, memo, scr = store.args()
         out = run(
             pairs["src"], pairs["dst"], np.asarray(p_u, np.int64), spec.s_ip, spec.d_ip,
             pairs["start"], pairs["per_plane"], pairs["ports"], pairs["nv0"], pairs["nv1"],
-            int(kw["first_round"]), int(kw["max_candidates"]), port, graph, spec.hs, lists,
-            state, memo, scr,
+            int(kw["first_round"]), int(kw["max_candidates"]), port, order, graph, spec.hs,
+            lists, state, memo, scr,
         )  # fmt: skip
         if out[0] != K.FULL:
             break

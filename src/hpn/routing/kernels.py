@@ -39,7 +39,7 @@ _S30, _S27, _S31, _S32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 _S8, _S11 = np.uint64(8), np.uint64(11)
 _P7919 = np.uint64(7919)
 _FAR = 1 << 20
-_REC, _ENT = 8, 3  # int64s per candidate-list record and per entry (see _new_list)
+_REC, _ENT = 8, 4  # int64s per candidate-list record, int32s per entry (see _new_list)
 
 
 def hash_tables() -> np.ndarray:
@@ -58,47 +58,56 @@ def _smix(x):  # pragma: no cover - compiled
     return x ^ (x >> _S31)
 
 
-def _byte(j, s_ip, d_ip, sport):  # pragma: no cover - compiled
+def _byte(j, s_ip, d_ip, sport, proto=17, dport=4791):  # pragma: no cover - compiled
     """Byte ``j`` of the 13-byte RoCEv2 5-tuple (network order; UDP, dport 4791)."""
     if j < 4:
         return (s_ip >> (24 - 8 * j)) & 0xFF
     if j < 8:
         return (d_ip >> (24 - 8 * (j - 4))) & 0xFF
     if j == 8:
-        return 17
+        return proto
     if j == 9:
         return (sport >> 8) & 0xFF
     if j == 10:
         return sport & 0xFF
     if j == 11:
-        return 4791 >> 8
-    return 4791 & 0xFF
+        return (dport >> 8) & 0xFF
+    return dport & 0xFF
+
+
+def _crc(code, tables, reg, s_ip, d_ip, sport, proto, dport):  # pragma: no cover - compiled
+    """The linear part of hash ``code`` (not mix64): the register after the 13 bytes from
+    register ``reg``, without the final XOR. Linear over GF(2) in (``reg``, bytes) jointly:
+    ``_crc(r, m) = _crc(r, 0) ^ _crc(0, m)``, which :func:`_terms` uses."""
+    crc = np.int64(reg)
+    if code == 0 or code == 1 or code == 3:  # reflected CRCs
+        for j in range(13):
+            b = _byte(j, s_ip, d_ip, sport, proto, dport)
+            crc = tables[code, (crc ^ b) & 0xFF] ^ (crc >> 8)
+        return crc
+    if code == 2:  # CRC-16/CCITT, MSB first
+        for j in range(13):
+            b = _byte(j, s_ip, d_ip, sport, proto, dport)
+            crc = (tables[2, ((crc >> 8) ^ b) & 0xFF] ^ (crc << 8)) & 0xFFFF
+        return crc
+    for j in range(0, 14, 2):  # xor16
+        lo = _byte(j + 1, s_ip, d_ip, sport, proto, dport) if j + 1 < 13 else 0
+        crc ^= (_byte(j, s_ip, d_ip, sport, proto, dport) << 8) | lo
+    return crc
+
+
+def _seed_reg(code, seed):  # pragma: no cover - compiled
+    """(initial register, final XOR) of hash ``code`` seeded with ``seed``."""
+    if code == 0 or code == 1:
+        return np.int64((seed ^ _M32) & _M32), np.int64(0xFFFFFFFF)
+    return np.int64(seed & _M16), np.int64(0)
 
 
 def _hash(code, tables, seed, s_ip, d_ip, sport):  # pragma: no cover - compiled
     """``HASHES[name](tuple, seed)`` of one tuple (int64 holding the uint32 result)."""
-    if code == 0 or code == 1 or code == 3:  # reflected CRCs
-        if code == 3:
-            crc = np.int64(seed & _M16)
-            xorout = 0
-        else:
-            crc = np.int64((seed ^ _M32) & _M32)
-            xorout = 0xFFFFFFFF
-        for j in range(13):
-            crc = tables[code, (crc ^ _byte(j, s_ip, d_ip, sport)) & 0xFF] ^ (crc >> 8)
-        return crc ^ xorout
-    if code == 2:  # CRC-16/CCITT, MSB first
-        crc = np.int64(seed & _M16)
-        for j in range(13):
-            b = _byte(j, s_ip, d_ip, sport)
-            crc = (tables[2, ((crc >> 8) ^ b) & 0xFF] ^ (crc << 8)) & 0xFFFF
-        return crc
-    if code == 4:  # xor16
-        h = np.int64(seed & _M16)
-        for j in range(0, 14, 2):
-            lo = _byte(j + 1, s_ip, d_ip, sport) if j + 1 < 13 else 0
-            h ^= (_byte(j, s_ip, d_ip, sport) << 8) | lo
-        return h
+    if code < 5:
+        reg, xorout = _seed_reg(code, np.uint64(seed))
+        return _crc(code, tables, reg, s_ip, d_ip, sport, 17, 4791) ^ xorout
     # mix64: two big-endian 8-byte words (the 13 bytes, zero padded)
     h = np.uint64(seed) ^ _MIX0
     for w in range(2):
@@ -109,6 +118,61 @@ def _hash(code, tables, seed, s_ip, d_ip, sport):  # pragma: no cover - compiled
             word = (word << _S8) | np.uint64(v)
         h = _smix(h ^ word)
     return np.int64(h >> _S32)
+
+
+def _seed_term(code, tables, seed):  # pragma: no cover - compiled
+    """The seed's share of hash ``code`` (with the final XOR); mix64: the seed itself."""
+    if code >= 5:
+        return np.int64(seed)
+    reg, xorout = _seed_reg(code, np.uint64(seed))
+    return _crc(code, tables, reg, 0, 0, 0, 0, 0) ^ xorout
+
+
+def _sport_tables(tables):  # pragma: no cover - compiled
+    """Per hash code, the share of the source port's high byte (``[code, 0, x]``) and low
+    byte (``[code, 1, y]``)."""
+    out = np.zeros((6, 2, 256), np.int64)
+    for code in range(5):
+        for x in range(256):
+            out[code, 0, x] = _crc(code, tables, 0, 0, 0, x << 8, 0, 0)
+            out[code, 1, x] = _crc(code, tables, 0, 0, 0, x, 0, 0)
+    return out
+
+
+def _terms(codes, tables, spt, s_ip, d_ip, bond_seed, tup):  # pragma: no cover - compiled
+    """The addresses' share of each role's hash (``tup[0..3]``: bond, ToR, Agg, core; the
+    port's share is added per candidate by :func:`_with_sport`) and the bond seed's
+    (``tup[4]``). A switch's hash is then ``seed term ^ tup[role]`` (see :func:`_crc`)."""
+    for r in range(4):
+        code = codes[r]
+        if code >= 5:
+            tup[r] = 0
+        elif r > 0 and code == codes[r - 1]:
+            tup[r] = tup[r - 1]
+        else:
+            tup[r] = _crc(code, tables, 0, s_ip, d_ip, 0, 17, 4791)
+    tup[4] = _seed_term(codes[0], tables, bond_seed)
+
+
+def _with_sport(codes, spt, base, sport, tup):  # pragma: no cover - compiled
+    """``tup`` = ``base`` with source port ``sport``'s share added."""
+    hi, lo = (sport >> 8) & 0xFF, sport & 0xFF
+    for r in range(4):
+        code = codes[r]
+        tup[r] = base[r] ^ spt[code, 0, hi] ^ spt[code, 1, lo]
+    tup[4] = base[4]
+
+
+def _role_hash(code, term, tup_r, tables, s_ip, d_ip, sport):  # pragma: no cover - compiled
+    """A hash of role's ``code`` for a switch/bond with seed term ``term``."""
+    if code >= 5:
+        return _hash(code, tables, np.uint64(term), s_ip, d_ip, sport)
+    return term ^ tup_r
+
+
+def _umod(a, b):  # pragma: no cover - compiled
+    """``a % b`` for 0 <= a < 2**32 and 0 < b < 2**32 (a 32-bit unsigned division)."""
+    return np.int64(np.uint32(a) % np.uint32(b))
 
 
 def _rot16(h, off):  # pragma: no cover - compiled
@@ -131,7 +195,8 @@ def _new_list(v, urow, need, g, hs, st, ls, scr):  # pragma: no cover - compiled
 
     A record (``_REC`` int64s): entry offset, count, distinct neighbours, group offset, the
     switch's role and seed, its core port block (offset, size; size 0: no port map). An entry
-    (``_ENT`` int64s): link, next node, the next node's compact index (-1: an endpoint)."""
+    (``_ENT`` int32s, 16 bytes): link, next node, the next node's compact index (-1: an
+    endpoint), the link's rank among the next node's in-ports (for a core's port map)."""
     fwd, out_off, out_ids, comp, att_off, att_ids, lk_src, lk_dst, flat, rows, out_next = g
     (mode, seed, role, node_seed, codes, offs, lag_offs, bond, lag, tables,
      core_map, in_rank, c_off, c_links, pods, pod) = hs  # fmt: skip
@@ -186,6 +251,7 @@ def _new_list(v, urow, need, g, hs, st, ls, scr):  # pragma: no cover - compiled
         e = _ENT * (o + i)
         s_ent[e], s_ent[e + 1] = scr[i], nb
         s_ent[e + 2] = comp[nb] if fwd[nb] else -1
+        s_ent[e + 3] = in_rank[scr[i]] if core_map else 0
     acc = 0
     for k in range(m):
         g_start[go + k] = acc
@@ -199,7 +265,9 @@ def _new_list(v, urow, need, g, hs, st, ls, scr):  # pragma: no cover - compiled
     r0 = _REC * c
     rl = role[v]
     rec[r0], rec[r0 + 1], rec[r0 + 2], rec[r0 + 3] = o, n, m, go
-    rec[r0 + 4], rec[r0 + 5] = rl, np.int64(node_seed[v] if len(node_seed) > v else 0)
+    rec[r0 + 4], rec[r0 + 5] = rl, 0
+    if mode == MODE_HASH and rl >= 1 and rl <= 3:
+        rec[r0 + 5] = _seed_term(codes[rl], tables, node_seed[v])
     rec[r0 + 6], rec[r0 + 7] = 0, 0
     if rl == 3 and core_map:
         k = v * pods + pod[lk_dst[scr[0]]]
@@ -209,20 +277,49 @@ def _new_list(v, urow, need, g, hs, st, ls, scr):  # pragma: no cover - compiled
     return c
 
 
+def _ready_row(u, g, mt, st):  # pragma: no cover - compiled
+    """Prepare the memo row of class ``u`` before its first walk: copied from the row last
+    prepared (``st[3]``) at every switch whose candidate list cannot differ, i.e. where the
+    two classes' distances agree at the switch and at all its out-neighbours; the other
+    entries stay unfilled. A Clos's classes differ at a few switches, so most lists are
+    found without a scan."""
+    memo, ready, rev_off, rev_src, mark = mt
+    if len(memo) == 0 or ready[u]:
+        return
+    ready[u] = True
+    r = st[3]
+    st[3] = u
+    if r < 0:
+        return
+    flat, rows = g[8], g[9]
+    bu, br = u * rows, r * rows
+    stamp = u + 1
+    for x in range(rows):
+        if flat[bu + x] != flat[br + x]:
+            mark[x] = stamp
+            for k in range(rev_off[x], rev_off[x + 1]):
+                mark[rev_src[k]] = stamp
+    for x in range(rows):
+        if mark[x] != stamp:
+            memo[bu + x] = memo[br + x]
+
+
 def _walk(
-    s, d, u, s_ip, d_ip, sport, conn, dist0, out, g, hs, ls, st, memo, scr
+    s, d, u, s_ip, d_ip, sport, conn, tup, dist0, out, g, hs, ls, st, mt, scr
 ):  # pragma: no cover - compiled
     """Walk one flow ``s -> d`` (class ``u``, ``dist0`` hops), writing its links to ``out``;
-    returns OK, NO_NEXT_HOP or FULL."""
+    returns OK, NO_NEXT_HOP or FULL. ``tup``: the flow's hash terms (:func:`_terms`)."""
     fwd, out_off, out_ids, comp, att_off, att_ids, lk_src, lk_dst, flat, rows, out_next = g
     (mode, seed, role, node_seed, codes, offs, lag_offs, bond, lag, tables,
      core_map, in_rank, c_off, c_links, pods, pod) = hs  # fmt: skip
     s_ent, s_gpos, rec, g_start, g_cnt, table = ls
+    memo = mt[0]
     v = s
     vc = comp[s] if fwd[s] else -1  # compact index of the node the flow is at
     r = dist0
     urow = u * rows
     prev = -1
+    rank = 0  # in-port rank of the link the flow arrived on
     hop = 0
     while r > 0:
         if r == 1 and not fwd[d]:
@@ -251,26 +348,29 @@ def _walk(
             elif cnt > 1:
                 rl = rec[r0 + 4]
                 if rl >= 1 and rl <= 3:
-                    h = _hash(codes[rl], tables, np.uint64(rec[r0 + 5]), s_ip, d_ip, sport)
-                    h = (h ^ (h >> 16)) & 0xFFFF
-                    e = _rot16(h, offs[rl])
-                    m = rec[r0 + 2]
-                    if not lag or m == cnt:
-                        pick = e % cnt
-                    else:
-                        go = rec[r0 + 3]
-                        gi = e % m
-                        member = _rot16(h, lag_offs[rl]) % g_cnt[go + gi]
-                        pick = s_gpos[base + g_start[go + gi] + member]
+                    pick = -1
                     full = rec[r0 + 7]
-                    if full > 0 and prev >= 0:
-                        mapped = c_links[rec[r0 + 6] + in_rank[prev] % full]
+                    if full > 0 and prev >= 0:  # a core's port map (hashing if it is down)
+                        mapped = c_links[rec[r0 + 6] + _umod(rank, full)]
                         for i in range(cnt):
                             if s_ent[_ENT * (base + i)] == mapped:
                                 pick = i
                                 break
+                    if pick < 0:
+                        h = _role_hash(codes[rl], rec[r0 + 5], tup[rl], tables, s_ip, d_ip, sport)
+                        h = (h ^ (h >> 16)) & 0xFFFF
+                        e = _rot16(h, offs[rl])
+                        m = rec[r0 + 2]
+                        if not lag or m == cnt:
+                            pick = _umod(e, cnt)
+                        else:
+                            go = rec[r0 + 3]
+                            gi = _umod(e, m)
+                            member = _umod(_rot16(h, lag_offs[rl]), g_cnt[go + gi])
+                            pick = s_gpos[base + g_start[go + gi] + member]
             e0 = _ENT * (base + pick)
             chosen, v, vc = s_ent[e0], s_ent[e0 + 1], s_ent[e0 + 2]
+            rank = s_ent[e0 + 3]
         else:  # an endpoint: its NIC ports, uncached
             cnt = 0
             for p in range(out_off[v], out_off[v + 1]):
@@ -288,13 +388,14 @@ def _walk(
                 elif bond == BOND_L34:
                     h = (sport ^ 4791) ^ (s_ip ^ d_ip)
                     h = h ^ (h >> 16)
-                    pick = (h ^ (h >> 8)) % cnt
+                    pick = _umod(h ^ (h >> 8), cnt)
                 else:
-                    h = _hash(codes[0], tables, np.uint64(seed), s_ip, d_ip, sport)
-                    pick = ((h ^ (h >> 16)) & 0xFFFF) % cnt
+                    h = _role_hash(codes[0], tup[4], tup[0], tables, s_ip, d_ip, sport)
+                    pick = _umod((h ^ (h >> 16)) & 0xFFFF, cnt)
             chosen = scr[pick]
             v = lk_dst[chosen]
             vc = comp[v] if fwd[v] else -1
+            rank = in_rank[chosen] if core_map else 0
         out[hop] = chosen
         prev = chosen
         r -= 1
@@ -315,8 +416,11 @@ def _distance(s, u, g):  # pragma: no cover - compiled
     return best
 
 
-def _route_kernel(src, dst, uinv, s_ip, d_ip, sport, conn, g, hs, ls, st, memo, scr):
-    """Route flows: (status, flow index, offsets, links)."""  # pragma: no cover - compiled
+def _route_kernel(
+    src, dst, uinv, s_ip, d_ip, sport, conn, order, g, hs, ls, st, mt, scr
+):  # pragma: no cover - compiled
+    """Route flows (walked in ``order``): (status, flow index, offsets, links); an error is
+    looked for again in flow order (the first flow the numpy code fails on)."""
     n = len(src)
     offsets = np.zeros(n + 1, np.int64)
     for i in range(n):
@@ -325,24 +429,69 @@ def _route_kernel(src, dst, uinv, s_ip, d_ip, sport, conn, g, hs, ls, st, memo, 
             return NO_PATH, i, offsets, np.zeros(0, np.int64)
         offsets[i + 1] = offsets[i] + d
     links = np.empty(offsets[n], np.int64)
-    for i in range(n):
+    mode, tables = hs[0], hs[9]
+    spt = _sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
+    terms = np.zeros(10, np.int64)
+    args = (src, dst, uinv, s_ip, d_ip, sport, conn)
+    status, i = _route_walks(args, order, offsets, links, spt, terms, g, hs, ls, st, mt, scr)
+    if status != OK and status != FULL:
+        status, i = _route_walks(
+            args, np.arange(n), offsets, links, spt, terms, g, hs, ls, st, mt, scr
+        )
+    return status, i, offsets, links
+
+
+def _route_walks(
+    args, order, offsets, links, spt, terms, g, hs, ls, st, mt, scr
+):  # pragma: no cover - compiled
+    """Walk the flows in ``order`` into ``links``: (status, flow)."""
+    src, dst, uinv, s_ip, d_ip, sport, conn = args
+    mode, seed, codes, tables = hs[0], hs[1], hs[4], hs[9]
+    base, tup = terms[:5], terms[5:]
+    for i in order:
         o = offsets[i]
+        _ready_row(uinv[i], g, mt, st)
+        if mode == MODE_HASH:
+            _terms(codes, tables, spt, s_ip[i], d_ip[i], seed, base)
+            _with_sport(codes, spt, base, sport[i], tup)
         status = _walk(
-            src[i], dst[i], uinv[i], s_ip[i], d_ip[i], sport[i], conn[i],
-            offsets[i + 1] - o, links[o : offsets[i + 1]], g, hs, ls, st, memo, scr,
+            src[i], dst[i], uinv[i], s_ip[i], d_ip[i], sport[i], conn[i], tup,
+            offsets[i + 1] - o, links[o : offsets[i + 1]], g, hs, ls, st, mt, scr,
         )  # fmt: skip
         if status != OK:
-            return status, i, offsets, links
-    return OK, -1, offsets, links
+            return status, i
+    return OK, -1
 
 
 def _search_kernel(
     p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round, max_cand,
-    port, g, hs, ls, st, memo, scr,
+    port, order, g, hs, ls, st, mt, scr,
 ):  # fmt: skip  # pragma: no cover - compiled
     """HPN's candidate rounds (:meth:`HpnRouter.select`), round by round as the numpy code
     runs them: (status, index, items, count, found per plane); items are the new distinct
-    paths (pair, sport, plane, uplink) in the order the numpy code records them."""
+    paths (pair, sport, plane, uplink) in the order the numpy code records them.
+
+    Pairs are walked in ``order`` (pairs of one destination class together: their
+    distances and candidate lists stay in cache); pairs are independent, and each round's
+    items are put back in pair order. An error is looked for again in pair order, so the
+    one reported is the first the numpy code meets."""
+    out = _search_pass(
+        p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round,
+        max_cand, port, order, g, hs, ls, st, mt, scr,
+    )  # fmt: skip
+    if out[0] == OK or out[0] == FULL:
+        return out
+    return _search_pass(
+        p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round,
+        max_cand, port, np.arange(len(p_src)), g, hs, ls, st, mt, scr,
+    )  # fmt: skip
+
+
+def _search_pass(
+    p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round, max_cand,
+    port, order, g, hs, ls, st, mt, scr,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_search_kernel` walking the pairs in ``order``."""
     n = len(p_src)
     count = np.zeros(n, np.int64)
     found = np.zeros((n, 2), np.int64)
@@ -356,87 +505,182 @@ def _search_kernel(
     it_up = np.empty(cap, np.int32)
     it_pid = np.empty(cap, np.uint64)
     it_next = np.empty(cap, np.int32)  # the pair's previous distinct path (-1: none)
+    perm = np.empty(cap, np.int32)  # the items in the numpy code's order
     last = np.full(n, -1, np.int64)  # each pair's latest distinct path
     ni = 0
-    active = np.arange(n)
+    active = np.ones(n, np.bool_)
+    pos = np.zeros(n, np.int64)  # a pair's position among the round's active pairs
+    first = np.zeros(n, np.int64)  # its first item of the round
     na = n
     tried, size = 0, first_round
     path = np.empty(64, np.int64)
     new = np.zeros(n, np.int64)
-    span = np.uint64(65535 - 49152 + 1)
+    mode, tables = hs[0], hs[9]
+    spt = _sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
+    base, tup = np.zeros(5, np.int64), np.zeros(5, np.int64)
     while na > 0 and tried < max_cand:
         size = min(size, max_cand - tried)
-        for a in range(na):
-            p = active[a]
+        a = 0
+        for p in range(n):
+            if active[p]:
+                pos[p] = a
+                a += 1
+        r0 = ni
+        for q in range(n):
+            p = order[q]
+            if not active[p]:
+                continue
+            a = pos[p]
             if dist[p] >= _FAR:
                 return (
-                    NO_PATH,
-                    a,
-                    it_pair[:0],
-                    it_sport[:0],
-                    it_plane[:0],
-                    it_up[:0],
-                    count,
+                    NO_PATH, a, it_pair[:0], it_sport[:0], it_plane[:0], it_up[:0], count,
                     found,
-                )
+                )  # fmt: skip
             ln = dist[p]
             if ln > len(path):
                 path = np.empty(2 * ln, np.int64)
-            for j in range(size):
-                sp = np.int64(np.uint64(49152) + (start[p] + np.uint64(tried + j)) % span)
-                if nv0[p] >= 0:
-                    path[0], path[1] = nv0[p], nv1[p]
-                    status = OK
-                else:
-                    status = _walk(
-                        p_src[p], p_dst[p], p_u[p], p_ip[p], q_ip[p], sp, a * size + j,
-                        ln, path, g, hs, ls, st, memo, scr,
-                    )  # fmt: skip
-                if status != OK:
-                    return (
-                        status, a * size + j, it_pair[:0], it_sport[:0], it_plane[:0],
-                        it_up[:0], count, found,
-                    )  # fmt: skip
-                pid = np.uint64(0)
-                for k in range(ln):
-                    pid ^= _smix((np.uint64(path[k]) << _S8) ^ np.uint64(k))
-                # seen for this pair? (its distinct paths so far, newest first)
-                q = last[p]
-                while q >= 0 and it_pid[q] != pid:
-                    q = it_next[q]
-                if q >= 0:
-                    continue
-                if ni == cap:  # grow the items
+            if ni + size > cap:  # room for this pair's round
+                while ni + size > cap:
                     cap *= 2
-                    it_pair = _grow(it_pair, cap)
-                    it_sport = _grow(it_sport, cap)
-                    it_plane = _grow(it_plane, cap)
-                    it_up = _grow(it_up, cap)
-                    it_next = _grow(it_next, cap)
-                    it_pid = _grow(it_pid, cap)
-                it_next[ni] = last[p]
-                last[p] = ni
-                pl = port[path[0]]
-                pl = 0 if pl < 0 else (1 if pl > 1 else pl)
-                it_pair[ni], it_sport[ni], it_plane[ni] = p, sp, pl
-                it_up[ni] = path[1] if ln > 1 else path[0]
-                it_pid[ni] = pid
-                ni += 1
-                count[p] += 1
-                found[p, pl] += 1
-                new[p] += 1
+                it_pair = _grow(it_pair, cap)
+                it_sport = _grow(it_sport, cap)
+                it_plane = _grow(it_plane, cap)
+                it_up = _grow(it_up, cap)
+                it_next = _grow(it_next, cap)
+                it_pid = _grow(it_pid, cap)
+                perm = _grow(perm, cap)
+            first[p] = ni
+            items = (it_pair, it_sport, it_plane, it_up, it_pid, it_next, last, count, found)
+            status, j, added = _pair_round(
+                p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1,
+                port, items, path, spt, base, tup, g, hs, ls, st, mt, scr,
+            )  # fmt: skip
+            if status != OK:
+                return (
+                    status, a * size + j, it_pair[:0], it_sport[:0], it_plane[:0],
+                    it_up[:0], count, found,
+                )  # fmt: skip
+            ni += added
+            new[p] = added
+        k = r0  # the round's items by pair (each pair's are contiguous, in found order)
+        for p in range(n):
+            if active[p]:
+                for t in range(first[p], first[p] + new[p]):
+                    perm[k] = t
+                    k += 1
         tried += size
-        k = 0
-        for a in range(na):
-            p = active[a]
-            enough = found[p, 0] >= per_plane[p] and (ports[p] < 2 or found[p, 1] >= per_plane[p])
-            if not (enough or new[p] == 0):
-                active[k] = p
-                k += 1
-            new[p] = 0
-        na = k
+        na = 0
+        for p in range(n):
+            if active[p]:
+                enough = found[p, 0] >= per_plane[p] and (
+                    ports[p] < 2 or found[p, 1] >= per_plane[p]
+                )
+                active[p] = not (enough or new[p] == 0)
+                na += active[p]
+                new[p] = 0
         size *= 2
-    return OK, -1, it_pair[:ni], it_sport[:ni], it_plane[:ni], it_up[:ni], count, found
+    sel = perm[:ni]
+    return OK, -1, it_pair[sel], it_sport[sel], it_plane[sel], it_up[sel], count, found
+
+
+def _pair_round(
+    p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1, port, items,
+    path, spt, base, tup, g, hs, ls, st, mt, scr,
+):  # fmt: skip  # pragma: no cover - compiled
+    """One round of pair ``p`` (position ``a`` among the round's pairs): walk its ``size``
+    candidates from ``tried`` on and record the new distinct paths from item ``ni`` on
+    (room for ``size`` items is there); (status, candidate, items added)."""
+    it_pair, it_sport, it_plane, it_up, it_pid, it_next, last, count, found = items
+    mode, seed, codes, tables = hs[0], hs[1], hs[4], hs[9]
+    span = np.uint64(65535 - 49152 + 1)
+    if nv0[p] < 0:
+        _ready_row(p_u[p], g, mt, st)
+        if mode == MODE_HASH:
+            _terms(codes, tables, spt, p_ip[p], q_ip[p], seed, base)
+    added = 0
+    for j in range(size):
+        sp = np.int64(np.uint64(49152) + (start[p] + np.uint64(tried + j)) % span)
+        if nv0[p] >= 0:
+            path[0], path[1] = nv0[p], nv1[p]
+            status = OK
+        else:
+            if mode == MODE_HASH:
+                _with_sport(codes, spt, base, sp, tup)
+            status = _walk(
+                p_src[p], p_dst[p], p_u[p], p_ip[p], q_ip[p], sp, a * size + j, tup, ln, path,
+                g, hs, ls, st, mt, scr,
+            )  # fmt: skip
+        if status != OK:
+            return status, j, added
+        pid = np.uint64(0)
+        for k in range(ln):
+            pid ^= _smix((np.uint64(path[k]) << _S8) ^ np.uint64(k))
+        # seen for this pair? (its distinct paths so far, newest first)
+        q = last[p]
+        while q >= 0 and it_pid[q] != pid:
+            q = it_next[q]
+        if q >= 0:
+            continue
+        i = ni + added
+        it_next[i] = last[p]
+        last[p] = i
+        pl = port[path[0]]
+        pl = 0 if pl < 0 else (1 if pl > 1 else pl)
+        it_pair[i], it_sport[i], it_plane[i] = p, sp, pl
+        it_up[i] = path[1] if ln > 1 else path[0]
+        it_pid[i] = pid
+        added += 1
+        count[p] += 1
+        found[p, pl] += 1
+    return OK, 0, added
+
+
+def _class_dist(indptr, indices, m, s_node, s_class, s_level, nsig):
+    """Hop distances (int32, ``_FAR``: none) from every compact switch to every destination
+    class, with a last row of ``_FAR`` (as :func:`hpn.routing.shortest._classes` computes
+    them). Class ``s_class[k]`` has switch ``s_node[k]`` at distance ``s_level[k]`` (0 for a
+    switch, 1 for a switch an endpoint hangs from); one breadth-first search for all classes
+    at once, each switch holding a bitset of the classes it reaches (as ``_hops_to`` does per
+    target)."""  # pragma: no cover - compiled
+    words = (nsig + 63) // 64
+    reach = np.zeros((m, words), np.uint64)
+    nb = np.zeros((m, words), np.uint64)
+    dist = np.full((m + 1, nsig), np.int32(_FAR), np.int32)
+    top = 0
+    for k in range(len(s_level)):
+        top = max(top, s_level[k])
+    level = 0
+    while True:
+        if level > 0:
+            for x in range(m):
+                for w in range(words):
+                    nb[x, w] = 0
+                for k in range(indptr[x], indptr[x + 1]):
+                    y = indices[k]
+                    for w in range(words):
+                        nb[x, w] |= reach[y, w]
+        for k in range(len(s_level)):
+            if s_level[k] == level:
+                c = s_class[k]
+                nb[s_node[k], c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+        fresh_any = False
+        for x in range(m):
+            for w in range(words):
+                fresh = nb[x, w] & ~reach[x, w]
+                if fresh:
+                    fresh_any = True
+                    reach[x, w] |= fresh
+                    for b in range(64):
+                        if (fresh >> np.uint64(b)) & np.uint64(1):
+                            dist[x, 64 * w + b] = level
+        if level == 0:
+            for x in range(m):
+                for w in range(words):
+                    nb[x, w] = 0
+        if not fresh_any and level >= top:
+            break
+        level += 1
+    return dist
 
 
 def _grow(a, cap):  # pragma: no cover - compiled
@@ -446,12 +690,13 @@ def _grow(a, cap):  # pragma: no cover - compiled
 
 
 def kernel(name: str) -> Callable[..., Any]:
-    """The compiled kernel ``name`` (``route`` or ``search``), compiled on first use.
+    """The compiled kernel ``name`` (``route``, ``search`` or ``class_dist``), compiled on
+    first use.
 
     Parameters
     ----------
     name
-        ``route`` or ``search``.
+        ``route``, ``search`` or ``class_dist``.
 
     Returns
     -------
@@ -461,13 +706,26 @@ def kernel(name: str) -> Callable[..., Any]:
     if not _compiled:
         import numba
 
-        jit = numba.njit(cache=True, nogil=True)
+        njit: Any = numba.njit  # (``_nrt`` is not in numba's type stubs)
+        jit = njit(cache=True, nogil=True)
+        # the helpers allocate nothing: compiled without reference counting, they do not
+        # pay two atomic operations per array of their tuple arguments on every call
+        plain = njit(cache=True, nogil=True, _nrt=False)
         g = globals()
         for helper in (
-            "_smix", "_byte", "_hash", "_rot16", "_uniform_pick", "_new_list", "_walk",
-            "_distance", "_grow",
+            "_smix", "_byte", "_crc", "_seed_reg", "_hash", "_seed_term", "_terms",
+            "_with_sport", "_role_hash", "_umod", "_rot16", "_uniform_pick", "_new_list",
+            "_distance", "_ready_row",
         ):  # fmt: skip
+            g[helper] = plain(g[helper])
+        # the walk is inlined into the loops over candidates and flows (no call per walk)
+        g["_walk"] = njit(cache=True, nogil=True, _nrt=False, forceinline=True)(_walk)
+        g["_pair_round"] = plain(_pair_round)
+        g["_route_walks"] = plain(_route_walks)
+        for helper in ("_sport_tables", "_grow"):
             g[helper] = jit(g[helper])
         _compiled["route"] = jit(_route_kernel)
+        g["_search_pass"] = jit(_search_pass)
+        _compiled["class_dist"] = jit(_class_dist)
         _compiled["search"] = jit(_search_kernel)
     return _compiled[name]

@@ -261,12 +261,18 @@ def _nvlink_pairs(fabric: Fabric, src: np.ndarray, dst: np.ndarray) -> np.ndarra
 
 def _classes(g: _Graph, fabric: Fabric, dst: np.ndarray, pick: Chooser | None):
     """(the walk over the hop distances to the destination classes of ``dst``, the class of
-    every flow): destinations with the same attachment switches share a class."""
+    every flow): destinations with the same attachment switches share a class.
+
+    ``pick`` None (the compiled walk) computes the distances in the compiled kernel (the
+    same table)."""
     ud, inv, tgt, toff = _targets(g, fabric, dst)
-    sig_rows, sig_of_ud = np.unique(
-        np.concatenate([tgt, toff[:, None]], axis=1), axis=0, return_inverse=True
-    )
+    sig_rows, sig_of_ud = _unique_rows(np.concatenate([tgt, toff[:, None]], axis=1))
     sig_tgt, sig_off = sig_rows[:, :-1], sig_rows[:, -1]
+    if pick is None:
+        from hpn.routing.fast import class_distances
+
+        dsig = class_distances(g, g.comp[np.maximum(sig_tgt, 0)], sig_tgt >= 0, sig_off)
+        return _Walk(fabric, g, dsig, pick), sig_of_ud[inv]
     cols, tinv = np.unique(sig_tgt[sig_tgt >= 0], return_inverse=True)
     D = _hops_to(g, g.comp[cols])  # (switches + 1, target switches)
     tcol: np.ndarray = np.full(sig_tgt.shape, -1, np.int64)
@@ -277,7 +283,24 @@ def _classes(g: _Graph, fabric: Fabric, dst: np.ndarray, pick: Chooser | None):
         has = np.flatnonzero(tcol[:, j] >= 0)
         dsig[:, has] = np.minimum(dsig[:, has], D[:, tcol[has, j]])
     dsig = np.minimum(dsig + sig_off[None, :].astype(np.int32), _FAR)
-    return _Walk(fabric, g, dsig, pick), sig_of_ud.ravel()[inv]
+    return _Walk(fabric, g, dsig, pick), sig_of_ud[inv]
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` of small non-negative integers (-1
+    allowed), by one int64 key per row when the row fits in 62 bits."""
+    if not rows.size:
+        u, inv = np.unique(rows, axis=0, return_inverse=True)
+        return u, inv.ravel()
+    bits = max(int(rows.max()) + 2, 2).bit_length()
+    if rows.shape[1] * bits > 62 or int(rows.min()) < -1:
+        u, inv = np.unique(rows, axis=0, return_inverse=True)
+        return u, inv.ravel()
+    key = np.zeros(len(rows), np.int64)
+    for j in range(rows.shape[1]):  # lexicographic: the first column in the high bits
+        key = (key << bits) | (rows[:, j].astype(np.int64) + 1)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return rows[first], inv.ravel()
 
 
 def _with_nvlink(fabric, src, dst, nvlink, net, part: Paths) -> Paths:

@@ -26,10 +26,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpn.errors import InputError
+
+if TYPE_CHECKING:
+    from hpn.pool.calibration import LatencyFit
 from hpn.serve.device import DeviceSpec, Link
 from hpn.serve.weights import DeviceModel, HostModel
 
@@ -227,7 +231,7 @@ def _sync(spec: DeviceSpec) -> None:
         torch.cuda.synchronize()
 
 
-def fit_rows(rows, spec: DeviceSpec) -> dict[str, dict]:
+def fit_rows(rows, spec: DeviceSpec) -> dict[str, LatencyFit]:
     """Fit (shape, L, B, prefill s, step s) rows with `calibration.fit_profiles`."""
     from hpn.pool.calibration import fit_profiles
 
