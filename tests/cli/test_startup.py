@@ -171,7 +171,8 @@ def test_kept_flags_record_every_file_deriving_them_loads():
         assert "hpn:app/flags.py" in loaded and "pydantic:version.py" in loaded
         flagcache.cached(name)  # loads the copy
         assert flagcache._loaded is not None
-        assert flagcache._loaded["commands"][name]["files"] == loaded, name
+        kept = flagcache._loaded["commands"][name]["files"]
+        assert kept == loaded, f"{name}: flags.json is stale: run `make docs`"
 
 
 def test_stale_kept_flags_are_not_used(monkeypatch):

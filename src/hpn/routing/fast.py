@@ -319,7 +319,9 @@ def search_compiled(
     **kw: Any,
 ) -> tuple:
     """HPN's candidate rounds for ``pairs`` (dict of per-pair arrays); (items, count,
-    found per plane) as :class:`hpn.routing.hpn_select._Found` records them.
+    found per plane, (source NIC, uplink) classes) as :class:`hpn.routing.hpn_select._Found`
+    records them (the items by pair, plane, then found order: the order ``_Found.place``
+    sorts them into).
 
     Parameters
     ----------
@@ -340,7 +342,8 @@ def search_compiled(
     Returns
     -------
     tuple
-        ``((pair, sport, plane, uplink), count, per_plane)``.
+        ``((pair, sport, plane, uplink), count, per_plane, (class of each item's (source
+        NIC, uplink), number of classes))``.
 
     Raises
     ------
@@ -362,9 +365,9 @@ def search_compiled(
         if out[0] != K.FULL:
             break
         store.grow()
-    status, i, pair, sport, plane, uplink, count, per_plane = out
+    status, i, pair, sport, plane, uplink, count, per_plane, up_ids, n_up = out
     if status == K.NO_PATH:
         raise NoPath(int(i))
     if status != K.OK:
         _raise(status, i, pairs["src"])
-    return (pair, sport.astype(np.uint32), plane, uplink), count, per_plane
+    return (pair, sport.astype(np.uint32), plane, uplink), count, per_plane, (up_ids, int(n_up))

@@ -171,7 +171,7 @@ class HpnRouter(HashEcmpRouter):
             "nv1": nv1.astype(np.int64),
         }  # fmt: skip
         try:
-            items, count, plane_count = search_compiled(
+            items, count, plane_count, up_ids = search_compiled(
                 fabric, g, walk, p_u, arrays, spec,
                 first_round=self.first_round, max_candidates=self.max_candidates,
             )  # fmt: skip
@@ -181,7 +181,7 @@ class HpnRouter(HashEcmpRouter):
             raise InputError(
                 "routing", f"no path from node {int(p_src[e.pair])} (flow {i}) to its destination"
             ) from None
-        return _Compiled(count, plane_count, items, (g, walk, p_u, nv))
+        return _Compiled(count, plane_count, items, up_ids, (g, walk, p_u, nv))
 
     def _candidate_sports(self, pair_key: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Candidate ``index`` of a pair: a pair-specific walk through the port range."""
@@ -259,11 +259,7 @@ class _Found:
         Round ``r`` places the ``r``-th connection of every NIC (its connections ordered by
         pair, then rank); in a round no two connections share a NIC or a pair, so each round
         is one vectorized step over the NICs."""
-        pair, sport, plane, uplink = (np.concatenate(x) for x in zip(*self.items, strict=True))
-        self.items = []  # placed once; the sorted copies below replace them (memory)
-        order = np.lexsort((np.arange(len(pair)), plane, pair))  # by pair, plane, found order
-        pair, sport, plane, uplink = pair[order], sport[order], plane[order], uplink[order]
-        del order
+        pair, sport, plane, uplink = self._by_pair_and_plane()
         group = pair * 2 + plane
         del plane
         g_off = np.searchsorted(group, np.arange(2 * len(self.count) + 1))
@@ -271,9 +267,9 @@ class _Found:
         del group
         # (NIC, uplink) classes, numbered in (NIC, uplink) order (one int64 key: fast unique)
         span = int(uplink.max()) + 1 if len(uplink) else 1
-        nic_up, nic_up_of = np.unique(p_src[pair] * span + uplink, return_inverse=True)
-        n_items, n_classes = len(pair), len(nic_up)
-        del pair, uplink, nic_up
+        nic_up_of, n_classes = self._class_ids(p_src[pair] * span + uplink)
+        n_items = len(pair)
+        del pair, uplink
         used = np.zeros(n_items, np.int64)  # connections of its pair on each path
         load = np.zeros(n_classes, np.int64)  # connections of a NIC on each uplink
         # position of each connection among its NIC's connections
@@ -304,6 +300,18 @@ class _Found:
             chosen[conn] = sport[pick]
         return chosen
 
+    def _by_pair_and_plane(self) -> tuple[np.ndarray, ...]:
+        """(pair, sport, plane, uplink) of the items by pair, plane, then found order."""
+        pair, sport, plane, uplink = (np.concatenate(x) for x in zip(*self.items, strict=True))
+        self.items = []  # placed once; the sorted copies below replace them (memory)
+        order = np.lexsort((np.arange(len(pair)), plane, pair))
+        return pair[order], sport[order], plane[order], uplink[order]
+
+    def _class_ids(self, keys: np.ndarray) -> tuple[np.ndarray, int]:
+        """An id per key (equal keys, equal ids) and the number of ids."""
+        u, inv = np.unique(keys, return_inverse=True)
+        return inv, len(u)
+
 
 register_router(
     "hpn", HpnRouter, "host-side precise path selection (source-port search, per-NIC balance)"
@@ -313,9 +321,18 @@ register_router(
 class _Compiled(_Found):
     """What the compiled candidate rounds found (items in the numpy code's order)."""
 
-    def __init__(self, count, per_plane, items, tables):
+    def __init__(self, count, per_plane, items, up_ids, tables):
         self.count, self.per_plane, self.items = count, per_plane, [items]
+        self.up_ids = up_ids  # the (source NIC, uplink) class of each item, and their number
         self.tables = tables  # (graph, walk, class per pair, NVLink pair?) of the search
+
+    def _by_pair_and_plane(self) -> tuple[np.ndarray, ...]:
+        items = self.items[0]  # the kernel gives them in this order
+        self.items = []
+        return items
+
+    def _class_ids(self, keys: np.ndarray) -> tuple[np.ndarray, int]:
+        return self.up_ids  # the kernel numbered them (by first appearance)
 
     def route(self, router, fabric, src, dst, sport, pair_of) -> Paths:
         """``router.route_sports(fabric, src, dst, sport, down)`` on the search's tables."""

@@ -468,12 +468,13 @@ def _search_kernel(
     port, order, g, hs, ls, st, mt, scr,
 ):  # fmt: skip  # pragma: no cover - compiled
     """HPN's candidate rounds (:meth:`HpnRouter.select`), round by round as the numpy code
-    runs them: (status, index, items, count, found per plane); items are the new distinct
-    paths (pair, sport, plane, uplink) in the order the numpy code records them.
+    runs them: (status, index, items, count, found per plane, (source NIC, uplink) class
+    of each item, number of classes); items are the new distinct paths (pair, sport, plane,
+    uplink), by pair, plane, then found order (as ``_Found.place`` sorts the numpy code's).
 
     Pairs are walked in ``order`` (pairs of one destination class together: their
-    distances and candidate lists stay in cache); pairs are independent, and each round's
-    items are put back in pair order. An error is looked for again in pair order, so the
+    distances and candidate lists stay in cache); pairs are independent, and their items
+    are put in order at the end. An error is looked for again in pair order, so the
     one reported is the first the numpy code meets."""
     out = _search_pass(
         p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round,
@@ -505,12 +506,10 @@ def _search_pass(
     it_up = np.empty(cap, np.int32)
     it_pid = np.empty(cap, np.uint64)
     it_next = np.empty(cap, np.int32)  # the pair's previous distinct path (-1: none)
-    perm = np.empty(cap, np.int32)  # the items in the numpy code's order
     last = np.full(n, -1, np.int64)  # each pair's latest distinct path
     ni = 0
     active = np.ones(n, np.bool_)
     pos = np.zeros(n, np.int64)  # a pair's position among the round's active pairs
-    first = np.zeros(n, np.int64)  # its first item of the round
     na = n
     tried, size = 0, first_round
     path = np.empty(64, np.int64)
@@ -525,7 +524,6 @@ def _search_pass(
             if active[p]:
                 pos[p] = a
                 a += 1
-        r0 = ni
         for q in range(n):
             p = order[q]
             if not active[p]:
@@ -534,7 +532,7 @@ def _search_pass(
             if dist[p] >= _FAR:
                 return (
                     NO_PATH, a, it_pair[:0], it_sport[:0], it_plane[:0], it_up[:0], count,
-                    found,
+                    found, last[:0], 0,
                 )  # fmt: skip
             ln = dist[p]
             if ln > len(path):
@@ -548,8 +546,6 @@ def _search_pass(
                 it_up = _grow(it_up, cap)
                 it_next = _grow(it_next, cap)
                 it_pid = _grow(it_pid, cap)
-                perm = _grow(perm, cap)
-            first[p] = ni
             items = (it_pair, it_sport, it_plane, it_up, it_pid, it_next, last, count, found)
             status, j, added = _pair_round(
                 p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1,
@@ -558,16 +554,10 @@ def _search_pass(
             if status != OK:
                 return (
                     status, a * size + j, it_pair[:0], it_sport[:0], it_plane[:0],
-                    it_up[:0], count, found,
+                    it_up[:0], count, found, last[:0], 0,
                 )  # fmt: skip
             ni += added
             new[p] = added
-        k = r0  # the round's items by pair (each pair's are contiguous, in found order)
-        for p in range(n):
-            if active[p]:
-                for t in range(first[p], first[p] + new[p]):
-                    perm[k] = t
-                    k += 1
         tried += size
         na = 0
         for p in range(n):
@@ -579,8 +569,57 @@ def _search_pass(
                 na += active[p]
                 new[p] = 0
         size *= 2
-    sel = perm[:ni]
-    return OK, -1, it_pair[sel], it_sport[sel], it_plane[sel], it_up[sel], count, found
+    sel = _placing_order(count, last, it_next, it_plane, ni)
+    pair, up = it_pair[sel], it_up[sel]
+    keys = np.empty(ni, np.int64)  # (source NIC, uplink) of each item
+    for i in range(ni):
+        keys[i] = (np.int64(p_src[pair[i]]) << 32) | np.int64(up[i])
+    ids, n_ids = _dense_ids(keys)
+    return OK, -1, pair, it_sport[sel], it_plane[sel], up, count, found, ids, n_ids
+
+
+def _placing_order(count, last, it_next, it_plane, ni):  # pragma: no cover - compiled
+    """The items by (pair, plane), each group in found order: the order
+    :meth:`hpn.routing.hpn_select._Found.place` sorts them into."""
+    out = np.empty(ni, np.int64)
+    tmp = np.empty(max(1, np.max(count) if len(count) else 1), np.int64)
+    k = 0
+    for p in range(len(count)):
+        t = count[p] - 1
+        q = last[p]
+        while q >= 0:  # the pair's chain runs newest first
+            tmp[t] = q
+            t -= 1
+            q = it_next[q]
+        for plane in range(2):
+            for t in range(count[p]):
+                if it_plane[tmp[t]] == plane:
+                    out[k] = tmp[t]
+                    k += 1
+    return out
+
+
+def _dense_ids(keys):  # pragma: no cover - compiled
+    """A class id per key (equal keys, equal ids; numbered by first appearance) and the
+    number of classes: an open-addressing hash table, O(n)."""
+    n = len(keys)
+    size = 1
+    while size < 2 * n + 2:
+        size *= 2
+    slots = np.full(size, -1, np.int64)
+    ids = np.empty(n, np.int64)
+    seen = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        h = np.int64(_smix(np.uint64(keys[i])) & np.uint64(size - 1))
+        while slots[h] >= 0 and seen[slots[h]] != keys[i]:
+            h = (h + 1) & (size - 1)
+        if slots[h] < 0:
+            slots[h] = m
+            seen[m] = keys[i]
+            m += 1
+        ids[i] = slots[h]
+    return ids, m
 
 
 def _pair_round(
@@ -722,7 +761,7 @@ def kernel(name: str) -> Callable[..., Any]:
         g["_walk"] = njit(cache=True, nogil=True, _nrt=False, forceinline=True)(_walk)
         g["_pair_round"] = plain(_pair_round)
         g["_route_walks"] = plain(_route_walks)
-        for helper in ("_sport_tables", "_grow"):
+        for helper in ("_sport_tables", "_grow", "_placing_order", "_dense_ids"):
             g[helper] = jit(g[helper])
         _compiled["route"] = jit(_route_kernel)
         g["_search_pass"] = jit(_search_pass)
