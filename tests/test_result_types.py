@@ -53,6 +53,10 @@ CASES = {  # golden file: (command line, result class)
         "hpn.app.pool:CapacityResult",
     ),
     "pool-policies": ("pool policies", "hpn.app.pool:PoliciesResult"),
+    "topo-summary-frontend": (
+        "topo summary --preset hpn --segments 1 --frontend",
+        "hpn.app.topo:SummaryResult",
+    ),
 }
 
 

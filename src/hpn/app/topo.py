@@ -15,6 +15,7 @@ from hpn.errors import InputError
 
 if TYPE_CHECKING:  # the domain is imported when a command runs (a fast ``hpn --help``)
     from hpn.topology.bom import BomCost, BomTotals, ChipFigures, HeatSinkFit, LinkRow, SwitchRow
+    from hpn.topology.summary import Frontend
 
 
 class FabricConfig(Model):
@@ -41,7 +42,7 @@ class SummaryResult(Result):
     max_pods: int | None
     nodes: int
     directed_links: int
-    frontend: dict[str, Any] | None = field(default=None, metadata=OMIT)
+    frontend: Frontend | None = field(default=None, metadata=OMIT)
 
     def heading(self) -> str:
         from hpn.topology.presets import PRESETS

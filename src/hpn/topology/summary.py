@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
+
+
+class Frontend(TypedDict):
+    """The frontend network of a fabric: its NICs, switches and physical links per tier."""
+
+    nics: int
+    switches: dict[str, int]  # tor, agg, core
+    links: dict[str, int]  # nic_tor, tor_agg, agg_core
 
 
 def tor_pair_paths(f: Fabric, a: int, b: int) -> int:
@@ -111,19 +119,19 @@ def summarize(f: Fabric) -> dict[str, Any]:
     }
     if (nd.network == Network.FRONTEND).any():
         fe = Network.FRONTEND
-        out["frontend"] = {
-            "nics": f.count(NodeKind.NIC, fe),
-            "switches": {
+        out["frontend"] = Frontend(
+            nics=f.count(NodeKind.NIC, fe),
+            switches={
                 "tor": f.count(NodeKind.TOR, fe),
                 "agg": f.count(NodeKind.AGG, fe),
                 "core": f.count(NodeKind.CORE, fe),
             },
-            "links": {
+            links={
                 "nic_tor": f.physical_links(LinkTier.FE_NIC_TOR),
                 "tor_agg": f.physical_links(LinkTier.FE_TOR_AGG),
                 "agg_core": f.physical_links(LinkTier.FE_AGG_CORE),
             },
-        }
+        )
     return out
 
 
