@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from hpn.engine.maxmin import EPS, incidence, maxmin_rates
+from hpn.engine.maxmin import EPS, distinct, gather_rows, incidence, maxmin_rates
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}  # name -> compiled function, built on first use (numba loads slowly)
@@ -374,9 +374,6 @@ def reached(
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
 
-    from hpn.engine.maxmin import distinct
-    from hpn.engine.state import gather_rows
-
     rep, pos = gather_rows(start, length)
     ids, loc = distinct(np.asarray(links, i64)[pos], stamp)
     n = n_users + len(ids)
@@ -409,7 +406,6 @@ def add_hops(
     if HAVE_NUMBA:
         _kernel("hops")(start, length, np.asarray(links, i64), hops, delta)
         return
-    from hpn.engine.state import gather_rows
 
     _, pos = gather_rows(start, length)
     np.add.at(hops, links[pos], delta)

@@ -162,3 +162,27 @@ def distinct(ids: np.ndarray, stamp: np.ndarray) -> tuple[np.ndarray, np.ndarray
     local = stamp[ids]
     stamp[uniq] = -1
     return uniq, local
+
+
+def gather_rows(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, position) for every element of the rows ``start[i] : start[i] + length[i]``.
+
+    Parameters
+    ----------
+    start, length
+        The rows.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Row index and position of every element, row by row.
+
+    Examples
+    --------
+    >>> row, pos = gather_rows(np.array([5, 0]), np.array([2, 1]))
+    >>> row.tolist(), pos.tolist()
+    ([0, 0, 1], [5, 6, 0])
+    """
+    rep = np.repeat(np.arange(len(start)), length)
+    base = np.repeat(start - np.concatenate(([0], np.cumsum(length)[:-1])), length)
+    return rep, base + np.arange(len(rep))

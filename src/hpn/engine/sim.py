@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpn.engine import kernels
+from hpn.engine import kernels, steps
 from hpn.engine.dag import FLOW, FlowDAG, Tasks
 from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums
 from hpn.engine.links import LinkLedger
@@ -275,6 +275,16 @@ def connections(
     return first[rank], inv
 
 
+_NONE = np.zeros(0, np.int64)
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """``np.concatenate(parts)``; no flows if there are no parts."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else _NONE
+
+
 class Sim:
     """The fast simulator: lazily booked bytes, partial re-fills, work per sending flow."""
 
@@ -369,12 +379,18 @@ class Sim:
                 self.dirty = True
 
     def _tx_done(self, flows: np.ndarray) -> None:
-        sent = flows[self.flow.sending[flows]]
-        if len(sent):
-            self.departed.append(sent)
-            self.departed_rates.append(self.flow.rate[sent].copy())
-            self._count_hops(sent, -1)
-        self.flow.end(flows, self.now)
+        if self.flow.compiled:
+            sent, old = steps.end_flows(self.flow, self.path, self.hops, flows, self.now)
+            if len(sent):
+                self.departed.append(sent)
+                self.departed_rates.append(old)
+        else:
+            sent = flows[self.flow.sending[flows]]
+            if len(sent):
+                self.departed.append(sent)
+                self.departed_rates.append(self.flow.rate[sent].copy())
+                self._count_hops(sent, -1)
+            self.flow.end(flows, self.now)
         self.queue.push(self.now + self.path.latency[flows], DONE, self.t.flow_task[flows])
 
     def _complete(self, tasks: np.ndarray) -> None:
@@ -449,13 +465,18 @@ class Sim:
         fl = self.flow
         full = self._full_refill()
         self.full = False
+        if not full and not self.arrived and fl.compiled and self.ledger.compiled:
+            gone, old = _joined(self.departed), _joined(self.departed_rates)
+            if fl.quiet(gone, old):  # departures only, and no rate changes
+                steps.release(self.ledger, self.path, self.stamp, gone, old, self.now)
+                self.departed, self.departed_rates = [], []
+                return
         if not full:
-            nothing = np.zeros(0, np.int64)
-            gone = np.concatenate([nothing, *self.departed])
-            old = np.concatenate([np.zeros(0), *self.departed_rates])
-            new = np.concatenate([nothing, *self.arrived])
-            new = new[fl.sending[new]]
-            floor = old.min() * (1 - 1e-9) if len(old) else np.inf
+            gone, old, new = _joined(self.departed), _joined(self.departed_rates), _NONE
+            if self.arrived:
+                new = _joined(self.arrived)
+                new = new[fl.sending[new]]
+            floor = float(old.min()) * (1 - 1e-9) if len(old) else np.inf
             if len(new):
                 floor = min(floor, self._arrival_floor(new))
             live = None
@@ -495,6 +516,9 @@ class Sim:
             )
             return
         assert live is not None
+        if not len(live) and fl.compiled and self.ledger.compiled:
+            steps.release(self.ledger, self.path, self.stamp, gone, old, self.now)
+            return
         g_rep, g_links = self.path.entries(gone)
         l_rep, l_links = self.path.entries(live)
         touched, inv = distinct(np.concatenate([g_links, l_links]), self.stamp)
@@ -528,12 +552,10 @@ class Sim:
             return
         # the reference's test, on projected times: proj = fin - (now - dt)
         limit = t_next + dt * _TOL + 1e-15
-        cand = fl.ending(limit)  # soon <= fin: a superset
-        if len(cand):
-            ended = cand[(fl.fin[cand] <= limit) | (fl.soon[cand] <= self.now)]
-            if len(ended):
-                self._tx_done(ended)
-                self.dirty = True
+        ended = fl.ending(limit, self.now)
+        if len(ended):
+            self._tx_done(ended)
+            self.dirty = True
 
     def _sample(self) -> None:
         tiers, load = self.fabric.links.tier, self.ledger.load

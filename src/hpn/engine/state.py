@@ -14,34 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpn.engine.maxmin import distinct
+from hpn.engine import steps
+from hpn.engine.maxmin import distinct, gather_rows
 from hpn.routing.base import Paths
 
 START, DONE, CAPACITY = 2, 1, 0  # heap order at equal times: capacity, completions, starts
-
-
-def gather_rows(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row, position) for every element of the rows ``start[i] : start[i] + length[i]``.
-
-    Parameters
-    ----------
-    start, length
-        The rows.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        Row index and position of every element, row by row.
-
-    Examples
-    --------
-    >>> row, pos = gather_rows(np.array([5, 0]), np.array([2, 1]))
-    >>> row.tolist(), pos.tolist()
-    ([0, 0, 1], [5, 6, 0])
-    """
-    rep = np.repeat(np.arange(len(start)), length)
-    base = np.repeat(start - np.concatenate(([0], np.cumsum(length)[:-1])), length)
-    return rep, base + np.arange(len(rep))
 
 
 ENDING = 2048  # flows kept as candidates for the next transmission ends
@@ -74,6 +51,7 @@ class FlowState:
     cand: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     inc: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # in cand
     top: float = -np.inf
+    compiled = steps.HAVE_NUMBA  # the steps of a batch in compiled kernels (same arithmetic)
 
     @classmethod
     def of(cls, size: np.ndarray) -> FlowState:
@@ -115,6 +93,14 @@ class FlowState:
             self.joined.append(new)  # merged into act when it is next needed
             self.n_act += len(new)
         return len(new) > 0
+
+    def quiet(self, gone: np.ndarray, old: np.ndarray) -> bool:
+        """Whether :meth:`at_least` finds no flow at the floor the departures ``gone``
+        (rates ``old`` before) set (see :func:`hpn.engine.steps.quiet`); compiled only."""
+        scan = self.n_act <= SCAN
+        if scan and self.joined or not scan and self.by_rate.stale:
+            return False
+        return steps.quiet(self, gone, old, scan)
 
     def at_least(self, floor: float) -> np.ndarray:
         """The transmitting flows with a rate of at least ``floor`` (> 0), sorted."""
@@ -187,8 +173,11 @@ class FlowState:
         """The earliest projected end of transmission (inf if none)."""
         if not self.n_act:
             return np.inf
-        c = self._candidates()
-        m = self.fin[c].min() if len(c) else np.inf
+        if self.compiled:
+            m = steps.candidates_min(self)
+        else:
+            c = self._candidates()
+            m = self.fin[c].min() if len(c) else np.inf
         if m <= self.top:
             return float(m)
         self._rebuild()
@@ -196,12 +185,16 @@ class FlowState:
         m = self.fin[c].min() if len(c) else np.inf
         return float(m) if m <= self.top else float(self.fin[self.active()].min())
 
-    def ending(self, limit: float) -> np.ndarray:
-        """The transmitting flows with ``soon <= limit``, sorted."""
+    def ending(self, limit: float, now: float) -> np.ndarray:
+        """The transmitting flows whose transmission ends by ``limit``: ``soon <= limit``
+        and (``fin <= limit`` or ``soon <= now``), sorted."""
         if limit > self.top:
             self._rebuild(limit)
+        if self.compiled:
+            return steps.ending(self, limit, now)
         c = self._candidates()
-        return np.sort(c[self.soon[c] <= limit])
+        c = np.sort(c[self.soon[c] <= limit])
+        return c[(self.fin[c] <= limit) | (self.soon[c] <= now)]
 
 
 class RateIndex:
@@ -251,6 +244,8 @@ class RateIndex:
     def at_least(self, floor: float, sending: np.ndarray, rate: np.ndarray) -> np.ndarray:
         """The sending flows with ``rate >= floor`` (> 0), sorted."""
         end = self.head + int(np.searchsorted(self.neg[self.head :], -floor, side="right"))
+        if end == self.head and not len(self.extra):
+            return self.extra  # none (an empty array)
         found = np.zeros(0, np.int64)
         if end > self.head:
             seg = self.order[self.head : end]
@@ -368,13 +363,15 @@ class EventQueue:
             return
         order = np.lexsort((ids, times))
         times, ids = times[order], ids[order]
-        cut = np.flatnonzero(np.diff(times)) + 1
+        cut = np.flatnonzero(times[1:] != times[:-1]) + 1
         if not len(cut):
             heapq.heappush(self.heap, (float(times[0]), kind, self.seq, ids))
             self.seq += 1
             return
-        for ts, chunk in zip(np.split(times, cut), np.split(ids, cut), strict=True):
-            heapq.heappush(self.heap, (float(ts[0]), kind, self.seq, chunk))
+        bounds = [0, *cut.tolist(), len(ids)]
+        at = times[bounds[:-1]].tolist()
+        for t, a, b in zip(at, bounds[:-1], bounds[1:], strict=True):
+            heapq.heappush(self.heap, (t, kind, self.seq, ids[a:b]))
             self.seq += 1
 
     def next_time(self) -> float:

@@ -1,0 +1,335 @@
+"""Compiled steps of a departure batch (numba, the ``fast`` extra).
+
+A batch in which flows only end costs a few small array operations: find the next ends among
+the candidates, end those flows, take their rates off the links they crossed. In numpy each
+is a handful of calls on a few elements, so the per-call overhead dominates over ~10^4
+batches; these kernels do each step in one call, with the same floating-point operations in
+the same order as the numpy code they replace (which runs when numba is missing):
+
+- :func:`candidates_min`: :meth:`FlowState.next_end` over the candidates;
+- :func:`ending`: :meth:`FlowState.ending` plus the end test of ``Sim._end_transmissions``;
+- :func:`end_flows`: ``Sim._tx_done``'s hop counts and :meth:`FlowState.end`;
+- :func:`release`: ``Sim._rates`` when only departures happened and no flow is re-filled:
+  each link's load minus the departed rates (summed in hop order, as ``np.bincount``),
+  clipped at 0 and booked (:meth:`LinkLedger.set`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hpn.engine.kernels import HAVE_NUMBA
+
+_compiled: dict = {}
+
+__all__ = ["HAVE_NUMBA", "candidates_min", "end_flows", "ending", "quiet", "release"]
+
+
+def _cand_min_kernel(cand, sending, inc, fin):  # pragma: no cover - compiled
+    n = 0
+    m = np.inf
+    for i in range(len(cand)):
+        f = cand[i]
+        if sending[f]:
+            cand[n] = f
+            n += 1
+            if fin[f] < m:
+                m = fin[f]
+        else:
+            inc[f] = False
+    return n, m
+
+
+def _ending_kernel(cand, sending, inc, soon, fin, limit, now):  # pragma: no cover - compiled
+    n = 0
+    out = np.empty(len(cand), np.int64)
+    k = 0
+    for i in range(len(cand)):
+        f = cand[i]
+        if not sending[f]:
+            inc[f] = False
+            continue
+        cand[n] = f
+        n += 1
+        if soon[f] <= limit and (fin[f] <= limit or soon[f] <= now):
+            out[k] = f
+            k += 1
+    return n, np.sort(out[:k])
+
+
+def _end_kernel(flows, now, sending, rate, rem, fin, soon, tx_end, start, length, links, hops):
+    # pragma: no cover - compiled
+    sent = np.empty(len(flows), np.int64)
+    old = np.empty(len(flows), np.float64)
+    n = 0
+    for i in range(len(flows)):
+        f = flows[i]
+        if sending[f]:
+            sent[n] = f
+            old[n] = rate[f]
+            n += 1
+            for j in range(start[f], start[f] + length[f]):
+                hops[links[j]] -= 1
+    for i in range(len(flows)):
+        f = flows[i]
+        tx_end[f] = now
+        rem[f] = 0.0
+        rate[f] = 0.0
+        fin[f] = np.inf
+        soon[f] = np.inf
+        sending[f] = False
+    return sent[:n], old[:n]
+
+
+def _release_kernel(
+    gone, old, start, length, links, stamp, now, load, carried, busy, peak, since, cap_at, cap, on
+):  # pragma: no cover - compiled
+    total = 0
+    for i in range(len(gone)):
+        total += length[gone[i]]
+    touched = np.empty(total, np.int64)
+    acc = np.empty(total, np.float64)
+    nt = 0
+    for i in range(len(gone)):
+        f = gone[i]
+        for j in range(start[f], start[f] + length[f]):
+            lk = links[j]
+            x = stamp[lk]
+            if x < 0:
+                x = nt
+                stamp[lk] = nt
+                touched[nt] = lk
+                acc[nt] = 0.0
+                nt += 1
+            acc[x] += old[i]
+    for k in range(nt):
+        lk = touched[k]
+        stamp[lk] = -1
+        v = load[lk] - acc[k]
+        if not (v > 0.0 or v != v):  # np.maximum(v, 0.0)
+            v = 0.0
+        # LinkLedger.set for one link
+        prev = load[lk]
+        dt = now - since[lk]
+        carried[lk] += prev * dt
+        if prev > 0 and dt > 0:
+            busy[lk] += dt
+            c = cap_at[lk]
+            util = prev / c if c > 0 else 0.0
+            if util > peak[lk]:
+                peak[lk] = util
+        if v < 1e-12 * cap[lk]:
+            v = 0.0
+        load[lk] = v
+        since[lk] = now
+        cap_at[lk] = cap[lk]
+        on[lk] = v > 0
+
+
+def _quiet_kernel(
+    gone, old, scan, act, order, neg, head, extra, flagged, sending, rate
+):  # pragma: no cover - compiled
+    # Sim._rates after departures only: whether no transmitting flow has a rate at or above
+    # the floor (FlowState.at_least finds none), and the index's new head
+    floor = np.inf
+    for i in range(len(old)):
+        if old[i] < floor:
+            floor = old[i]
+    if len(old):
+        floor = floor * (1 - 1e-9)
+    if not floor > 0:
+        return False, head
+    if scan:
+        for f in act:
+            if sending[f] and rate[f] >= floor:
+                return False, head
+        return True, head
+    lo, hi = head, len(neg)  # the end of the entries with rate >= floor: -rate <= -floor
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if neg[mid] <= -floor:
+            lo = mid + 1
+        else:
+            hi = mid
+    while head < lo and not (sending[order[head]] and not flagged[order[head]]):
+        head += 1  # ended or re-filled since the build: dropped, the order kept
+    for j in range(head, lo):
+        f = order[j]
+        if sending[f] and not flagged[f]:
+            return False, head
+    for f in extra:
+        if sending[f] and rate[f] >= floor:
+            return False, head
+    return True, head
+
+
+def _kernel(name: str):
+    if not _compiled:
+        import numba
+
+        jit = numba.njit(cache=True, nogil=True)
+        _compiled["cand_min"] = jit(_cand_min_kernel)
+        _compiled["ending"] = jit(_ending_kernel)
+        _compiled["end"] = jit(_end_kernel)
+        _compiled["release"] = jit(_release_kernel)
+        _compiled["quiet"] = jit(_quiet_kernel)
+    return _compiled[name]
+
+
+def quiet(fl: Any, gone: np.ndarray, old: np.ndarray, scan: bool) -> bool:
+    """Whether, after only the departures ``gone`` (rates ``old`` before), no transmitting
+    flow of ``fl`` is at or above the floor of :meth:`hpn.engine.sim.Sim._rates`: then no
+    rate changes, and :func:`release` is all there is to do.
+
+    Parameters
+    ----------
+    fl
+        The :class:`~hpn.engine.state.FlowState` (its rate index is built; the head of the
+        index may move past entries that ended).
+    gone, old
+        The departed flows and their rates before, bytes/s.
+    scan
+        Look at every transmitting flow (few of them) instead of the rate index.
+
+    Returns
+    -------
+    bool
+        True if no flow is re-filled.
+    """
+    ix = fl.by_rate
+    ok, ix.head = _kernel("quiet")(
+        gone,
+        old,
+        scan,
+        fl.act,
+        ix.order,
+        ix.neg,
+        ix.head,
+        ix.extra,
+        ix.flagged,
+        fl.sending,
+        fl.rate,
+    )
+    return bool(ok)
+
+
+def candidates_min(fl: Any) -> float:
+    """Drop the candidates of ``fl`` that stopped sending; the earliest projected end
+    among the others (inf if none).
+
+    Parameters
+    ----------
+    fl
+        The :class:`~hpn.engine.state.FlowState` (its candidates are compacted in place).
+
+    Returns
+    -------
+    float
+        The earliest ``fin`` of a candidate.
+    """
+    n, m = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin)
+    fl.cand = fl.cand[:n]
+    return float(m)
+
+
+def ending(fl: Any, limit: float, now: float) -> np.ndarray:
+    """The candidates of ``fl`` with ``soon <= limit`` whose transmission ends: ``fin <=
+    limit`` or ``soon <= now``; sorted.
+
+    Parameters
+    ----------
+    fl
+        The :class:`~hpn.engine.state.FlowState` (its candidates are compacted in place).
+    limit
+        Latest end time in the batch, s.
+    now
+        The batch's time, s.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ending flows.
+    """
+    n, out = _kernel("ending")(fl.cand, fl.sending, fl.inc, fl.soon, fl.fin, limit, now)
+    fl.cand = fl.cand[:n]
+    return out
+
+
+def end_flows(
+    fl: Any, path: Any, hops: np.ndarray, flows: np.ndarray, now: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """End ``flows`` at ``now``: the hop counts of those sending drop.
+
+    Parameters
+    ----------
+    fl
+        The :class:`~hpn.engine.state.FlowState`.
+    path
+        The :class:`~hpn.engine.state.PathTable`.
+    hops
+        Hops of transmitting flows per link, updated in place.
+    flows
+        The flows that end.
+    now
+        Their end of transmission, s.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The flows that were sending, and their rates before.
+    """
+    sent, old = _kernel("end")(
+        flows,
+        now,
+        fl.sending,
+        fl.rate,
+        fl.rem,
+        fl.fin,
+        fl.soon,
+        fl.tx_end,
+        path.start,
+        path.length,
+        path.links,
+        hops,
+    )
+    fl.n_act -= len(sent)
+    return sent, old
+
+
+def release(
+    ledger: Any, path: Any, stamp: np.ndarray, gone: np.ndarray, old: np.ndarray, now: float
+) -> None:
+    """Take the rates ``old`` of the departed flows ``gone`` off their links' loads.
+
+    Parameters
+    ----------
+    ledger
+        The :class:`~hpn.engine.links.LinkLedger`, booked in place.
+    path
+        The :class:`~hpn.engine.state.PathTable`.
+    stamp
+        Scratch indexed by link id, all -1 (left so).
+    gone, old
+        The departed flows and their rates before, bytes/s.
+    now
+        Time of the change, s.
+    """
+    _kernel("release")(
+        gone,
+        old,
+        path.start,
+        path.length,
+        path.links,
+        stamp,
+        float(now),
+        ledger.load,
+        ledger.bytes,
+        ledger.busy,
+        ledger.peak,
+        ledger.since,
+        ledger.cap_at,
+        ledger.cap,
+        ledger.on,
+    )
