@@ -185,13 +185,15 @@ class FlowState:
         m = self.fin[c].min() if len(c) else np.inf
         return float(m) if m <= self.top else float(self.fin[self.active()].min())
 
+    def cover(self, limit: float) -> None:
+        """Make the candidates hold every transmitting flow with ``soon <= limit``."""
+        if limit > self.top:
+            self._rebuild(limit)
+
     def ending(self, limit: float, now: float) -> np.ndarray:
         """The transmitting flows whose transmission ends by ``limit``: ``soon <= limit``
         and (``fin <= limit`` or ``soon <= now``), sorted."""
-        if limit > self.top:
-            self._rebuild(limit)
-        if self.compiled:
-            return steps.ending(self, limit, now)
+        self.cover(limit)
         c = self._candidates()
         c = np.sort(c[self.soon[c] <= limit])
         return c[(self.fin[c] <= limit) | (self.soon[c] <= now)]
@@ -368,10 +370,17 @@ class EventQueue:
             heapq.heappush(self.heap, (float(times[0]), kind, self.seq, ids))
             self.seq += 1
             return
-        bounds = [0, *cut.tolist(), len(ids)]
+        self.push_sorted(times, kind, ids, np.concatenate(([0], cut, [len(ids)])))
+
+    def push_sorted(
+        self, times: np.ndarray, kind: int, ids: np.ndarray, bounds: np.ndarray
+    ) -> None:
+        """:meth:`push` of ids already sorted by (time, id); ``bounds``: where each distinct
+        time begins, and the end."""
+        b = bounds.tolist()
         at = times[bounds[:-1]].tolist()
-        for t, a, b in zip(at, bounds[:-1], bounds[1:], strict=True):
-            heapq.heappush(self.heap, (t, kind, self.seq, ids[a:b]))
+        for t, lo, hi in zip(at, b[:-1], b[1:], strict=True):
+            heapq.heappush(self.heap, (t, kind, self.seq, ids[lo:hi]))
             self.seq += 1
 
     def next_time(self) -> float:
