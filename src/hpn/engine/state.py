@@ -51,6 +51,7 @@ class FlowState:
     cand: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     inc: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # in cand
     top: float = -np.inf
+    ordered: bool = False  # cand sorted by soon (its entries that stopped sending aside)
     compiled = steps.HAVE_NUMBA  # the steps of a batch in compiled kernels (same arithmetic)
 
     @classmethod
@@ -144,7 +145,10 @@ class FlowState:
         idle = np.where(rem <= tiny, -np.inf, np.inf)
         soon = np.where(on, now + (rem - tiny) / r, idle)
         self.soon[flows] = soon
-        add = flows[(soon <= self.top) & ~self.inc[flows]]
+        was = self.inc[flows]
+        add = flows[(soon <= self.top) & ~was]
+        if self.ordered and (len(add) or was.any()):
+            self.ordered = False  # a candidate's soon changed, or one joined
         if len(add):
             self.inc[add] = True
             self.cand = np.concatenate([self.cand, add])
@@ -167,6 +171,9 @@ class FlowState:
             top = float(np.partition(s, k)[k]) if len(a) else -np.inf
         self.top = top
         self.cand = a[s <= top]
+        if self.compiled:  # ordered by soon: the compiled steps stop early
+            self.cand = self.cand[np.argsort(self.soon[self.cand], kind="stable")]
+            self.ordered = True
         self.inc[self.cand] = True
 
     def next_end(self) -> float:

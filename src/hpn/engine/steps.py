@@ -29,9 +29,24 @@ _compiled: dict = {}
 __all__ = ["HAVE_NUMBA", "candidates_min", "end_batch", "end_flows", "quiet", "release"]
 
 
-def _cand_min_kernel(cand, sending, inc, fin):  # pragma: no cover - compiled
-    n = 0
+def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cover - compiled
+    # returns the candidates kept as cand[lo:hi], and the earliest fin among them
     m = np.inf
+    if ordered:  # by soon <= fin: stop at the first soon past the best fin
+        h = 0
+        for i in range(len(cand)):
+            f = cand[i]
+            if not sending[f]:
+                if i == h:  # leading entries that stopped sending leave
+                    h += 1
+                    inc[f] = False
+                continue
+            if soon[f] > m:
+                break
+            if fin[f] < m:
+                m = fin[f]
+        return h, len(cand), m
+    n = 0
     for i in range(len(cand)):
         f = cand[i]
         if sending[f]:
@@ -41,7 +56,7 @@ def _cand_min_kernel(cand, sending, inc, fin):  # pragma: no cover - compiled
                 m = fin[f]
         else:
             inc[f] = False
-    return n, m
+    return 0, n, m
 
 
 def _batch_kernel(
@@ -61,22 +76,39 @@ def _batch_kernel(
     hops,
     latency,
     flow_task,
+    ordered,
 ):  # pragma: no cover - compiled
     # FlowState.ending, then Sim._tx_done for those flows (all sending), with the times and
-    # tasks of their completions sorted as EventQueue.push sorts them (np.lexsort)
-    n = 0
+    # tasks of their completions sorted as EventQueue.push sorts them (np.lexsort); the
+    # candidates kept are cand[lo:n]
+    lo, n = 0, 0
     out = np.empty(len(cand), np.int64)
     k = 0
-    for i in range(len(cand)):
-        f = cand[i]
-        if not sending[f]:
-            inc[f] = False
-            continue
-        cand[n] = f
-        n += 1
-        if soon[f] <= limit and (fin[f] <= limit or soon[f] <= now):
-            out[k] = f
-            k += 1
+    if ordered:  # by soon: stop at the first soon past the limit
+        n = len(cand)
+        for i in range(len(cand)):
+            f = cand[i]
+            if not sending[f]:
+                if i == lo:
+                    lo += 1
+                    inc[f] = False
+                continue
+            if soon[f] > limit:
+                break
+            if fin[f] <= limit or soon[f] <= now:
+                out[k] = f
+                k += 1
+    else:
+        for i in range(len(cand)):
+            f = cand[i]
+            if not sending[f]:
+                inc[f] = False
+                continue
+            cand[n] = f
+            n += 1
+            if soon[f] <= limit and (fin[f] <= limit or soon[f] <= now):
+                out[k] = f
+                k += 1
     ended = np.sort(out[:k])
     old = np.empty(k, np.float64)
     times = np.empty(k, np.float64)
@@ -104,7 +136,7 @@ def _batch_kernel(
             bounds[nb] = i
             nb += 1
     bounds[nb] = k
-    return n, ended, old, times, ids, bounds[: nb + 1]
+    return lo, n, ended, old, times, ids, bounds[: nb + 1]
 
 
 def _end_kernel(flows, now, sending, rate, rem, fin, soon, tx_end, start, length, links, hops):
@@ -277,8 +309,8 @@ def candidates_min(fl: Any) -> float:
     float
         The earliest ``fin`` of a candidate.
     """
-    n, m = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin)
-    fl.cand = fl.cand[:n]
+    lo, hi, m = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin, fl.soon, fl.ordered)
+    fl.cand = fl.cand[lo:hi]
     return float(m)
 
 
@@ -310,7 +342,7 @@ def end_batch(
         completions, sorted by time then task, and where each distinct time begins (and the
         end).
     """
-    n, ended, old, times, ids, bounds = _kernel("batch")(
+    lo, hi, ended, old, times, ids, bounds = _kernel("batch")(
         fl.cand,
         fl.sending,
         fl.inc,
@@ -327,8 +359,9 @@ def end_batch(
         hops,
         path.latency,
         flow_task,
+        fl.ordered,
     )
-    fl.cand = fl.cand[:n]
+    fl.cand = fl.cand[lo:hi]
     fl.n_act -= len(ended)
     return ended, old, times, ids, bounds
 
