@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +51,42 @@ def test_replay_without_a_server_says_so(tmp_path):
     trace.write_text("")
     r = run_cli("pool", "replay", str(trace), "--url", "http://127.0.0.1:9")
     assert r.code == 2 and "Traceback" not in r.err
+
+
+_BEFORE_TORCH = """
+import contextlib, io, json, sys
+from hpn.cli import main
+codes = []
+for args in json.loads(sys.argv[1]):
+    sys.argv = ["hpn", *args]
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            main()
+        except SystemExit as e:
+            codes.append(e.code)
+print(json.dumps({"codes": codes, "torch": "torch" in sys.modules}))
+"""
+
+
+def test_bad_input_is_refused_before_torch_loads(tmp_path):
+    # importing torch costs seconds: every check that can be made without it comes first
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cases = [
+        ["serve", "make-models", str(tmp_path / "m"), "--sizes", "10t"],
+        ["serve", "profile", "--models", str(empty)],
+        ["serve", "start", "--models", str(empty)],
+        ["serve", "start", "--models", str(empty), "--policy", "nope"],
+        ["serve", "start", "--models", str(tmp_path / "missing")],
+    ]
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", _BEFORE_TORCH, json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
+    )
+    got = json.loads(out.stdout)
+    assert got == {"codes": [2] * len(cases), "torch": False}
+    assert not (tmp_path / "m").exists()

@@ -65,6 +65,15 @@ class MakeModelsOptions(Model):
     seed: int = Field(0, ge=0, description="seed of model i is seed + i")
     max_len: int = Field(2048, ge=64, le=1 << 17, description="context length in the config")
 
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, value: list[str]) -> list[str]:
+        from hpn.serve.store import parse_size  # torch-free: checked before the engine loads
+
+        for size in value:
+            parse_size(size)
+        return value
+
 
 class MakeModelsConfig(Model):
     models: MakeModelsOptions
@@ -131,10 +140,13 @@ class ProfileResult(Result):
 
 
 def profile(cfg: ProfileConfig) -> Outcome[ProfileResult]:
+    from hpn.serve.store import scan
+
+    o = cfg.profile
+    scan(o.models)  # a bad folder is named before torch loads (seconds)
     _needs_engine()
     from hpn.serve.profile import profile_models
 
-    o = cfg.profile
     prof = profile_models(
         o.models, o.out, o.device, o.memory, o.link, o.threads, concurrent=o.concurrent
     )
@@ -169,10 +181,15 @@ class ServeResult(Result):
 
 
 def serve(cfg: ServeConfig) -> Outcome[ServeResult]:
+    from hpn.serve.engine import cluster_for
+    from hpn.serve.store import scan
+
+    o = cfg.serve
+    cluster_for(o.policy, o.prefill, o.decode, o.workers)  # bad input is named before
+    scan(o.models)  # torch loads (seconds), in the order the server checks it
     _needs_engine()
     from hpn.serve.server import serve_models
 
-    o = cfg.serve
     serve_models(
         o.models,
         o.policy,
