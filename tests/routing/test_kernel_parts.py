@@ -69,7 +69,8 @@ def _dst(fabric, n, seed):
         ("dcn-plus", {"pods": 2, "segments": 2}, None),
     ],
 )
-def test_class_distances_equal_numpy(preset, kw, tier):
+def test_class_distances_equal_numpy(preset, kw, tier, monkeypatch):
+    monkeypatch.setattr(S, "CLASS_KERNEL_MIN", 0)  # the kernel on small fabrics too
     fabric = build(preset, **kw)
     down = None if tier is None else _down_one(fabric, tier)
     g = S._Graph(fabric, down) if down is not None else S._graph(fabric)
@@ -84,6 +85,14 @@ def test_class_distances_equal_numpy(preset, kw, tier):
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31))
 def test_class_distances_random_graphs(seed):
+    S.CLASS_KERNEL_MIN, kept = 0, S.CLASS_KERNEL_MIN  # the kernel on small fabrics too
+    try:
+        _random_graph_classes(seed)
+    finally:
+        S.CLASS_KERNEL_MIN = kept
+
+
+def _random_graph_classes(seed):
     rng = np.random.default_rng(seed)
     fabric = random_fabric(rng, int(rng.integers(1, 12)), int(rng.integers(2, 20)))
     g = S._graph(fabric)

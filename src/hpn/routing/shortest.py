@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 FORWARDING = np.array([NodeKind.NVSWITCH, NodeKind.TOR, NodeKind.AGG, NodeKind.CORE])
 _FAR = np.int32(1 << 20)  # "unreachable" hop distance
 _CHUNK = 1 << 15  # flows walked at once (bounds the candidate expansion)
+CLASS_KERNEL_MIN = 1 << 20  # (switch, class) cells from which the compiled distances run
 
 
 def splitmix64(x: npt.ArrayLike) -> np.ndarray:
@@ -263,12 +264,13 @@ def _classes(g: _Graph, fabric: Fabric, dst: np.ndarray, pick: Chooser | None):
     """(the walk over the hop distances to the destination classes of ``dst``, the class of
     every flow): destinations with the same attachment switches share a class.
 
-    ``pick`` None (the compiled walk) computes the distances in the compiled kernel (the
-    same table)."""
+    ``pick`` None (the compiled walk) on a large fabric computes the distances in the
+    compiled kernel (the same table; below ``CLASS_KERNEL_MIN`` switch x class cells the
+    numpy code is faster than loading the kernel)."""
     ud, inv, tgt, toff = _targets(g, fabric, dst)
     sig_rows, sig_of_ud = _unique_rows(np.concatenate([tgt, toff[:, None]], axis=1))
     sig_tgt, sig_off = sig_rows[:, :-1], sig_rows[:, -1]
-    if pick is None:
+    if pick is None and (g.m + 1) * len(sig_rows) >= CLASS_KERNEL_MIN:
         from hpn.routing.fast import class_distances
 
         dsig = class_distances(g, g.comp[np.maximum(sig_tgt, 0)], sig_tgt >= 0, sig_off)
