@@ -552,6 +552,17 @@ class Sim:
             return
         # the reference's test, on projected times: proj = fin - (now - dt)
         limit = t_next + dt * _TOL + 1e-15
+        if fl.compiled:  # the same steps as below, in one compiled call
+            fl.cover(limit)
+            ended, old, times, ids, bounds = steps.end_batch(
+                fl, self.path, self.hops, self.t.flow_task, limit, self.now
+            )
+            if len(ended):
+                self.departed.append(ended)
+                self.departed_rates.append(old)
+                self.queue.push_sorted(times, DONE, ids, bounds)
+                self.dirty = True
+            return
         ended = fl.ending(limit, self.now)
         if len(ended):
             self._tx_done(ended)

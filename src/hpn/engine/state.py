@@ -51,6 +51,7 @@ class FlowState:
     cand: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     inc: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # in cand
     top: float = -np.inf
+    ordered: bool = False  # cand sorted by soon (its entries that stopped sending aside)
     compiled = steps.HAVE_NUMBA  # the steps of a batch in compiled kernels (same arithmetic)
 
     @classmethod
@@ -144,7 +145,10 @@ class FlowState:
         idle = np.where(rem <= tiny, -np.inf, np.inf)
         soon = np.where(on, now + (rem - tiny) / r, idle)
         self.soon[flows] = soon
-        add = flows[(soon <= self.top) & ~self.inc[flows]]
+        was = self.inc[flows]
+        add = flows[(soon <= self.top) & ~was]
+        if self.ordered and (len(add) or was.any()):
+            self.ordered = False  # a candidate's soon changed, or one joined
         if len(add):
             self.inc[add] = True
             self.cand = np.concatenate([self.cand, add])
@@ -167,6 +171,9 @@ class FlowState:
             top = float(np.partition(s, k)[k]) if len(a) else -np.inf
         self.top = top
         self.cand = a[s <= top]
+        if self.compiled:  # ordered by soon: the compiled steps stop early
+            self.cand = self.cand[np.argsort(self.soon[self.cand], kind="stable")]
+            self.ordered = True
         self.inc[self.cand] = True
 
     def next_end(self) -> float:
@@ -185,13 +192,15 @@ class FlowState:
         m = self.fin[c].min() if len(c) else np.inf
         return float(m) if m <= self.top else float(self.fin[self.active()].min())
 
+    def cover(self, limit: float) -> None:
+        """Make the candidates hold every transmitting flow with ``soon <= limit``."""
+        if limit > self.top:
+            self._rebuild(limit)
+
     def ending(self, limit: float, now: float) -> np.ndarray:
         """The transmitting flows whose transmission ends by ``limit``: ``soon <= limit``
         and (``fin <= limit`` or ``soon <= now``), sorted."""
-        if limit > self.top:
-            self._rebuild(limit)
-        if self.compiled:
-            return steps.ending(self, limit, now)
+        self.cover(limit)
         c = self._candidates()
         c = np.sort(c[self.soon[c] <= limit])
         return c[(self.fin[c] <= limit) | (self.soon[c] <= now)]
@@ -368,10 +377,17 @@ class EventQueue:
             heapq.heappush(self.heap, (float(times[0]), kind, self.seq, ids))
             self.seq += 1
             return
-        bounds = [0, *cut.tolist(), len(ids)]
+        self.push_sorted(times, kind, ids, np.concatenate(([0], cut, [len(ids)])))
+
+    def push_sorted(
+        self, times: np.ndarray, kind: int, ids: np.ndarray, bounds: np.ndarray
+    ) -> None:
+        """:meth:`push` of ids already sorted by (time, id); ``bounds``: where each distinct
+        time begins, and the end."""
+        b = bounds.tolist()
         at = times[bounds[:-1]].tolist()
-        for t, a, b in zip(at, bounds[:-1], bounds[1:], strict=True):
-            heapq.heappush(self.heap, (t, kind, self.seq, ids[a:b]))
+        for t, lo, hi in zip(at, b[:-1], b[1:], strict=True):
+            heapq.heappush(self.heap, (t, kind, self.seq, ids[lo:hi]))
             self.seq += 1
 
     def next_time(self) -> float:

@@ -7,7 +7,9 @@ batches; these kernels do each step in one call, with the same floating-point op
 the same order as the numpy code they replace (which runs when numba is missing):
 
 - :func:`candidates_min`: :meth:`FlowState.next_end` over the candidates;
-- :func:`ending`: :meth:`FlowState.ending` plus the end test of ``Sim._end_transmissions``;
+- :func:`end_batch`: :meth:`FlowState.ending` plus the end test of
+  ``Sim._end_transmissions``, then ``Sim._tx_done`` for those flows (their completions
+  sorted as :meth:`EventQueue.push` sorts them);
 - :func:`end_flows`: ``Sim._tx_done``'s hop counts and :meth:`FlowState.end`;
 - :func:`release`: ``Sim._rates`` when only departures happened and no flow is re-filled:
   each link's load minus the departed rates (summed in hop order, as ``np.bincount``),
@@ -24,12 +26,27 @@ from hpn.engine.kernels import HAVE_NUMBA
 
 _compiled: dict = {}
 
-__all__ = ["HAVE_NUMBA", "candidates_min", "end_flows", "ending", "quiet", "release"]
+__all__ = ["HAVE_NUMBA", "candidates_min", "end_batch", "end_flows", "quiet", "release"]
 
 
-def _cand_min_kernel(cand, sending, inc, fin):  # pragma: no cover - compiled
-    n = 0
+def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cover - compiled
+    # returns the candidates kept as cand[lo:hi], and the earliest fin among them
     m = np.inf
+    if ordered:  # by soon <= fin: stop at the first soon past the best fin
+        h = 0
+        for i in range(len(cand)):
+            f = cand[i]
+            if not sending[f]:
+                if i == h:  # leading entries that stopped sending leave
+                    h += 1
+                    inc[f] = False
+                continue
+            if soon[f] > m:
+                break
+            if fin[f] < m:
+                m = fin[f]
+        return h, len(cand), m
+    n = 0
     for i in range(len(cand)):
         f = cand[i]
         if sending[f]:
@@ -39,24 +56,87 @@ def _cand_min_kernel(cand, sending, inc, fin):  # pragma: no cover - compiled
                 m = fin[f]
         else:
             inc[f] = False
-    return n, m
+    return 0, n, m
 
 
-def _ending_kernel(cand, sending, inc, soon, fin, limit, now):  # pragma: no cover - compiled
-    n = 0
+def _batch_kernel(
+    cand,
+    sending,
+    inc,
+    soon,
+    fin,
+    limit,
+    now,
+    rate,
+    rem,
+    tx_end,
+    start,
+    length,
+    links,
+    hops,
+    latency,
+    flow_task,
+    ordered,
+):  # pragma: no cover - compiled
+    # FlowState.ending, then Sim._tx_done for those flows (all sending), with the times and
+    # tasks of their completions sorted as EventQueue.push sorts them (np.lexsort); the
+    # candidates kept are cand[lo:n]
+    lo, n = 0, 0
     out = np.empty(len(cand), np.int64)
     k = 0
-    for i in range(len(cand)):
-        f = cand[i]
-        if not sending[f]:
-            inc[f] = False
-            continue
-        cand[n] = f
-        n += 1
-        if soon[f] <= limit and (fin[f] <= limit or soon[f] <= now):
-            out[k] = f
-            k += 1
-    return n, np.sort(out[:k])
+    if ordered:  # by soon: stop at the first soon past the limit
+        n = len(cand)
+        for i in range(len(cand)):
+            f = cand[i]
+            if not sending[f]:
+                if i == lo:
+                    lo += 1
+                    inc[f] = False
+                continue
+            if soon[f] > limit:
+                break
+            if fin[f] <= limit or soon[f] <= now:
+                out[k] = f
+                k += 1
+    else:
+        for i in range(len(cand)):
+            f = cand[i]
+            if not sending[f]:
+                inc[f] = False
+                continue
+            cand[n] = f
+            n += 1
+            if soon[f] <= limit and (fin[f] <= limit or soon[f] <= now):
+                out[k] = f
+                k += 1
+    ended = np.sort(out[:k])
+    old = np.empty(k, np.float64)
+    times = np.empty(k, np.float64)
+    ids = np.empty(k, np.int64)
+    for i in range(k):
+        f = ended[i]
+        old[i] = rate[f]
+        for j in range(start[f], start[f] + length[f]):
+            hops[links[j]] -= 1
+        tx_end[f] = now
+        rem[f] = 0.0
+        rate[f] = 0.0
+        fin[f] = np.inf
+        soon[f] = np.inf
+        sending[f] = False
+        times[i] = now + latency[f]
+        ids[i] = flow_task[f]
+    by_id = np.argsort(ids, kind="mergesort")
+    order = by_id[np.argsort(times[by_id], kind="mergesort")]
+    times, ids = times[order], ids[order]
+    bounds = np.empty(k + 1, np.int64)
+    nb = 0
+    for i in range(k):
+        if i == 0 or times[i] != times[i - 1]:
+            bounds[nb] = i
+            nb += 1
+    bounds[nb] = k
+    return lo, n, ended, old, times, ids, bounds[: nb + 1]
 
 
 def _end_kernel(flows, now, sending, rate, rem, fin, soon, tx_end, start, length, links, hops):
@@ -171,7 +251,7 @@ def _kernel(name: str):
 
         jit = numba.njit(cache=True, nogil=True)
         _compiled["cand_min"] = jit(_cand_min_kernel)
-        _compiled["ending"] = jit(_ending_kernel)
+        _compiled["batch"] = jit(_batch_kernel)
         _compiled["end"] = jit(_end_kernel)
         _compiled["release"] = jit(_release_kernel)
         _compiled["quiet"] = jit(_quiet_kernel)
@@ -229,19 +309,27 @@ def candidates_min(fl: Any) -> float:
     float
         The earliest ``fin`` of a candidate.
     """
-    n, m = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin)
-    fl.cand = fl.cand[:n]
+    lo, hi, m = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin, fl.soon, fl.ordered)
+    fl.cand = fl.cand[lo:hi]
     return float(m)
 
 
-def ending(fl: Any, limit: float, now: float) -> np.ndarray:
-    """The candidates of ``fl`` with ``soon <= limit`` whose transmission ends: ``fin <=
-    limit`` or ``soon <= now``; sorted.
+def end_batch(
+    fl: Any, path: Any, hops: np.ndarray, flow_task: np.ndarray, limit: float, now: float
+) -> tuple[np.ndarray, ...]:
+    """End the candidates of ``fl`` whose transmission ends by ``limit`` (as
+    :meth:`~hpn.engine.state.FlowState.ending` finds them) at ``now``.
 
     Parameters
     ----------
     fl
         The :class:`~hpn.engine.state.FlowState` (its candidates are compacted in place).
+    path
+        The :class:`~hpn.engine.state.PathTable`.
+    hops
+        Hops of transmitting flows per link, updated in place.
+    flow_task
+        Task of each flow.
     limit
         Latest end time in the batch, s.
     now
@@ -249,12 +337,33 @@ def ending(fl: Any, limit: float, now: float) -> np.ndarray:
 
     Returns
     -------
-    numpy.ndarray
-        The ending flows.
+    tuple of numpy.ndarray
+        The flows ended (sorted) and their rates before; the times and tasks of their
+        completions, sorted by time then task, and where each distinct time begins (and the
+        end).
     """
-    n, out = _kernel("ending")(fl.cand, fl.sending, fl.inc, fl.soon, fl.fin, limit, now)
-    fl.cand = fl.cand[:n]
-    return out
+    lo, hi, ended, old, times, ids, bounds = _kernel("batch")(
+        fl.cand,
+        fl.sending,
+        fl.inc,
+        fl.soon,
+        fl.fin,
+        limit,
+        now,
+        fl.rate,
+        fl.rem,
+        fl.tx_end,
+        path.start,
+        path.length,
+        path.links,
+        hops,
+        path.latency,
+        flow_task,
+        fl.ordered,
+    )
+    fl.cand = fl.cand[lo:hi]
+    fl.n_act -= len(ended)
+    return ended, old, times, ids, bounds
 
 
 def end_flows(
