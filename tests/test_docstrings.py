@@ -23,7 +23,7 @@ import pytest
 PACKAGES = ("hpn.topology", "hpn.routing", "hpn.engine", "hpn.pool")
 # module-level public functions taking arguments must have a Parameters section
 PARAMETERS_REQUIRED = PACKAGES
-DOCTEST_MODULES = ("hpn.registry", "hpn.lazy")  # outside the packages, with examples
+DOCTEST_MODULES = ("hpn.registry", "hpn.lazy", "hpn.jit")  # outside the packages, with examples
 # public functions and methods annotated in full (every argument and the return)
 FULLY_TYPED = PACKAGES
 

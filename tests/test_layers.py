@@ -19,6 +19,7 @@ LAYERS: dict[str, float] = {
     "hpn.units": 0,
     "hpn.registry": 0,
     "hpn.lazy": 0,
+    "hpn.jit": 0,
     "hpn.result": 0,
     "hpn.config": 1,
     "hpn.topology": 2,

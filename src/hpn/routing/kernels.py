@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from hpn.jit import Kernel
+
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}
 
@@ -766,8 +768,8 @@ def kernel(name: str) -> Callable[..., Any]:
         g["_route_walks"] = plain(_route_walks)
         for helper in ("_sport_tables", "_grow", "_placing_order", "_dense_ids"):
             g[helper] = jit(g[helper])
-        _compiled["route"] = jit(_route_kernel)
         g["_search_pass"] = jit(_search_pass)
-        _compiled["class_dist"] = jit(_class_dist)
-        _compiled["search"] = jit(_search_kernel)
+        _compiled["route"] = Kernel(jit(_route_kernel))
+        _compiled["class_dist"] = Kernel(jit(_class_dist))
+        _compiled["search"] = Kernel(jit(_search_kernel))
     return _compiled[name]

@@ -1,0 +1,52 @@
+"""Compiled kernels (numba, the ``fast`` extra) shared by routing and the engine.
+
+Kernels are compiled on first use and cached on disk beside their source, so a process pays
+compilation once per checkout. numba registers a freshly compiled overload *before* it
+writes it to the disk cache; when that write fails with ``RuntimeError: no compiled object
+yet`` (seen once when two test processes compiled the same kernels at the same moment), the
+kernel is nevertheless compiled and usable in this process. `Kernel` calls it again instead
+of failing the run; any other error is raised as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+CACHE_RACE = "no compiled object yet"
+RETRIES = 8  # a kernel's callees may each hit it once while the kernel compiles
+
+
+class Kernel:
+    """A compiled function that survives numba's failed cache writes on its first calls.
+
+    Parameters
+    ----------
+    fn
+        The numba dispatcher (or any callable).
+
+    Examples
+    --------
+    >>> calls = []
+    >>> def flaky(x):
+    ...     calls.append(x)
+    ...     if len(calls) == 1:
+    ...         raise RuntimeError("no compiled object yet for <Library 'k'>")
+    ...     return 2 * x
+    >>> Kernel(flaky)(21), len(calls)
+    (42, 2)
+    """
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        for _ in range(RETRIES):
+            try:
+                return self.fn(*args)
+            except RuntimeError as e:
+                if CACHE_RACE not in str(e):
+                    raise
+        return self.fn(*args)
