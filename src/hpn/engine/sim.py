@@ -554,6 +554,8 @@ class Sim:
         limit = t_next + dt * _TOL + 1e-15
         if fl.compiled:  # the same steps as below, in one compiled call
             fl.cover(limit)
+            if fl.soonest > limit:  # no candidate, so no flow, ends by the limit
+                return
             ended, old, times, ids, bounds = steps.end_batch(
                 fl, self.path, self.hops, self.t.flow_task, limit, self.now
             )

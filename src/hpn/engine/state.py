@@ -52,6 +52,7 @@ class FlowState:
     inc: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # in cand
     top: float = -np.inf
     ordered: bool = False  # cand sorted by soon (its entries that stopped sending aside)
+    soonest: float = -np.inf  # at most the earliest soon of a candidate (-inf: unknown)
     compiled = steps.HAVE_NUMBA  # the steps of a batch in compiled kernels (same arithmetic)
 
     @classmethod
@@ -145,6 +146,7 @@ class FlowState:
         idle = np.where(rem <= tiny, -np.inf, np.inf)
         soon = np.where(on, now + (rem - tiny) / r, idle)
         self.soon[flows] = soon
+        self.soonest = -np.inf
         was = self.inc[flows]
         add = flows[(soon <= self.top) & ~was]
         if self.ordered and (len(add) or was.any()):
@@ -170,6 +172,7 @@ class FlowState:
             k = min(ENDING, len(a) - 1)
             top = float(np.partition(s, k)[k]) if len(a) else -np.inf
         self.top = top
+        self.soonest = -np.inf
         self.cand = a[s <= top]
         if self.compiled:  # ordered by soon: the compiled steps stop early
             self.cand = self.cand[np.argsort(self.soon[self.cand], kind="stable")]

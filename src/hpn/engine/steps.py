@@ -30,8 +30,9 @@ __all__ = ["HAVE_NUMBA", "candidates_min", "end_batch", "end_flows", "quiet", "r
 
 
 def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cover - compiled
-    # returns the candidates kept as cand[lo:hi], and the earliest fin among them
+    # returns the candidates kept as cand[lo:hi], the earliest fin and soon among them
     m = np.inf
+    first = np.inf
     if ordered:  # by soon <= fin: stop at the first soon past the best fin
         h = 0
         for i in range(len(cand)):
@@ -41,11 +42,13 @@ def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cove
                     h += 1
                     inc[f] = False
                 continue
+            if soon[f] < first:
+                first = soon[f]
             if soon[f] > m:
                 break
             if fin[f] < m:
                 m = fin[f]
-        return h, len(cand), m
+        return h, len(cand), m, first
     n = 0
     for i in range(len(cand)):
         f = cand[i]
@@ -54,9 +57,11 @@ def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cove
             n += 1
             if fin[f] < m:
                 m = fin[f]
+            if soon[f] < first:
+                first = soon[f]
         else:
             inc[f] = False
-    return 0, n, m
+    return 0, n, m, first
 
 
 def _batch_kernel(
@@ -297,7 +302,7 @@ def quiet(fl: Any, gone: np.ndarray, old: np.ndarray, scan: bool) -> bool:
 
 def candidates_min(fl: Any) -> float:
     """Drop the candidates of ``fl`` that stopped sending; the earliest projected end
-    among the others (inf if none).
+    among the others (inf if none). Their earliest ``soon`` goes to ``fl.soonest``.
 
     Parameters
     ----------
@@ -309,8 +314,9 @@ def candidates_min(fl: Any) -> float:
     float
         The earliest ``fin`` of a candidate.
     """
-    lo, hi, m = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin, fl.soon, fl.ordered)
+    lo, hi, m, first = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin, fl.soon, fl.ordered)
     fl.cand = fl.cand[lo:hi]
+    fl.soonest = float(first)
     return float(m)
 
 
