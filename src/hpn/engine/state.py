@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpn.engine import steps
+from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct, gather_rows
 from hpn.routing.base import Paths
 
@@ -96,13 +97,22 @@ class FlowState:
             self.n_act += len(new)
         return len(new) > 0
 
-    def quiet(self, gone: np.ndarray, old: np.ndarray) -> bool:
-        """Whether :meth:`at_least` finds no flow at the floor the departures ``gone``
-        (rates ``old`` before) set (see :func:`hpn.engine.steps.quiet`); compiled only."""
+    def depart(
+        self,
+        ledger: LinkLedger,
+        path: PathTable,
+        stamp: np.ndarray,
+        gone: np.ndarray,
+        old: np.ndarray,
+        now: float,
+    ) -> bool:
+        """If :meth:`at_least` finds no flow at the floor the departures ``gone`` (rates
+        ``old`` before) set, take those rates off the links and return True (see
+        :func:`hpn.engine.steps.depart`); compiled only."""
         scan = self.n_act <= SCAN
         if scan and self.joined or not scan and self.by_rate.stale:
             return False
-        return steps.quiet(self, gone, old, scan)
+        return steps.depart(self, ledger, path, stamp, gone, old, now, scan)
 
     def at_least(self, floor: float) -> np.ndarray:
         """The transmitting flows with a rate of at least ``floor`` (> 0), sorted."""
