@@ -532,7 +532,7 @@ def _search_pass(
             if dist[p] >= _FAR:
                 return (
                     NO_PATH, a, it_pair[:0], it_sport[:0], it_plane[:0], it_up[:0], count,
-                    found, last[:0], 0,
+                    found, it_pair[:0], 0,
                 )  # fmt: skip
             ln = dist[p]
             if ln > len(path):
@@ -554,7 +554,7 @@ def _search_pass(
             if status != OK:
                 return (
                     status, a * size + j, it_pair[:0], it_sport[:0], it_plane[:0],
-                    it_up[:0], count, found, last[:0], 0,
+                    it_up[:0], count, found, it_pair[:0], 0,
                 )  # fmt: skip
             ni += added
             new[p] = added
@@ -571,10 +571,7 @@ def _search_pass(
         size *= 2
     sel = _placing_order(count, last, it_next, it_plane, ni)
     pair, up = it_pair[sel], it_up[sel]
-    keys = np.empty(ni, np.int64)  # (source NIC, uplink) of each item
-    for i in range(ni):
-        keys[i] = (np.int64(p_src[pair[i]]) << 32) | np.int64(up[i])
-    ids, n_ids = _dense_ids(keys)
+    ids, n_ids = _dense_ids(p_src, pair, up)
     return OK, -1, pair, it_sport[sel], it_plane[sel], up, count, found, ids, n_ids
 
 
@@ -599,26 +596,32 @@ def _placing_order(count, last, it_next, it_plane, ni):  # pragma: no cover - co
     return out
 
 
-def _dense_ids(keys):  # pragma: no cover - compiled
-    """A class id per key (equal keys, equal ids; numbered by first appearance) and the
-    number of classes: an open-addressing hash table, O(n)."""
-    n = len(keys)
+def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
+    """A class id per item (equal (source NIC, uplink), equal ids; numbered by first
+    appearance) and the number of classes: an open-addressing table of int32 item indices,
+    O(n), no key array."""
+    n = len(pair)
     size = 1
     while size < 2 * n + 2:
         size *= 2
-    slots = np.full(size, -1, np.int64)
-    ids = np.empty(n, np.int64)
-    seen = np.empty(n, np.int64)
+    mask = size - 1
+    slots = np.full(size, -1, np.int32)  # the first item of each class
+    ids = np.empty(n, np.int32)
     m = 0
     for i in range(n):
-        h = np.int64(_smix(np.uint64(keys[i])) & np.uint64(size - 1))
-        while slots[h] >= 0 and seen[slots[h]] != keys[i]:
-            h = (h + 1) & (size - 1)
+        key = (np.int64(p_src[pair[i]]) << 32) | np.int64(up[i])
+        h = np.int64(_smix(np.uint64(key)) & np.uint64(mask))
+        while slots[h] >= 0:
+            j = slots[h]
+            if (np.int64(p_src[pair[j]]) << 32) | np.int64(up[j]) == key:
+                break
+            h = (h + 1) & mask
         if slots[h] < 0:
-            slots[h] = m
-            seen[m] = keys[i]
+            slots[h] = i
+            ids[i] = m
             m += 1
-        ids[i] = slots[h]
+        else:
+            ids[i] = ids[slots[h]]
     return ids, m
 
 
