@@ -15,7 +15,8 @@ include imports and output, as a user sees them. With ``--baseline REV`` the sam
 also run on the source tree of git revision ``REV`` (extracted to a temporary directory), in
 the same run, and the ratio is printed; ``--repeat N`` takes the median of N runs. Before
 timing, small warm-up commands run on each tree, so numba's on-disk caches are filled and
-neither side pays kernel compilation in its figures.
+neither side pays kernel compilation in its figures. Both trees are copied to one temporary
+directory first (the working tree's ``src`` as it is, uncommitted changes included).
 
     .venv/bin/python bench/bench_scale.py                       # pod cases + 8-pod permutation
     .venv/bin/python bench/bench_scale.py --full                # + the 8-pod training
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -84,7 +86,8 @@ def median(rows: list[dict]) -> dict:
 
 
 def extract(rev: str, into: Path) -> Path:
-    """The ``src`` tree of git revision ``rev``."""
+    """The ``src`` tree of git revision ``rev``, extracted under ``into``."""
+    into.mkdir(parents=True)
     arch = subprocess.run(
         ["git", "-C", str(ROOT), "archive", rev, "src"], capture_output=True, check=True
     ).stdout
@@ -101,8 +104,12 @@ def main() -> None:
     a = ap.parse_args()
     names = a.cases or [n for n in CASES if a.full or not n.startswith("8pod-train")]
     with tempfile.TemporaryDirectory() as tmp:
-        base = extract(a.baseline, Path(tmp)) if a.baseline else None
-        for tree in [ROOT / "src"] + ([base] if base else []):
+        # both trees in one temporary directory: where a tree lies (its file system, its
+        # numba cache) changes the figures by up to a third on a shared machine
+        src = Path(tmp) / "new" / "src"
+        shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
+        base = extract(a.baseline, Path(tmp) / "base") if a.baseline else None
+        for tree in [src] + ([base] if base else []):
             for args in WARM:
                 run(args, tree)
         print(
@@ -111,7 +118,7 @@ def main() -> None:
             + "  goal"
         )
         for name in names:
-            new = median([run(CASES[name], ROOT / "src") for _ in range(a.repeat)])
+            new = median([run(CASES[name], src) for _ in range(a.repeat)])
             line = f"{name:15} {new['wall']:7.2f} {new['cpu']:7.2f} {new['rss']:7.0f}"
             if base is not None:
                 old = median([run(CASES[name], base) for _ in range(a.repeat)])

@@ -467,8 +467,8 @@ class Sim:
         self.full = False
         if not full and not self.arrived and fl.compiled and self.ledger.compiled:
             gone, old = _joined(self.departed), _joined(self.departed_rates)
-            if fl.quiet(gone, old):  # departures only, and no rate changes
-                steps.release(self.ledger, self.path, self.stamp, gone, old, self.now)
+            # departures only, and no rate changes: their rates come off the links
+            if fl.depart(self.ledger, self.path, self.stamp, gone, old, self.now):
                 self.departed, self.departed_rates = [], []
                 return
         if not full:
@@ -516,9 +516,6 @@ class Sim:
             )
             return
         assert live is not None
-        if not len(live) and fl.compiled and self.ledger.compiled:
-            steps.release(self.ledger, self.path, self.stamp, gone, old, self.now)
-            return
         g_rep, g_links = self.path.entries(gone)
         l_rep, l_links = self.path.entries(live)
         touched, inv = distinct(np.concatenate([g_links, l_links]), self.stamp)
@@ -554,6 +551,8 @@ class Sim:
         limit = t_next + dt * _TOL + 1e-15
         if fl.compiled:  # the same steps as below, in one compiled call
             fl.cover(limit)
+            if fl.soonest > limit:  # no candidate, so no flow, ends by the limit
+                return
             ended, old, times, ids, bounds = steps.end_batch(
                 fl, self.path, self.hops, self.t.flow_task, limit, self.now
             )

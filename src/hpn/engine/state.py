@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpn.engine import steps
+from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct, gather_rows
 from hpn.routing.base import Paths
 
@@ -52,6 +53,7 @@ class FlowState:
     inc: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # in cand
     top: float = -np.inf
     ordered: bool = False  # cand sorted by soon (its entries that stopped sending aside)
+    soonest: float = -np.inf  # at most the earliest soon of a candidate (-inf: unknown)
     compiled = steps.HAVE_NUMBA  # the steps of a batch in compiled kernels (same arithmetic)
 
     @classmethod
@@ -95,13 +97,22 @@ class FlowState:
             self.n_act += len(new)
         return len(new) > 0
 
-    def quiet(self, gone: np.ndarray, old: np.ndarray) -> bool:
-        """Whether :meth:`at_least` finds no flow at the floor the departures ``gone``
-        (rates ``old`` before) set (see :func:`hpn.engine.steps.quiet`); compiled only."""
+    def depart(
+        self,
+        ledger: LinkLedger,
+        path: PathTable,
+        stamp: np.ndarray,
+        gone: np.ndarray,
+        old: np.ndarray,
+        now: float,
+    ) -> bool:
+        """If :meth:`at_least` finds no flow at the floor the departures ``gone`` (rates
+        ``old`` before) set, take those rates off the links and return True (see
+        :func:`hpn.engine.steps.depart`); compiled only."""
         scan = self.n_act <= SCAN
         if scan and self.joined or not scan and self.by_rate.stale:
             return False
-        return steps.quiet(self, gone, old, scan)
+        return steps.depart(self, ledger, path, stamp, gone, old, now, scan)
 
     def at_least(self, floor: float) -> np.ndarray:
         """The transmitting flows with a rate of at least ``floor`` (> 0), sorted."""
@@ -145,6 +156,7 @@ class FlowState:
         idle = np.where(rem <= tiny, -np.inf, np.inf)
         soon = np.where(on, now + (rem - tiny) / r, idle)
         self.soon[flows] = soon
+        self.soonest = -np.inf
         was = self.inc[flows]
         add = flows[(soon <= self.top) & ~was]
         if self.ordered and (len(add) or was.any()):
@@ -170,6 +182,7 @@ class FlowState:
             k = min(ENDING, len(a) - 1)
             top = float(np.partition(s, k)[k]) if len(a) else -np.inf
         self.top = top
+        self.soonest = -np.inf
         self.cand = a[s <= top]
         if self.compiled:  # ordered by soon: the compiled steps stop early
             self.cand = self.cand[np.argsort(self.soon[self.cand], kind="stable")]

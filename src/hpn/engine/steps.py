@@ -11,9 +11,10 @@ the same order as the numpy code they replace (which runs when numba is missing)
   ``Sim._end_transmissions``, then ``Sim._tx_done`` for those flows (their completions
   sorted as :meth:`EventQueue.push` sorts them);
 - :func:`end_flows`: ``Sim._tx_done``'s hop counts and :meth:`FlowState.end`;
-- :func:`release`: ``Sim._rates`` when only departures happened and no flow is re-filled:
-  each link's load minus the departed rates (summed in hop order, as ``np.bincount``),
-  clipped at 0 and booked (:meth:`LinkLedger.set`).
+- :func:`depart`: ``Sim._rates`` when only departures happened: whether a flow is at or
+  above the floor (:meth:`FlowState.at_least`, through the rate index or a scan); if none
+  is, no rate changes, and each link's load loses the departed rates (summed in hop order,
+  as ``np.bincount``), clipped at 0 and booked (:meth:`LinkLedger.set`).
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from hpn.engine.kernels import HAVE_NUMBA
 
 _compiled: dict = {}
 
-__all__ = ["HAVE_NUMBA", "candidates_min", "end_batch", "end_flows", "quiet", "release"]
+__all__ = ["HAVE_NUMBA", "candidates_min", "depart", "end_batch", "end_flows"]
 
 
 def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cover - compiled
-    # returns the candidates kept as cand[lo:hi], and the earliest fin among them
+    # returns the candidates kept as cand[lo:hi], the earliest fin and soon among them
     m = np.inf
+    first = np.inf
     if ordered:  # by soon <= fin: stop at the first soon past the best fin
         h = 0
         for i in range(len(cand)):
@@ -41,11 +43,13 @@ def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cove
                     h += 1
                     inc[f] = False
                 continue
+            if soon[f] < first:
+                first = soon[f]
             if soon[f] > m:
                 break
             if fin[f] < m:
                 m = fin[f]
-        return h, len(cand), m
+        return h, len(cand), m, first
     n = 0
     for i in range(len(cand)):
         f = cand[i]
@@ -54,9 +58,11 @@ def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cove
             n += 1
             if fin[f] < m:
                 m = fin[f]
+            if soon[f] < first:
+                first = soon[f]
         else:
             inc[f] = False
-    return 0, n, m
+    return 0, n, m, first
 
 
 def _batch_kernel(
@@ -245,41 +251,109 @@ def _quiet_kernel(
     return True, head
 
 
+def _depart_kernel(
+    gone,
+    old,
+    scan,
+    act,
+    order,
+    neg,
+    head,
+    extra,
+    flagged,
+    sending,
+    rate,
+    start,
+    length,
+    links,
+    stamp,
+    now,
+    load,
+    carried,
+    busy,
+    peak,
+    since,
+    cap_at,
+    cap,
+    on,
+):  # pragma: no cover - compiled
+    # _quiet_kernel, then (if quiet) _release_kernel: one call for a quiet departure batch
+    ok, head = _quiet_kernel(gone, old, scan, act, order, neg, head, extra, flagged, sending, rate)
+    if ok:
+        _release_kernel(
+            gone,
+            old,
+            start,
+            length,
+            links,
+            stamp,
+            now,
+            load,
+            carried,
+            busy,
+            peak,
+            since,
+            cap_at,
+            cap,
+            on,
+        )
+    return ok, head
+
+
 def _kernel(name: str):
     if not _compiled:
         import numba
 
         jit = numba.njit(cache=True, nogil=True)
+        g = globals()
+        for helper in ("_quiet_kernel", "_release_kernel"):  # compiled first: called below
+            g[helper] = jit(g[helper])
+        _compiled["depart"] = jit(_depart_kernel)
         _compiled["cand_min"] = jit(_cand_min_kernel)
         _compiled["batch"] = jit(_batch_kernel)
         _compiled["end"] = jit(_end_kernel)
-        _compiled["release"] = jit(_release_kernel)
-        _compiled["quiet"] = jit(_quiet_kernel)
     return _compiled[name]
 
 
-def quiet(fl: Any, gone: np.ndarray, old: np.ndarray, scan: bool) -> bool:
-    """Whether, after only the departures ``gone`` (rates ``old`` before), no transmitting
-    flow of ``fl`` is at or above the floor of :meth:`hpn.engine.sim.Sim._rates`: then no
-    rate changes, and :func:`release` is all there is to do.
+def depart(
+    fl: Any,
+    ledger: Any,
+    path: Any,
+    stamp: np.ndarray,
+    gone: np.ndarray,
+    old: np.ndarray,
+    now: float,
+    scan: bool,
+) -> bool:
+    """If no transmitting flow of ``fl`` is at or above the floor that the departures
+    ``gone`` (rates ``old`` before) set in :meth:`hpn.engine.sim.Sim._rates`, no rate
+    changes: take those rates off the loads of the links they crossed, at ``now``.
 
     Parameters
     ----------
     fl
-        The :class:`~hpn.engine.state.FlowState` (its rate index is built; the head of the
-        index may move past entries that ended).
+        The :class:`~hpn.engine.state.FlowState` (its rate index is built unless ``scan``;
+        the head of the index may move past entries that ended).
+    ledger
+        The :class:`~hpn.engine.links.LinkLedger`, booked in place.
+    path
+        The :class:`~hpn.engine.state.PathTable`.
+    stamp
+        Scratch indexed by link id, all -1 (left so).
     gone, old
         The departed flows and their rates before, bytes/s.
+    now
+        Time of the change, s.
     scan
         Look at every transmitting flow (few of them) instead of the rate index.
 
     Returns
     -------
     bool
-        True if no flow is re-filled.
+        True if no flow is re-filled (and the loads were booked).
     """
     ix = fl.by_rate
-    ok, ix.head = _kernel("quiet")(
+    ok, ix.head = _kernel("depart")(
         gone,
         old,
         scan,
@@ -291,13 +365,26 @@ def quiet(fl: Any, gone: np.ndarray, old: np.ndarray, scan: bool) -> bool:
         ix.flagged,
         fl.sending,
         fl.rate,
+        path.start,
+        path.length,
+        path.links,
+        stamp,
+        float(now),
+        ledger.load,
+        ledger.bytes,
+        ledger.busy,
+        ledger.peak,
+        ledger.since,
+        ledger.cap_at,
+        ledger.cap,
+        ledger.on,
     )
     return bool(ok)
 
 
 def candidates_min(fl: Any) -> float:
     """Drop the candidates of ``fl`` that stopped sending; the earliest projected end
-    among the others (inf if none).
+    among the others (inf if none). Their earliest ``soon`` goes to ``fl.soonest``.
 
     Parameters
     ----------
@@ -309,8 +396,9 @@ def candidates_min(fl: Any) -> float:
     float
         The earliest ``fin`` of a candidate.
     """
-    lo, hi, m = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin, fl.soon, fl.ordered)
+    lo, hi, m, first = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin, fl.soon, fl.ordered)
     fl.cand = fl.cand[lo:hi]
+    fl.soonest = float(first)
     return float(m)
 
 
@@ -405,40 +493,3 @@ def end_flows(
     )
     fl.n_act -= len(sent)
     return sent, old
-
-
-def release(
-    ledger: Any, path: Any, stamp: np.ndarray, gone: np.ndarray, old: np.ndarray, now: float
-) -> None:
-    """Take the rates ``old`` of the departed flows ``gone`` off their links' loads.
-
-    Parameters
-    ----------
-    ledger
-        The :class:`~hpn.engine.links.LinkLedger`, booked in place.
-    path
-        The :class:`~hpn.engine.state.PathTable`.
-    stamp
-        Scratch indexed by link id, all -1 (left so).
-    gone, old
-        The departed flows and their rates before, bytes/s.
-    now
-        Time of the change, s.
-    """
-    _kernel("release")(
-        gone,
-        old,
-        path.start,
-        path.length,
-        path.links,
-        stamp,
-        float(now),
-        ledger.load,
-        ledger.bytes,
-        ledger.busy,
-        ledger.peak,
-        ledger.since,
-        ledger.cap_at,
-        ledger.cap,
-        ledger.on,
-    )
