@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hpn.engine.maxmin import EPS, distinct, gather_rows, incidence, maxmin_rates
+from hpn.jit import Kernel
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}  # name -> compiled function, built on first use (numba loads slowly)
@@ -282,11 +283,11 @@ def _kernel(name: str):
         g = globals()
         for helper in ("_push", "_pop", "_grow", "_find"):
             g[helper] = jit(g[helper])
-        _compiled["fill"] = jit(_fill_kernel)
-        _compiled["ledger"] = jit(_ledger_kernel)
-        _compiled["reach"] = jit(_reach_kernel)
-        _compiled["hops"] = jit(_hops_kernel)
-        _compiled["tiers"] = jit(_tier_kernel)
+        _compiled["fill"] = Kernel(jit(_fill_kernel))
+        _compiled["ledger"] = Kernel(jit(_ledger_kernel))
+        _compiled["reach"] = Kernel(jit(_reach_kernel))
+        _compiled["hops"] = Kernel(jit(_hops_kernel))
+        _compiled["tiers"] = Kernel(jit(_tier_kernel))
     return _compiled[name]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hpn.engine.kernels import HAVE_NUMBA
+from hpn.jit import Kernel
 
 _compiled: dict = {}
 
@@ -308,10 +309,10 @@ def _kernel(name: str):
         g = globals()
         for helper in ("_quiet_kernel", "_release_kernel"):  # compiled first: called below
             g[helper] = jit(g[helper])
-        _compiled["depart"] = jit(_depart_kernel)
-        _compiled["cand_min"] = jit(_cand_min_kernel)
-        _compiled["batch"] = jit(_batch_kernel)
-        _compiled["end"] = jit(_end_kernel)
+        _compiled["depart"] = Kernel(jit(_depart_kernel))
+        _compiled["cand_min"] = Kernel(jit(_cand_min_kernel))
+        _compiled["batch"] = Kernel(jit(_batch_kernel))
+        _compiled["end"] = Kernel(jit(_end_kernel))
     return _compiled[name]
 
 
