@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hpn.errors import InputError
 from hpn.routing import kernels as K
 from hpn.routing import make_router
 from hpn.routing import shortest as S
 from hpn.topology import build
 from hpn.topology.fabric import LinkTier, NodeKind
 from tests.engine.fabrics import random_fabric
+from tests.routing.test_kernels import assert_same_no_path
 
 pytest.importorskip("numba")
 
@@ -128,16 +128,7 @@ def test_first_error_in_flow_order_when_walked_by_class():
     # first, yet the error names the first in flow order, as the numpy code does
     src = np.concatenate([gpus[100:104], [dead[0]], gpus[104:108], [dead[1]]])
     dst = np.concatenate([gpus[-4:], gpus[[-1]], gpus[-8:-4], gpus[[200]]])
-    for name in ("ecmp", "hpn"):
-        messages = []
-        for compiled in (True, False):
-            r = make_router(name)
-            r.compiled = compiled
-            with pytest.raises(InputError) as e:
-                r.route(fabric, src, dst, down=down)
-            messages.append(str(e.value))
-        assert messages[0] == messages[1]
-        assert f"no path from node {dead[0]}" in messages[0]
+    assert_same_no_path(fabric, src, dst, down, dead[0])
 
 
 @pytest.mark.parametrize("tier", [None, LinkTier.TOR_AGG, LinkTier.AGG_CORE, LinkTier.NIC_TOR])

@@ -125,16 +125,21 @@ def test_same_errors_as_numpy(two_pods):
     other = np.flatnonzero(two_pods.nodes.kind == NodeKind.GPU)[-5:]
     src = np.concatenate([other[:2], [gpu], other[2:]])
     dst = np.roll(src, 2)
+    assert_same_no_path(two_pods, src, dst, down, gpu)
+
+
+def assert_same_no_path(fabric, src, dst, down, node):
+    """Compiled and numpy walks (ECMP and HPN) refuse with the same message, naming `node`."""
     for name in ("ecmp", "hpn"):
         messages = []
         for compiled in (True, False):
             r = make_router(name)
             r.compiled = compiled
             with pytest.raises(InputError) as e:
-                r.route(two_pods, src, dst, down=down)
+                r.route(fabric, src, dst, down=down)
             messages.append(str(e.value))
         assert messages[0] == messages[1]
-        assert f"no path from node {gpu}" in messages[0]
+        assert f"no path from node {node}" in messages[0]
 
 
 def test_fast_path_not_taken_says_so(two_pods, monkeypatch):
