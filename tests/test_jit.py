@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from hpn.jit import Kernel
@@ -37,3 +41,38 @@ def test_a_real_dispatcher_whose_cache_write_fails_still_runs(tmp_path, monkeypa
     fn2 = numba.njit(cache=True)(k.twice)
     assert Kernel(fn2)(21) == 42  # ... the kernel is compiled anyway: the retry runs it
     assert len(saves) == 2
+
+
+_ANNOUNCE = """
+import io, sys
+sys.path.insert(0, sys.argv[1])
+import numba
+from hpn import jit
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+err = sys.stderr = Tty()
+import k2
+a, b = jit.Kernel(numba.njit(k2.thrice)), jit.Kernel(numba.njit(k2.half))
+values = (a(2), b(3), a(4))  # two functions compiled
+sys.stderr = sys.__stderr__
+print(values, err.getvalue().count(jit.NOTICE))
+"""
+
+
+def test_a_compile_is_announced_once_on_a_terminal(tmp_path):
+    pytest.importorskip("numba")
+    (tmp_path / "k2.py").write_text(
+        "def thrice(x):\n    return 3 * x\n\ndef half(x):\n    return x / 2\n"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", _ANNOUNCE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin", "NUMBA_CACHE_DIR": str(tmp_path)},
+    )
+    assert out.stdout.split() == ["(6,", "1.5,", "12)", "1"]

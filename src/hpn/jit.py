@@ -6,15 +6,43 @@ writes it to the disk cache; when that write fails with ``RuntimeError: no compi
 yet`` (seen once when two test processes compiled the same kernels at the same moment), the
 kernel is nevertheless compiled and usable in this process. `Kernel` calls it again instead
 of failing the run; any other error is raised as it is.
+
+Compiling takes about a minute of CPU (routing's kernels most of it), paid by the first run
+after a checkout or an upgrade; on a terminal, `Kernel` says so on stderr, once per process.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 CACHE_RACE = "no compiled object yet"
 RETRIES = 8  # a kernel's callees may each hit it once while the kernel compiles
+NOTICE = "compiling hpn's numba kernels (once after a checkout or upgrade; about a minute)"
+_listening = False
+
+
+def _announce_compiles() -> None:
+    """Print `NOTICE` once on a terminal's stderr when numba compiles (a disk-cache miss)."""
+    global _listening
+    if _listening:
+        return
+    _listening = True
+    from numba.core import event
+
+    class _Notice(event.Listener):
+        said = False
+
+        def on_start(self, ev: Any) -> None:
+            if not self.said and sys.stderr.isatty():
+                self.said = True
+                print(NOTICE, file=sys.stderr, flush=True)
+
+        def on_end(self, ev: Any) -> None:
+            pass
+
+    event.register("numba:compile", _Notice())
 
 
 class Kernel:
@@ -41,6 +69,8 @@ class Kernel:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
+        if hasattr(fn, "py_func"):  # a numba dispatcher
+            _announce_compiles()
 
     def __call__(self, *args: Any) -> Any:
         for _ in range(RETRIES):
