@@ -180,26 +180,30 @@ def _grow(key, val):  # pragma: no cover - compiled
     return k2, v2
 
 
+def _ledger_set(lk, v, now, load, carried, busy, peak, since, cap_at, cap, on):
+    # pragma: no cover - compiled
+    # LinkLedger.set for one link: book its load up to `now`, then hold `v`
+    old = load[lk]
+    dt = now - since[lk]
+    carried[lk] += old * dt
+    if old > 0 and dt > 0:
+        busy[lk] += dt
+        c = cap_at[lk]
+        util = old / c if c > 0 else 0.0
+        if util > peak[lk]:
+            peak[lk] = util
+    if v < 1e-12 * cap[lk]:
+        v = 0.0
+    load[lk] = v
+    since[lk] = now
+    cap_at[lk] = cap[lk]
+    on[lk] = v > 0
+
+
 def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, cap, on):
     # pragma: no cover - compiled
     for i in range(len(links)):
-        lk = links[i]
-        old = load[lk]
-        dt = now - since[lk]
-        carried[lk] += old * dt
-        if old > 0 and dt > 0:
-            busy[lk] += dt
-            c = cap_at[lk]
-            util = old / c if c > 0 else 0.0
-            if util > peak[lk]:
-                peak[lk] = util
-        v = new[i]
-        if v < 1e-12 * cap[lk]:
-            v = 0.0
-        load[lk] = v
-        since[lk] = now
-        cap_at[lk] = cap[lk]
-        on[lk] = v > 0
+        _ledger_set(links[i], new[i], now, load, carried, busy, peak, since, cap_at, cap, on)
 
 
 def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
@@ -274,6 +278,12 @@ def _tier_kernel(tier, load, out):  # pragma: no cover - compiled
     out[cur] = acc
 
 
+def _helper(name: str) -> Any:
+    """The compiled helper ``name`` (called by the batch steps' kernels, `engine.steps`)."""
+    _kernel("fill")
+    return globals()[name]
+
+
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
@@ -281,7 +291,7 @@ def _kernel(name: str):
 
         jit = numba.njit(cache=True, nogil=True)
         g = globals()
-        for helper in ("_push", "_pop", "_grow", "_find"):
+        for helper in ("_push", "_pop", "_grow", "_find", "_ledger_set"):
             g[helper] = jit(g[helper])
         _compiled["fill"] = Kernel(jit(_fill_kernel))
         _compiled["ledger"] = Kernel(jit(_ledger_kernel))

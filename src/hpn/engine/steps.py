@@ -23,10 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from hpn.engine import kernels as _k
 from hpn.engine.kernels import HAVE_NUMBA
 from hpn.jit import Kernel
 
 _compiled: dict = {}
+_ledger_set = _k._ledger_set  # LinkLedger.set for one link (compiled in `_kernel`)
 
 __all__ = ["HAVE_NUMBA", "candidates_min", "depart", "end_batch", "end_flows"]
 
@@ -197,22 +199,7 @@ def _release_kernel(
         v = load[lk] - acc[k]
         if not (v > 0.0 or v != v):  # np.maximum(v, 0.0)
             v = 0.0
-        # LinkLedger.set for one link
-        prev = load[lk]
-        dt = now - since[lk]
-        carried[lk] += prev * dt
-        if prev > 0 and dt > 0:
-            busy[lk] += dt
-            c = cap_at[lk]
-            util = prev / c if c > 0 else 0.0
-            if util > peak[lk]:
-                peak[lk] = util
-        if v < 1e-12 * cap[lk]:
-            v = 0.0
-        load[lk] = v
-        since[lk] = now
-        cap_at[lk] = cap[lk]
-        on[lk] = v > 0
+        _ledger_set(lk, v, now, load, carried, busy, peak, since, cap_at, cap, on)
 
 
 def _quiet_kernel(
@@ -307,6 +294,7 @@ def _kernel(name: str):
 
         jit = numba.njit(cache=True, nogil=True)
         g = globals()
+        g["_ledger_set"] = _k._helper("_ledger_set")
         for helper in ("_quiet_kernel", "_release_kernel"):  # compiled first: called below
             g[helper] = jit(g[helper])
         _compiled["depart"] = Kernel(jit(_depart_kernel))
