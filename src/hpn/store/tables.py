@@ -14,6 +14,14 @@ import numpy as np
 
 from hpn.store.atomic import write_text, write_with
 
+# Parquet's writer dictionary-encodes every column and falls back to plain encoding once a
+# column chunk's dictionary passes this size. At its default (1 MiB) a column of distinct
+# floats (finish times, peak utilizations) is hashed through ~130 k entries before that
+# fallback: 0.2-0.3 s of an 8-pod run's 0.3 s of writing. At 64 KiB the fallback comes after
+# ~8 k entries, so tables write about 4x faster, columns with few values (tiers, sizes) stay
+# dictionary-encoded, files grow by a few per cent, and what is read back is the same.
+DICTIONARY_PAGE_BYTES = 64 * 1024
+
 
 def have_arrow() -> bool:
     try:
@@ -40,7 +48,8 @@ def write_table(folder: Path, name: str, table: Any) -> Path:
 
         if not isinstance(table, pa.Table):
             table = pa.table(_columns(table))
-        return write_with(folder / f"{name}.parquet", lambda p: pq.write_table(table, p))
+        opts = {"dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES}
+        return write_with(folder / f"{name}.parquet", lambda p: pq.write_table(table, p, **opts))
     cols = {k: np.asarray(v).tolist() for k, v in _columns(table).items()}
     return write_text(folder / f"{name}.json", json.dumps(cols))
 
