@@ -314,6 +314,10 @@ def _ready_row(u, g, mt, st):  # pragma: no cover - compiled
 # is at, its compact index (-1: an endpoint), the in-port rank of the link it arrived on
 _LS, _LD, _LU, _LSIP, _LDIP, _LSP, _LCONN, _LLEN, _LV, _LVC, _LRANK = range(11)
 LANES = 16  # walks stepped together (their memory accesses overlap)
+# item fields (int32 columns of the search's items): pair, source port, plane, uplink, the
+# pair's previous distinct path (-1: none)
+_IP, _IS, _IL, _IU, _IN = range(5)
+_ITEM_FIELDS = 5
 
 
 def _walk_lanes(nl, ln, lanes, tup, out, ob, g, hs, ls, st, mt, scr):  # pragma: no cover
@@ -497,12 +501,9 @@ def _search_pass(
     for p in range(n):
         dist[p] = 2 if nv0[p] >= 0 else _distance(p_src[p], p_u[p], g)
     cap = max(n * min(first_round, max_cand), 16)
-    it_pair = np.empty(cap, np.int32)
-    it_sport = np.empty(cap, np.int32)
-    it_plane = np.empty(cap, np.int8)
-    it_up = np.empty(cap, np.int32)
-    it_pid = np.empty(cap, np.uint64)
-    it_next = np.empty(cap, np.int32)  # the pair's previous distinct path (-1: none)
+    it = np.empty((cap, _ITEM_FIELDS), np.int32)  # the distinct paths found (_IP .. _IN)
+    it_pid = np.empty(cap, np.uint64)  # their path ids
+    e32, e8 = np.empty(0, np.int32), np.empty(0, np.int8)  # (what an error returns)
     last = np.full(n, -1, np.int64)  # each pair's latest distinct path
     ni = np.int64(0)
     active = np.ones(n, np.bool_)
@@ -529,32 +530,26 @@ def _search_pass(
                 continue
             a = pos[p]
             if dist[p] >= _FAR:
-                return (
-                    NO_PATH, a, it_pair[:0], it_sport[:0], it_plane[:0], it_up[:0], count,
-                    found, it_pair[:0], 0,
-                )  # fmt: skip
+                return NO_PATH, a, e32, e32, e8, e32, count, found, e32, 0
             ln = dist[p]
             if LANES * ln > len(path):
                 path = np.empty(2 * LANES * ln, np.int64)
             if ni + size > cap:  # room for this pair's round
                 while ni + size > cap:
                     cap *= 2
-                it_pair = _grow(it_pair, cap)
-                it_sport = _grow(it_sport, cap)
-                it_plane = _grow(it_plane, cap)
-                it_up = _grow(it_up, cap)
-                it_next = _grow(it_next, cap)
-                it_pid = _grow(it_pid, cap)
-            items = (it_pair, it_sport, it_plane, it_up, it_pid, it_next, last, count, found)
+                more, more_pid = np.empty((cap, _ITEM_FIELDS), np.int32), np.empty(cap, np.uint64)
+                for i in range(ni):  # (copied by loops: no more numpy code to compile)
+                    more_pid[i] = it_pid[i]
+                    for f in range(_ITEM_FIELDS):
+                        more[i, f] = it[i, f]
+                it, it_pid = more, more_pid
+            items = (it, it_pid, last, count, found)
             status, j, added = _pair_round(
                 p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1,
                 port, items, path, spt, base, (lanes, tup, ob), g, hs, ls, st, mt, scr,
             )  # fmt: skip
             if status != OK:
-                return (
-                    status, a * size + j, it_pair[:0], it_sport[:0], it_plane[:0],
-                    it_up[:0], count, found, it_pair[:0], 0,
-                )  # fmt: skip
+                return status, a * size + j, e32, e32, e8, e32, count, found, e32, 0
             ni += added
             new[p] = added
         tried += size
@@ -568,31 +563,35 @@ def _search_pass(
                 na += active[p]
                 new[p] = 0
         size *= 2
-    sel = _placing_order(count, last, it_next, it_plane, ni)
-    pair, up = it_pair[sel], it_up[sel]
+    pair, sport, plane, up = _placed(count, last, it, ni)
     ids, n_ids = _dense_ids(p_src, pair, up)
-    return OK, -1, pair, it_sport[sel], it_plane[sel], up, count, found, ids, n_ids
+    return OK, -1, pair, sport, plane, up, count, found, ids, n_ids
 
 
-def _placing_order(count, last, it_next, it_plane, ni):  # pragma: no cover - compiled
-    """The items by (pair, plane), each group in found order: the order
-    :meth:`hpn.routing.hpn_select._Found.place` sorts them into."""
-    out = np.empty(ni, np.int64)
-    tmp = np.empty(max(1, np.max(count) if len(count) else 1), np.int64)
+def _placed(count, last, it, ni):  # pragma: no cover - compiled
+    """(pair, sport, plane, uplink) of the ``ni`` items ``it`` by (pair, plane), each group
+    in found order: the order :meth:`hpn.routing.hpn_select._Found.place` sorts them into."""
+    pair, sport, up = np.empty(ni, np.int32), np.empty(ni, np.int32), np.empty(ni, np.int32)
+    plane = np.empty(ni, np.int8)
+    most = 1
+    for p in range(len(count)):
+        most = max(most, count[p])
+    tmp = np.empty(most, np.int64)
     k = 0
     for p in range(len(count)):
         t = count[p] - 1
-        q = last[p]
+        q = np.int64(last[p])
         while q >= 0:  # the pair's chain runs newest first
             tmp[t] = q
             t -= 1
-            q = it_next[q]
-        for plane in range(2):
+            q = it[q, _IN]
+        for pl in range(2):
             for t in range(count[p]):
-                if it_plane[tmp[t]] == plane:
-                    out[k] = tmp[t]
+                q = tmp[t]
+                if it[q, _IL] == pl:
+                    pair[k], sport[k], plane[k], up[k] = it[q, _IP], it[q, _IS], pl, it[q, _IU]
                     k += 1
-    return out
+    return pair, sport, plane, up
 
 
 def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
@@ -611,7 +610,8 @@ def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
             break
     m = 0
     if runs:
-        stamp = np.full(top + 1, -1, np.int32)  # the last run that met each uplink
+        stamp = np.empty(top + 1, np.int32)  # the last run that met each uplink
+        stamp[:] = -1
         num = np.empty(top + 1, np.int32)
         run, prev = -1, np.int64(-1)
         for i in range(n):
@@ -630,7 +630,8 @@ def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
     while size < 2 * n + 2:
         size *= 2
     mask = size - 1
-    slots = np.full(size, -1, np.int32)  # the first item of each class
+    slots = np.empty(size, np.int32)  # the first item of each class
+    slots[:] = -1
     for i in range(n):
         key = (np.int64(p_src[pair[i]]) << 32) | np.int64(up[i])
         h = np.int64(_smix(np.uint64(key)) & np.uint64(mask))
@@ -655,7 +656,7 @@ def _pair_round(
     """One round of pair ``p`` (position ``a`` among the round's pairs): walk its ``size``
     candidates from ``tried`` on, ``LANES`` at a time, and record the new distinct paths from
     item ``ni`` on (room for ``size`` items is there); (status, candidate, items added)."""
-    it_pair, it_sport, it_plane, it_up, it_pid, it_next, last, count, found = items
+    it, it_pid, last, count, found = items
     lanes, tup, ob = work
     mode, seed, codes, tables = hs[0], hs[1], hs[4], hs[9]
     span = np.uint64(65535 - 49152 + 1)
@@ -691,16 +692,16 @@ def _pair_round(
             # seen for this pair? (its distinct paths so far, newest first)
             q = last[p]
             while q >= 0 and it_pid[q] != pid:
-                q = it_next[q]
+                q = it[q, _IN]
             if q >= 0:
                 continue
             i = ni + added
-            it_next[i] = last[p]
+            it[i, _IN] = last[p]
             last[p] = i
             pl = port[path[o]]
             pl = 0 if pl < 0 else (1 if pl > 1 else pl)
-            it_pair[i], it_sport[i], it_plane[i] = p, lanes[k, _LSP], pl
-            it_up[i] = path[o + 1] if ln > 1 else path[o]
+            it[i, _IP], it[i, _IS], it[i, _IL] = p, lanes[k, _LSP], pl
+            it[i, _IU] = path[o + 1] if ln > 1 else path[o]
             it_pid[i] = pid
             added += 1
             count[p] += 1
@@ -756,12 +757,6 @@ def _class_dist(indptr, indices, m, s_node, s_class, s_level, nsig):
     return dist
 
 
-def _grow(a, cap):  # pragma: no cover - compiled
-    b = np.empty(cap, a.dtype)
-    b[: len(a)] = a
-    return b
-
-
 def kernel(name: str) -> Callable[..., Any]:
     """The compiled kernel ``name`` (``route``, ``search`` or ``class_dist``), compiled on
     first use.
@@ -794,7 +789,7 @@ def kernel(name: str) -> Callable[..., Any]:
         # one call steps ``LANES`` walks (a call per walk would cost more than inlining)
         g["_walk_lanes"] = plain(_walk_lanes)
         g["_pair_round"] = plain(_pair_round)
-        for helper in ("_sport_tables", "_grow", "_placing_order", "_dense_ids"):
+        for helper in ("_sport_tables", "_placed", "_dense_ids"):
             g[helper] = jit(g[helper])
         _compiled["route"] = Kernel(jit(_route_kernel))
         _compiled["class_dist"] = Kernel(jit(_class_dist))
