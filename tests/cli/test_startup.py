@@ -5,6 +5,7 @@ extra. (How fast that is, ``bench/bench_startup.py`` measures; no test here time
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -221,3 +222,33 @@ def test_deferred_rich_modules_still_work():
     )
     assert "Text in bold and code." in p.stdout, p.stdout
     assert p.stdout.rstrip().endswith("ok")
+
+
+_EXIT = """
+import atexit, gc, sys
+# registered before main(), so it runs after main()'s exit handler (atexit runs last-in first)
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0, flush=True))
+sys.argv = ["hpn", *sys.argv[1:]]
+from hpn.cli import main
+main()
+"""
+
+
+def test_exit_skips_the_collectors_passes_over_live_objects(tmp_path: Path):
+    """``hpn`` freezes the collector's objects at exit (once), after its output is written."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HPN_RUNS_DIR": str(tmp_path / "runs")}
+    for args in (["runs", "list", "--json"], ["traffic", "--preset", "nope"]):
+        p = subprocess.run(
+            [sys.executable, "-c", _EXIT, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert p.stdout.rstrip().endswith("frozen at exit: True"), (p.stdout, p.stderr)
+    from hpn import cli
+
+    before = atexit._ncallbacks()
+    cli._freeze_at_exit()
+    cli._freeze_at_exit()
+    assert atexit._ncallbacks() - before in (0, 1)  # once per process

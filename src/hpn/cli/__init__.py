@@ -6,6 +6,8 @@ the run store, plots, dashboard and demo commands are small typer functions.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 from functools import partial
 from typing import Any
@@ -95,6 +97,7 @@ def usage_line(e) -> str:
 
 def main() -> None:
     """Entry point: bad input becomes one line on stderr and exit code 2."""
+    _freeze_at_exit()
     errors = click().exceptions
     try:
         code = app(standalone_mode=False)
@@ -136,6 +139,26 @@ def main() -> None:
 
         print(f"error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
+
+
+def _freeze_at_exit() -> None:
+    """Spare the interpreter's shutdown the cyclic collector's passes over every live object.
+
+    Python's shutdown runs the collector over all objects still alive, several times: after
+    an 8-pod run (numba, pydantic and the results: ~140 k objects) that was 0.3-0.4 s of CPU
+    spent before the memory is handed back to the system anyway. :func:`gc.freeze`, run by
+    `atexit` (after the handlers registered later, before modules are torn down), puts them
+    out of its reach. They are still freed by reference counting, and atexit handlers and
+    `weakref.finalize` callbacks still run; only garbage in reference cycles at exit is not
+    finalized, which Python does not promise either. Registered once per process.
+    """
+    global _exit_freeze
+    if not _exit_freeze:
+        _exit_freeze = True
+        atexit.register(gc.freeze)
+
+
+_exit_freeze = False
 
 
 def _interrupted(e: BaseException | None) -> bool:

@@ -1,0 +1,72 @@
+"""Writing tables: what is read back is what a plain write of the same columns gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpn.store.tables import DICTIONARY_PAGE_BYTES, Labels, read_table, write_table
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def _columns(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "link_id": np.arange(n, dtype=np.int64) * 3,
+        "distinct": rng.random(n),  # past the dictionary page: plain-encoded
+        "few": rng.choice([1.0, 2.5, 4.0], n),  # stays dictionary-encoded
+        "tier": np.array(["nvlink", "nic_tor", "tor_agg"])[rng.integers(0, 3, n)],
+    }
+
+
+def test_reads_back_as_a_default_parquet_write(tmp_path: Path):
+    cols = _columns(50_000)
+    ours = write_table(tmp_path, "links", cols)
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table(cols), plain)
+    a, b = pq.read_table(ours), pq.read_table(plain)
+    assert a.schema.equals(b.schema, check_metadata=True) and a.equals(b)
+    for name, col in read_table(ours).items():
+        assert np.array_equal(col, read_table(plain)[name])
+    # the dictionary page limit took effect: the distinct floats fell back to plain pages
+    # after a small dictionary, the few values stayed in one
+    meta = pq.ParquetFile(ours).metadata.row_group(0)
+    by_name = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
+    assert by_name["few"].dictionary_page_offset is not None
+    distinct = by_name["distinct"]
+    dictionary_bytes = distinct.data_page_offset - distinct.dictionary_page_offset
+    assert dictionary_bytes <= 2 * DICTIONARY_PAGE_BYTES < 50_000 * 8  # not all 50 k values
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    # (no NUL: pyarrow cuts a numpy string at its first NUL, so names[codes] would differ)
+    names=st.lists(
+        st.text(st.characters(blacklist_characters="\x00"), max_size=6), min_size=1, max_size=5
+    ),
+    picks=st.lists(st.integers(0, 4), max_size=40),
+)
+def test_labels_store_as_their_strings(tmp_path_factory, names, picks):
+    """A Labels column is stored (Parquet and JSON) exactly as ``names[codes]`` would be."""
+    codes = np.array([p % len(names) for p in picks], dtype=np.int8)
+    strings = np.array(names, dtype=str)[codes] if len(codes) else np.array([], dtype=str)
+    folder = tmp_path_factory.mktemp("labels")
+    got = pq.read_table(write_table(folder, "a", {"tier": Labels(codes, np.array(names))}))
+    want = pa.table({"tier": strings})
+    assert got.schema.equals(want.schema) and got.equals(want)
+    assert list(Labels(codes, np.array(names)).strings()) == list(strings)
+
+
+def test_labels_without_pyarrow_write_json(tmp_path: Path, monkeypatch):
+    import hpn.store.tables as tables
+
+    monkeypatch.setattr(tables, "have_arrow", lambda: False)
+    path = write_table(tmp_path, "a", {"tier": Labels(np.array([1, 0, 1]), np.array(["x", "y"]))})
+    assert path.suffix == ".json"
+    assert list(read_table(path)["tier"]) == ["y", "x", "y"]
