@@ -672,9 +672,9 @@ class Sim:
             tx_end=fl.tx_end,
             finish=finish,
             path_latency=self.path.latency,
-            link_bytes=self.ledger.bytes,
-            link_busy=self.ledger.busy,
-            link_peak_util=self.ledger.peak,
+            link_bytes=self.ledger.bytes.copy(),  # contiguous (a column of the ledger's rows)
+            link_busy=self.ledger.busy.copy(),
+            link_peak_util=self.ledger.peak.copy(),
             link_capacity=self.cap0,
             makespan=makespan,
             series=series,
