@@ -150,3 +150,35 @@ def test_hpn_selection_one_link_failed_equals_numpy(tier):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     np.testing.assert_array_equal(a.paths.offsets, b.paths.offsets)
     np.testing.assert_array_equal(a.paths.links, b.paths.links)
+
+
+def _first_appearance_ids(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """Ids numbered by first appearance of each key (the reference for ``_dense_ids``)."""
+    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inv.ravel()], len(first)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    n_pairs=st.integers(1, 30),
+    items=st.integers(0, 200),
+    uplinks=st.integers(1, 12),
+    by_source=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_dense_ids_number_by_first_appearance(n_pairs, items, uplinks, by_source, seed):
+    """Both ways of numbering (NIC, uplink) classes (one pass over source runs when pairs
+    are in source order, a hash table otherwise) give ids by first appearance."""
+    K.kernel("search")
+    rng = np.random.default_rng(seed)
+    p_src = rng.integers(0, 8, n_pairs)
+    if by_source:
+        p_src = np.sort(p_src)
+    pair = np.sort(rng.integers(0, n_pairs, items)).astype(np.int32)
+    up = rng.integers(0, uplinks, items).astype(np.int32)
+    ids, m = K._dense_ids(p_src.astype(np.int64), pair, up)
+    ref, mr = _first_appearance_ids(p_src[pair] * 1000 + up)
+    np.testing.assert_array_equal(ids, ref)
+    assert m == mr

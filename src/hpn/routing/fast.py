@@ -295,15 +295,19 @@ def route_compiled(
     run = K.kernel("route")
     uinv = np.asarray(uinv, np.int64)
     order = np.argsort(uinv, kind="stable").astype(np.int64)  # flows of one class together
+    in_order = False
     while True:
         graph, lists, state, memo, scr = store.args()
         status, i, offsets, links = run(
             np.asarray(src, np.int64), np.asarray(dst, np.int64), uinv, spec.s_ip, spec.d_ip,
             spec.sport, spec.conn, order, graph, spec.hs, lists, state, memo, scr,
         )  # fmt: skip
-        if status != K.FULL:
+        if status == K.FULL:
+            store.grow()
+        elif status != K.OK and not in_order:  # again in flow order: the numpy code's error
+            order, in_order = np.arange(len(uinv), dtype=np.int64), True
+        else:
             break
-        store.grow()
     if status != K.OK:
         _raise(status, i, src)
     return Paths(offsets, links)
@@ -354,6 +358,7 @@ def search_compiled(
     run = K.kernel("search")
     port = _node_arrays(fabric)[4]
     order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
+    in_order = False
     while True:
         graph, lists, state, memo, scr = store.args()
         out = run(
@@ -362,9 +367,12 @@ def search_compiled(
             int(kw["first_round"]), int(kw["max_candidates"]), port, order, graph, spec.hs,
             lists, state, memo, scr,
         )  # fmt: skip
-        if out[0] != K.FULL:
+        if out[0] == K.FULL:
+            store.grow()
+        elif out[0] != K.OK and not in_order:  # again in pair order: the numpy code's error
+            order, in_order = np.arange(len(p_u), dtype=np.int64), True
+        else:
             break
-        store.grow()
     status, i, pair, sport, plane, uplink, count, per_plane, up_ids, n_up = out
     if status == K.NO_PATH:
         raise NoPath(int(i))

@@ -40,6 +40,9 @@ _MIX0 = np.uint64(0x243F6A8885A308D3)
 _S30, _S27, _S31, _S32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
 _S8, _S11 = np.uint64(8), np.uint64(11)
 _P7919 = np.uint64(7919)
+# typed (not literal) integer arguments: numba compiles a callee once more for every literal
+# argument it meets while typing a caller, so calls pass these instead of 0, 17 and 4791
+_I0, _I17, _I4791 = np.int64(0), np.int64(17), np.int64(4791)
 _FAR = 1 << 20
 _REC, _ENT = 8, 4  # int64s per candidate-list record, int32s per entry (see _new_list)
 
@@ -109,14 +112,14 @@ def _hash(code, tables, seed, s_ip, d_ip, sport):  # pragma: no cover - compiled
     """``HASHES[name](tuple, seed)`` of one tuple (int64 holding the uint32 result)."""
     if code < 5:
         reg, xorout = _seed_reg(code, np.uint64(seed))
-        return _crc(code, tables, reg, s_ip, d_ip, sport, 17, 4791) ^ xorout
+        return _crc(code, tables, reg, s_ip, d_ip, sport, _I17, _I4791) ^ xorout
     # mix64: two big-endian 8-byte words (the 13 bytes, zero padded)
     h = np.uint64(seed) ^ _MIX0
     for w in range(2):
         word = np.uint64(0)
         for b in range(8):
             j = 8 * w + b
-            v = _byte(j, s_ip, d_ip, sport) if j < 13 else 0
+            v = _byte(j, s_ip, d_ip, sport, _I17, _I4791) if j < 13 else 0
             word = (word << _S8) | np.uint64(v)
         h = _smix(h ^ word)
     return np.int64(h >> _S32)
@@ -127,7 +130,7 @@ def _seed_term(code, tables, seed):  # pragma: no cover - compiled
     if code >= 5:
         return np.int64(seed)
     reg, xorout = _seed_reg(code, np.uint64(seed))
-    return _crc(code, tables, reg, 0, 0, 0, 0, 0) ^ xorout
+    return _crc(code, tables, reg, _I0, _I0, _I0, _I0, _I0) ^ xorout
 
 
 def _sport_tables(tables):  # pragma: no cover - compiled
@@ -136,8 +139,8 @@ def _sport_tables(tables):  # pragma: no cover - compiled
     out = np.zeros((6, 2, 256), np.int64)
     for code in range(5):
         for x in range(256):
-            out[code, 0, x] = _crc(code, tables, 0, 0, 0, x << 8, 0, 0)
-            out[code, 1, x] = _crc(code, tables, 0, 0, 0, x, 0, 0)
+            out[code, 0, x] = _crc(code, tables, _I0, _I0, _I0, x << 8, _I0, _I0)
+            out[code, 1, x] = _crc(code, tables, _I0, _I0, _I0, x, _I0, _I0)
     return out
 
 
@@ -152,7 +155,7 @@ def _terms(codes, tables, spt, s_ip, d_ip, bond_seed, tup):  # pragma: no cover 
         elif r > 0 and code == codes[r - 1]:
             tup[r] = tup[r - 1]
         else:
-            tup[r] = _crc(code, tables, 0, s_ip, d_ip, 0, 17, 4791)
+            tup[r] = _crc(code, tables, _I0, s_ip, d_ip, _I0, _I17, _I4791)
     tup[4] = _seed_term(codes[0], tables, bond_seed)
 
 
@@ -306,102 +309,123 @@ def _ready_row(u, g, mt, st):  # pragma: no cover - compiled
             memo[bu + x] = memo[br + x]
 
 
-def _walk(
-    s, d, u, s_ip, d_ip, sport, conn, tup, dist0, out, g, hs, ls, st, mt, scr
-):  # pragma: no cover - compiled
-    """Walk one flow ``s -> d`` (class ``u``, ``dist0`` hops), writing its links to ``out``;
-    returns OK, NO_NEXT_HOP or FULL. ``tup``: the flow's hash terms (:func:`_terms`)."""
+# lane fields (int64 columns of ``lanes``): source, destination, class, source IP,
+# destination IP, source port, connection key, hops; then the walk's state: the node a lane
+# is at, its compact index (-1: an endpoint), the in-port rank of the link it arrived on
+_LS, _LD, _LU, _LSIP, _LDIP, _LSP, _LCONN, _LLEN, _LV, _LVC, _LRANK = range(11)
+LANES = 16  # walks stepped together (their memory accesses overlap)
+# item fields (int32 columns of the search's items): pair, source port, plane, uplink, the
+# pair's previous distinct path (-1: none)
+_IP, _IS, _IL, _IU, _IN = range(5)
+_ITEM_FIELDS = 5
+
+
+def _walk_lanes(nl, ln, lanes, tup, out, ob, g, hs, ls, st, mt, scr):  # pragma: no cover
+    """Walk flows ``lanes[:nl]`` (fields ``_LS`` .. ``_LLEN``) in lock step, hop by hop (each
+    flow's choices are those of a walk on its own; stepping them together lets their cache
+    misses overlap), writing lane ``j``'s hop ``k`` to ``out[ob[j] + k]``; ``ln``: the
+    longest walk; ``tup[j]``: lane ``j``'s hash terms (:func:`_terms`, :func:`_with_sport`).
+    Returns OK, NO_NEXT_HOP or FULL (the store is full)."""
     fwd, out_off, out_ids, comp, att_off, att_ids, lk_src, lk_dst, flat, rows, out_next = g
     (mode, seed, role, node_seed, codes, offs, lag_offs, bond, lag, tables,
      core_map, in_rank, c_off, c_links, pods, pod) = hs  # fmt: skip
     s_ent, s_gpos, rec, g_start, g_cnt, table = ls
     memo = mt[0]
-    v = s
-    vc = comp[s] if fwd[s] else -1  # compact index of the node the flow is at
-    r = dist0
-    urow = u * rows
-    prev = -1
-    rank = 0  # in-port rank of the link the flow arrived on
-    hop = 0
-    while r > 0:
-        if r == 1 and not fwd[d]:
-            chosen = -1
-            for j in range(att_off[d], att_off[d + 1]):
-                if lk_src[att_ids[j]] == v:
-                    chosen = att_ids[j]
-                    break
-            v, vc = lk_dst[chosen], -1
-        elif vc >= 0:  # a switch
-            key = urow + vc
-            c = np.int64(memo[key]) if len(memo) else np.int64(-1)
-            if c < 0:
-                c = _new_list(v, urow, r - 1, g, hs, st, ls, scr)
-                if c == -2:
-                    return FULL
+    for j in range(nl):
+        s = lanes[j, _LS]
+        lanes[j, _LV] = s
+        lanes[j, _LVC] = comp[s] if fwd[s] else -1
+        lanes[j, _LRANK] = 0
+    for hop in range(ln):
+        for j in range(nl):
+            r = lanes[j, _LLEN] - hop  # hops left
+            if r <= 0:
+                continue
+            v, vc, d = lanes[j, _LV], lanes[j, _LVC], lanes[j, _LD]
+            urow = lanes[j, _LU] * rows
+            if r == 1 and not fwd[d]:
+                chosen = -1
+                for k in range(att_off[d], att_off[d + 1]):
+                    if lk_src[att_ids[k]] == v:
+                        chosen = att_ids[k]
+                        break
+                v, vc, rank = d, -1, 0
+            elif vc >= 0:  # a switch
+                key = urow + vc
+                c = np.int64(memo[key]) if len(memo) else np.int64(-1)
                 if c < 0:
+                    c = _new_list(v, urow, r - 1, g, hs, st, ls, scr)
+                    if c == -2:
+                        return FULL
+                    if c < 0:
+                        return NO_NEXT_HOP
+                    if len(memo):
+                        memo[key] = c
+                r0 = _REC * c
+                base, cnt = rec[r0], rec[r0 + 1]
+                pick = 0
+                if mode == MODE_UNIFORM:
+                    pick = _uniform_pick(seed, lanes[j, _LCONN], hop, cnt)
+                elif cnt > 1:
+                    rl = rec[r0 + 4]
+                    if rl >= 1 and rl <= 3:
+                        pick = -1
+                        full = rec[r0 + 7]
+                        if full > 0 and hop > 0:  # a core's port map (hashing if it is down)
+                            mapped = c_links[rec[r0 + 6] + _umod(lanes[j, _LRANK], full)]
+                            for i in range(cnt):
+                                if s_ent[_ENT * (base + i)] == mapped:
+                                    pick = i
+                                    break
+                        if pick < 0:
+                            h = _role_hash(
+                                codes[rl], rec[r0 + 5], tup[j, rl], tables, lanes[j, _LSIP],
+                                lanes[j, _LDIP], lanes[j, _LSP],
+                            )  # fmt: skip
+                            h = (h ^ (h >> 16)) & 0xFFFF
+                            e = _rot16(h, offs[rl])
+                            m = rec[r0 + 2]
+                            if not lag or m == cnt:
+                                pick = _umod(e, cnt)
+                            else:
+                                go = rec[r0 + 3]
+                                gi = _umod(e, m)
+                                member = _umod(_rot16(h, lag_offs[rl]), g_cnt[go + gi])
+                                pick = s_gpos[base + g_start[go + gi] + member]
+                e0 = _ENT * (base + pick)
+                chosen, v, vc = s_ent[e0], s_ent[e0 + 1], s_ent[e0 + 2]
+                rank = s_ent[e0 + 3]
+            else:  # an endpoint: its NIC ports, uncached
+                cnt = np.int64(0)
+                for p in range(out_off[v], out_off[v + 1]):
+                    if flat[urow + out_next[p]] == r - 1:
+                        scr[cnt] = out_ids[p]
+                        cnt += 1
+                if cnt == 0:
                     return NO_NEXT_HOP
-                if len(memo):
-                    memo[key] = c
-            r0 = _REC * c
-            base, cnt = rec[r0], rec[r0 + 1]
-            pick = 0
-            if mode == MODE_UNIFORM:
-                pick = _uniform_pick(seed, conn, hop, cnt)
-            elif cnt > 1:
-                rl = rec[r0 + 4]
-                if rl >= 1 and rl <= 3:
-                    pick = -1
-                    full = rec[r0 + 7]
-                    if full > 0 and prev >= 0:  # a core's port map (hashing if it is down)
-                        mapped = c_links[rec[r0 + 6] + _umod(rank, full)]
-                        for i in range(cnt):
-                            if s_ent[_ENT * (base + i)] == mapped:
-                                pick = i
-                                break
-                    if pick < 0:
-                        h = _role_hash(codes[rl], rec[r0 + 5], tup[rl], tables, s_ip, d_ip, sport)
-                        h = (h ^ (h >> 16)) & 0xFFFF
-                        e = _rot16(h, offs[rl])
-                        m = rec[r0 + 2]
-                        if not lag or m == cnt:
-                            pick = _umod(e, cnt)
-                        else:
-                            go = rec[r0 + 3]
-                            gi = _umod(e, m)
-                            member = _umod(_rot16(h, lag_offs[rl]), g_cnt[go + gi])
-                            pick = s_gpos[base + g_start[go + gi] + member]
-            e0 = _ENT * (base + pick)
-            chosen, v, vc = s_ent[e0], s_ent[e0 + 1], s_ent[e0 + 2]
-            rank = s_ent[e0 + 3]
-        else:  # an endpoint: its NIC ports, uncached
-            cnt = 0
-            for p in range(out_off[v], out_off[v + 1]):
-                if flat[urow + out_next[p]] == r - 1:
-                    scr[cnt] = out_ids[p]
-                    cnt += 1
-            if cnt == 0:
-                return NO_NEXT_HOP
-            pick = 0
-            if mode == MODE_UNIFORM:
-                pick = _uniform_pick(seed, conn, hop, cnt)
-            elif cnt > 1 and role[v] == 0:  # the host's bond
-                if bond == BOND_RR:
-                    pick = conn % cnt
-                elif bond == BOND_L34:
-                    h = (sport ^ 4791) ^ (s_ip ^ d_ip)
-                    h = h ^ (h >> 16)
-                    pick = _umod(h ^ (h >> 8), cnt)
-                else:
-                    h = _role_hash(codes[0], tup[4], tup[0], tables, s_ip, d_ip, sport)
-                    pick = _umod((h ^ (h >> 16)) & 0xFFFF, cnt)
-            chosen = scr[pick]
-            v = lk_dst[chosen]
-            vc = comp[v] if fwd[v] else -1
-            rank = in_rank[chosen] if core_map else 0
-        out[hop] = chosen
-        prev = chosen
-        r -= 1
-        hop += 1
+                pick = 0
+                sport = lanes[j, _LSP]
+                if mode == MODE_UNIFORM:
+                    pick = _uniform_pick(seed, lanes[j, _LCONN], hop, cnt)
+                elif cnt > 1 and role[v] == 0:  # the host's bond
+                    if bond == BOND_RR:
+                        pick = lanes[j, _LCONN] % cnt
+                    elif bond == BOND_L34:
+                        h = (sport ^ 4791) ^ (lanes[j, _LSIP] ^ lanes[j, _LDIP])
+                        h = h ^ (h >> 16)
+                        pick = _umod(h ^ (h >> 8), cnt)
+                    else:
+                        h = _role_hash(
+                            codes[0], tup[j, 4], tup[j, 0], tables, lanes[j, _LSIP],
+                            lanes[j, _LDIP], sport,
+                        )  # fmt: skip
+                        pick = _umod((h ^ (h >> 16)) & 0xFFFF, cnt)
+                chosen = scr[pick]
+                v = lk_dst[chosen]
+                vc = comp[v] if fwd[v] else -1
+                rank = in_rank[chosen] if core_map else 0
+            out[ob[j] + hop] = chosen
+            lanes[j, _LV], lanes[j, _LVC], lanes[j, _LRANK] = v, vc, rank
     return OK
 
 
@@ -421,8 +445,9 @@ def _distance(s, u, g):  # pragma: no cover - compiled
 def _route_kernel(
     src, dst, uinv, s_ip, d_ip, sport, conn, order, g, hs, ls, st, mt, scr
 ):  # pragma: no cover - compiled
-    """Route flows (walked in ``order``): (status, flow index, offsets, links); an error is
-    looked for again in flow order (the first flow the numpy code fails on)."""
+    """Route flows, walked in ``order``, ``LANES`` at a time: (status, flow index, offsets,
+    links). On an error other than FULL the caller walks again in flow order, so the flow
+    reported is the first the numpy code fails on."""
     n = len(src)
     offsets = np.zeros(n + 1, np.int64)
     for i in range(n):
@@ -431,41 +456,32 @@ def _route_kernel(
             return NO_PATH, i, offsets, np.zeros(0, np.int64)
         offsets[i + 1] = offsets[i] + d
     links = np.empty(offsets[n], np.int64)
-    mode, tables = hs[0], hs[9]
-    spt = _sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
-    terms = np.zeros(10, np.int64)
-    args = (src, dst, uinv, s_ip, d_ip, sport, conn)
-    status, i = _route_walks(args, order, offsets, links, spt, terms, g, hs, ls, st, mt, scr)
-    if status != OK and status != FULL:
-        status, i = _route_walks(
-            args, np.arange(n), offsets, links, spt, terms, g, hs, ls, st, mt, scr
-        )
-    return status, i, offsets, links
-
-
-def _route_walks(
-    args, order, offsets, links, spt, terms, g, hs, ls, st, mt, scr
-):  # pragma: no cover - compiled
-    """Walk the flows in ``order`` into ``links``: (status, flow)."""
-    src, dst, uinv, s_ip, d_ip, sport, conn = args
     mode, seed, codes, tables = hs[0], hs[1], hs[4], hs[9]
-    base, tup = terms[:5], terms[5:]
-    for i in order:
-        o = offsets[i]
-        _ready_row(uinv[i], g, mt, st)
-        if mode == MODE_HASH:
-            _terms(codes, tables, spt, s_ip[i], d_ip[i], seed, base)
-            _with_sport(codes, spt, base, sport[i], tup)
-        status = _walk(
-            src[i], dst[i], uinv[i], s_ip[i], d_ip[i], sport[i], conn[i], tup,
-            offsets[i + 1] - o, links[o : offsets[i + 1]], g, hs, ls, st, mt, scr,
-        )  # fmt: skip
+    spt = _sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
+    lanes, tup = np.zeros((LANES, 11), np.int64), np.zeros((LANES, 5), np.int64)
+    base, ob = np.zeros(5, np.int64), np.zeros(LANES, np.int64)
+    for q0 in range(0, n, LANES):
+        nl = min(LANES, n - q0)
+        ln = np.int64(0)
+        for j in range(nl):
+            i = order[q0 + j]
+            _ready_row(uinv[i], g, mt, st)
+            if mode == MODE_HASH:
+                _terms(codes, tables, spt, s_ip[i], d_ip[i], seed, base)
+                _with_sport(codes, spt, base, sport[i], tup[j])
+            length = offsets[i + 1] - offsets[i]
+            lanes[j, _LS], lanes[j, _LD], lanes[j, _LU] = src[i], dst[i], uinv[i]
+            lanes[j, _LSIP], lanes[j, _LDIP], lanes[j, _LSP] = s_ip[i], d_ip[i], sport[i]
+            lanes[j, _LCONN], lanes[j, _LLEN] = conn[i], length
+            ob[j] = offsets[i]
+            ln = max(ln, length)
+        status = _walk_lanes(nl, ln, lanes, tup, links, ob, g, hs, ls, st, mt, scr)
         if status != OK:
-            return status, i
-    return OK, -1
+            return status, order[q0], offsets, links
+    return OK, -1, offsets, links
 
 
-def _search_kernel(
+def _search_pass(
     p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round, max_cand,
     port, order, g, hs, ls, st, mt, scr,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -476,25 +492,8 @@ def _search_kernel(
 
     Pairs are walked in ``order`` (pairs of one destination class together: their
     distances and candidate lists stay in cache); pairs are independent, and their items
-    are put in order at the end. An error is looked for again in pair order, so the
-    one reported is the first the numpy code meets."""
-    out = _search_pass(
-        p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round,
-        max_cand, port, order, g, hs, ls, st, mt, scr,
-    )  # fmt: skip
-    if out[0] == OK or out[0] == FULL:
-        return out
-    return _search_pass(
-        p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round,
-        max_cand, port, np.arange(len(p_src)), g, hs, ls, st, mt, scr,
-    )  # fmt: skip
-
-
-def _search_pass(
-    p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round, max_cand,
-    port, order, g, hs, ls, st, mt, scr,
-):  # fmt: skip  # pragma: no cover - compiled
-    """:func:`_search_kernel` walking the pairs in ``order``."""
+    are put in order at the end. On an error other than FULL the caller runs again in pair
+    order, so the one reported is the first the numpy code meets."""
     n = len(p_src)
     count = np.zeros(n, np.int64)
     found = np.zeros((n, 2), np.int64)
@@ -502,23 +501,22 @@ def _search_pass(
     for p in range(n):
         dist[p] = 2 if nv0[p] >= 0 else _distance(p_src[p], p_u[p], g)
     cap = max(n * min(first_round, max_cand), 16)
-    it_pair = np.empty(cap, np.int32)
-    it_sport = np.empty(cap, np.int32)
-    it_plane = np.empty(cap, np.int8)
-    it_up = np.empty(cap, np.int32)
-    it_pid = np.empty(cap, np.uint64)
-    it_next = np.empty(cap, np.int32)  # the pair's previous distinct path (-1: none)
+    it = np.empty((cap, _ITEM_FIELDS), np.int32)  # the distinct paths found (_IP .. _IN)
+    it_pid = np.empty(cap, np.uint64)  # their path ids
+    e32, e8 = np.empty(0, np.int32), np.empty(0, np.int8)  # (what an error returns)
     last = np.full(n, -1, np.int64)  # each pair's latest distinct path
-    ni = 0
+    ni = np.int64(0)
     active = np.ones(n, np.bool_)
     pos = np.zeros(n, np.int64)  # a pair's position among the round's active pairs
     na = n
-    tried, size = 0, first_round
-    path = np.empty(64, np.int64)
+    tried, size = np.int64(0), first_round
+    path = np.empty(LANES * 64, np.int64)  # the walks of a lane group, ``ln`` hops each
+    lanes, tup = np.zeros((LANES, 11), np.int64), np.zeros((LANES, 5), np.int64)
+    ob = np.zeros(LANES, np.int64)
     new = np.zeros(n, np.int64)
     mode, tables = hs[0], hs[9]
     spt = _sport_tables(tables) if mode == MODE_HASH else np.zeros((6, 2, 256), np.int64)
-    base, tup = np.zeros(5, np.int64), np.zeros(5, np.int64)
+    base = np.zeros(5, np.int64)
     while na > 0 and tried < max_cand:
         size = min(size, max_cand - tried)
         a = 0
@@ -532,32 +530,26 @@ def _search_pass(
                 continue
             a = pos[p]
             if dist[p] >= _FAR:
-                return (
-                    NO_PATH, a, it_pair[:0], it_sport[:0], it_plane[:0], it_up[:0], count,
-                    found, it_pair[:0], 0,
-                )  # fmt: skip
+                return NO_PATH, a, e32, e32, e8, e32, count, found, e32, 0
             ln = dist[p]
-            if ln > len(path):
-                path = np.empty(2 * ln, np.int64)
+            if LANES * ln > len(path):
+                path = np.empty(2 * LANES * ln, np.int64)
             if ni + size > cap:  # room for this pair's round
                 while ni + size > cap:
                     cap *= 2
-                it_pair = _grow(it_pair, cap)
-                it_sport = _grow(it_sport, cap)
-                it_plane = _grow(it_plane, cap)
-                it_up = _grow(it_up, cap)
-                it_next = _grow(it_next, cap)
-                it_pid = _grow(it_pid, cap)
-            items = (it_pair, it_sport, it_plane, it_up, it_pid, it_next, last, count, found)
+                more, more_pid = np.empty((cap, _ITEM_FIELDS), np.int32), np.empty(cap, np.uint64)
+                for i in range(ni):  # (copied by loops: no more numpy code to compile)
+                    more_pid[i] = it_pid[i]
+                    for f in range(_ITEM_FIELDS):
+                        more[i, f] = it[i, f]
+                it, it_pid = more, more_pid
+            items = (it, it_pid, last, count, found)
             status, j, added = _pair_round(
                 p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1,
-                port, items, path, spt, base, tup, g, hs, ls, st, mt, scr,
+                port, items, path, spt, base, (lanes, tup, ob), g, hs, ls, st, mt, scr,
             )  # fmt: skip
             if status != OK:
-                return (
-                    status, a * size + j, it_pair[:0], it_sport[:0], it_plane[:0],
-                    it_up[:0], count, found, it_pair[:0], 0,
-                )  # fmt: skip
+                return status, a * size + j, e32, e32, e8, e32, count, found, e32, 0
             ni += added
             new[p] = added
         tried += size
@@ -571,45 +563,75 @@ def _search_pass(
                 na += active[p]
                 new[p] = 0
         size *= 2
-    sel = _placing_order(count, last, it_next, it_plane, ni)
-    pair, up = it_pair[sel], it_up[sel]
+    pair, sport, plane, up = _placed(count, last, it, ni)
     ids, n_ids = _dense_ids(p_src, pair, up)
-    return OK, -1, pair, it_sport[sel], it_plane[sel], up, count, found, ids, n_ids
+    return OK, -1, pair, sport, plane, up, count, found, ids, n_ids
 
 
-def _placing_order(count, last, it_next, it_plane, ni):  # pragma: no cover - compiled
-    """The items by (pair, plane), each group in found order: the order
-    :meth:`hpn.routing.hpn_select._Found.place` sorts them into."""
-    out = np.empty(ni, np.int64)
-    tmp = np.empty(max(1, np.max(count) if len(count) else 1), np.int64)
+def _placed(count, last, it, ni):  # pragma: no cover - compiled
+    """(pair, sport, plane, uplink) of the ``ni`` items ``it`` by (pair, plane), each group
+    in found order: the order :meth:`hpn.routing.hpn_select._Found.place` sorts them into."""
+    pair, sport, up = np.empty(ni, np.int32), np.empty(ni, np.int32), np.empty(ni, np.int32)
+    plane = np.empty(ni, np.int8)
+    most = 1
+    for p in range(len(count)):
+        most = max(most, count[p])
+    tmp = np.empty(most, np.int64)
     k = 0
     for p in range(len(count)):
         t = count[p] - 1
-        q = last[p]
+        q = np.int64(last[p])
         while q >= 0:  # the pair's chain runs newest first
             tmp[t] = q
             t -= 1
-            q = it_next[q]
-        for plane in range(2):
+            q = it[q, _IN]
+        for pl in range(2):
             for t in range(count[p]):
-                if it_plane[tmp[t]] == plane:
-                    out[k] = tmp[t]
+                q = tmp[t]
+                if it[q, _IL] == pl:
+                    pair[k], sport[k], plane[k], up[k] = it[q, _IP], it[q, _IS], pl, it[q, _IU]
                     k += 1
-    return out
+    return pair, sport, plane, up
 
 
 def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
     """A class id per item (equal (source NIC, uplink), equal ids; numbered by first
-    appearance) and the number of classes: an open-addressing table of int32 item indices,
-    O(n), no key array."""
+    appearance) and the number of classes. When each source's items are one run (pairs in
+    source order, as :class:`~hpn.routing.hpn_select.HpnRouter` gives them), a key can only
+    recur within its run: a table per uplink stamped with the run does it in one pass over
+    sequential memory; otherwise an open-addressing table of int32 item indices."""
     n = len(pair)
+    ids = np.empty(n, np.int32)
+    top, runs = -1, True
+    for i in range(n):
+        top = max(top, up[i])
+        if up[i] < 0 or (i > 0 and p_src[pair[i]] < p_src[pair[i - 1]]):
+            runs = False
+            break
+    m = 0
+    if runs:
+        stamp = np.empty(top + 1, np.int32)  # the last run that met each uplink
+        stamp[:] = -1
+        num = np.empty(top + 1, np.int32)
+        run, prev = -1, np.int64(-1)
+        for i in range(n):
+            s = p_src[pair[i]]
+            if s != prev:
+                run += 1
+                prev = s
+            u = up[i]
+            if stamp[u] != run:
+                stamp[u] = run
+                num[u] = m
+                m += 1
+            ids[i] = num[u]
+        return ids, m
     size = 1
     while size < 2 * n + 2:
         size *= 2
     mask = size - 1
-    slots = np.full(size, -1, np.int32)  # the first item of each class
-    ids = np.empty(n, np.int32)
-    m = 0
+    slots = np.empty(size, np.int32)  # the first item of each class
+    slots[:] = -1
     for i in range(n):
         key = (np.int64(p_src[pair[i]]) << 32) | np.int64(up[i])
         h = np.int64(_smix(np.uint64(key)) & np.uint64(mask))
@@ -629,53 +651,61 @@ def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
 
 def _pair_round(
     p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1, port, items,
-    path, spt, base, tup, g, hs, ls, st, mt, scr,
+    path, spt, base, work, g, hs, ls, st, mt, scr,
 ):  # fmt: skip  # pragma: no cover - compiled
     """One round of pair ``p`` (position ``a`` among the round's pairs): walk its ``size``
-    candidates from ``tried`` on and record the new distinct paths from item ``ni`` on
-    (room for ``size`` items is there); (status, candidate, items added)."""
-    it_pair, it_sport, it_plane, it_up, it_pid, it_next, last, count, found = items
+    candidates from ``tried`` on, ``LANES`` at a time, and record the new distinct paths from
+    item ``ni`` on (room for ``size`` items is there); (status, candidate, items added)."""
+    it, it_pid, last, count, found = items
+    lanes, tup, ob = work
     mode, seed, codes, tables = hs[0], hs[1], hs[4], hs[9]
     span = np.uint64(65535 - 49152 + 1)
-    if nv0[p] < 0:
+    nvl = nv0[p] >= 0  # two GPUs of one host: the NVLink path, no walk
+    if not nvl:
         _ready_row(p_u[p], g, mt, st)
         if mode == MODE_HASH:
             _terms(codes, tables, spt, p_ip[p], q_ip[p], seed, base)
     added = 0
-    for j in range(size):
-        sp = np.int64(np.uint64(49152) + (start[p] + np.uint64(tried + j)) % span)
-        if nv0[p] >= 0:
-            path[0], path[1] = nv0[p], nv1[p]
-            status = OK
-        else:
+    for j0 in range(0, size, LANES):
+        nl = min(LANES, size - j0)
+        for k in range(nl):
+            sp = np.int64(np.uint64(49152) + (start[p] + np.uint64(tried + j0 + k)) % span)
+            lanes[k, _LSP] = sp
+            if nvl:
+                path[k * ln], path[k * ln + 1] = nv0[p], nv1[p]
+                continue
+            lanes[k, _LS], lanes[k, _LD], lanes[k, _LU] = p_src[p], p_dst[p], p_u[p]
+            lanes[k, _LSIP], lanes[k, _LDIP] = p_ip[p], q_ip[p]
+            lanes[k, _LCONN], lanes[k, _LLEN] = a * size + j0 + k, ln
+            ob[k] = k * ln
             if mode == MODE_HASH:
-                _with_sport(codes, spt, base, sp, tup)
-            status = _walk(
-                p_src[p], p_dst[p], p_u[p], p_ip[p], q_ip[p], sp, a * size + j, tup, ln, path,
-                g, hs, ls, st, mt, scr,
-            )  # fmt: skip
-        if status != OK:
-            return status, j, added
-        pid = np.uint64(0)
-        for k in range(ln):
-            pid ^= _smix((np.uint64(path[k]) << _S8) ^ np.uint64(k))
-        # seen for this pair? (its distinct paths so far, newest first)
-        q = last[p]
-        while q >= 0 and it_pid[q] != pid:
-            q = it_next[q]
-        if q >= 0:
-            continue
-        i = ni + added
-        it_next[i] = last[p]
-        last[p] = i
-        pl = port[path[0]]
-        pl = 0 if pl < 0 else (1 if pl > 1 else pl)
-        it_pair[i], it_sport[i], it_plane[i] = p, sp, pl
-        it_up[i] = path[1] if ln > 1 else path[0]
-        it_pid[i] = pid
-        added += 1
-        count[p] += 1
-        found[p, pl] += 1
+                _with_sport(codes, spt, base, sp, tup[k])
+        if not nvl:
+            status = _walk_lanes(nl, ln, lanes, tup, path, ob, g, hs, ls, st, mt, scr)
+            if status != OK:
+                return status, j0, added
+        for k in range(nl):
+            o = k * ln
+            pid = np.uint64(0)
+            for h in range(ln):
+                pid ^= _smix((np.uint64(path[o + h]) << _S8) ^ np.uint64(h))
+            # seen for this pair? (its distinct paths so far, newest first)
+            q = last[p]
+            while q >= 0 and it_pid[q] != pid:
+                q = it[q, _IN]
+            if q >= 0:
+                continue
+            i = ni + added
+            it[i, _IN] = last[p]
+            last[p] = i
+            pl = port[path[o]]
+            pl = 0 if pl < 0 else (1 if pl > 1 else pl)
+            it[i, _IP], it[i, _IS], it[i, _IL] = p, lanes[k, _LSP], pl
+            it[i, _IU] = path[o + 1] if ln > 1 else path[o]
+            it_pid[i] = pid
+            added += 1
+            count[p] += 1
+            found[p, pl] += 1
     return OK, 0, added
 
 
@@ -727,12 +757,6 @@ def _class_dist(indptr, indices, m, s_node, s_class, s_level, nsig):
     return dist
 
 
-def _grow(a, cap):  # pragma: no cover - compiled
-    b = np.empty(cap, a.dtype)
-    b[: len(a)] = a
-    return b
-
-
 def kernel(name: str) -> Callable[..., Any]:
     """The compiled kernel ``name`` (``route``, ``search`` or ``class_dist``), compiled on
     first use.
@@ -762,14 +786,12 @@ def kernel(name: str) -> Callable[..., Any]:
             "_distance", "_ready_row",
         ):  # fmt: skip
             g[helper] = plain(g[helper])
-        # the walk is inlined into the loops over candidates and flows (no call per walk)
-        g["_walk"] = njit(cache=True, nogil=True, _nrt=False, forceinline=True)(_walk)
+        # one call steps ``LANES`` walks (a call per walk would cost more than inlining)
+        g["_walk_lanes"] = plain(_walk_lanes)
         g["_pair_round"] = plain(_pair_round)
-        g["_route_walks"] = plain(_route_walks)
-        for helper in ("_sport_tables", "_grow", "_placing_order", "_dense_ids"):
+        for helper in ("_sport_tables", "_placed", "_dense_ids"):
             g[helper] = jit(g[helper])
-        g["_search_pass"] = jit(_search_pass)
         _compiled["route"] = Kernel(jit(_route_kernel))
         _compiled["class_dist"] = Kernel(jit(_class_dist))
-        _compiled["search"] = Kernel(jit(_search_kernel))
+        _compiled["search"] = Kernel(jit(_search_pass))
     return _compiled[name]
