@@ -216,7 +216,8 @@ class Store:
             np.zeros(s, np.int64),  # group sizes
             np.full(h, -1, np.int64),  # hash table of the lists
         )
-        self.state = np.array([0, 0, 0, -1], np.int64)  # (entries, lists, groups, last row)
+        # (entries, lists, groups, last row, a sink for cache warm-up loads)
+        self.state = np.array([0, 0, 0, -1, 0], np.int64)
         self.memo = (
             np.full(self.memo_size, -1, np.int32),
             np.zeros(self.nsig if self.memo_size else 0, np.bool_),  # rows prepared

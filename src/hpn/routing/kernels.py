@@ -666,6 +666,25 @@ def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
     return ids, m
 
 
+def _warm(v, u, g, ls, st, mt):  # pragma: no cover - compiled
+    """Touch every cache line of the candidate lists of endpoint ``v``'s switches toward
+    class ``u`` (a pair's first switch hop: the candidates pick from them at random),
+    all loads independent so their misses overlap; the sum goes to ``st[4]``."""
+    fwd, out_off, out_ids, comp, att_off, att_ids, lk_src, lk_dst, flat, rows, out_next = g
+    s_ent, rec = ls[0], ls[2]
+    memo = mt[0]
+    if len(memo) == 0 or fwd[v]:
+        return
+    acc = np.int64(0)
+    for e in range(out_off[v], out_off[v + 1]):
+        c = memo[u * rows + out_next[e]]
+        if c >= 0:
+            lo, hi = _ENT * rec[_REC * c], _ENT * (rec[_REC * c] + rec[_REC * c + 1])
+            for x in range(lo, hi, 16):
+                acc += s_ent[x]
+    st[4] += acc
+
+
 def _pair_round(
     p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1, port, items,
     path, spt, base, work, g, hs, ls, st, mt, scr,
@@ -682,6 +701,7 @@ def _pair_round(
         _ready_row(p_u[p], g, mt, st)
         if mode == MODE_HASH:
             _terms(codes, tables, spt, p_ip[p], q_ip[p], seed, base)
+        _warm(p_src[p], p_u[p], g, ls, st, mt)
     added = 0
     for j0 in range(0, size, LANES):
         nl = min(LANES, size - j0)
@@ -800,7 +820,7 @@ def kernel(name: str) -> Callable[..., Any]:
         for helper in (
             "_smix", "_byte", "_crc", "_seed_reg", "_hash", "_seed_term", "_terms",
             "_with_sport", "_role_hash", "_umod", "_rot16", "_uniform_pick", "_new_list",
-            "_distance", "_ready_row",
+            "_distance", "_ready_row", "_warm",
         ):  # fmt: skip
             g[helper] = plain(g[helper])
         # one call steps ``LANES`` walks (a call per walk would cost more than inlining)
