@@ -6,6 +6,7 @@ extra. (How fast that is, ``bench/bench_startup.py`` measures; no test here time
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import subprocess
@@ -252,3 +253,13 @@ def test_exit_skips_the_collectors_passes_over_live_objects(tmp_path: Path):
     cli._freeze_at_exit()
     cli._freeze_at_exit()
     assert atexit._ncallbacks() - before in (0, 1)  # once per process
+
+
+def test_young_generation_threshold_is_raised_while_a_command_runs(monkeypatch):
+    from hpn import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_main", lambda: seen.append(gc.get_threshold()))
+    before = gc.get_threshold()
+    cli.main()
+    assert seen == [(cli.YOUNG_OBJECTS, *before[1:])] and gc.get_threshold() == before

@@ -98,3 +98,26 @@ def test_tier_sums_add_in_link_order_like_bincount(seed):
     loaded = np.flatnonzero(on)
     ref = np.bincount(tier[loaded], weights=ledger.load[loaded], minlength=5)
     np.testing.assert_array_equal(tier_sums(on, tier, ledger.load, 5), ref)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**31), st.integers(0, 3000), st.sampled_from([0.0, 0.003, 0.01, 0.1, 0.5]))
+def test_tier_sums_skip_unloaded_runs_exactly(seed, n, frac):
+    # few loaded links, clustered or alone, tier changes inside unloaded runs, n not a
+    # multiple of 64: the compiled pass (which skips runs of 64 unloaded links) adds exactly
+    # what bincount adds over the loaded links
+    from hpn.engine.kernels import tier_sums
+    from hpn.engine.links import LinkLedger
+
+    rng = np.random.default_rng(seed)
+    ledger = LinkLedger(np.full(n, 1e10 / 3))
+    tier = np.sort(rng.integers(0, 4, n)).astype(np.uint8)
+    k = int(frac * n)
+    alone = rng.choice(n, k, replace=False) if n else np.zeros(0, np.int64)
+    heads = rng.integers(0, max(n, 1), 3)
+    runs = [np.arange(a, min(a + int(rng.integers(1, 20)), n)) for a in heads]
+    links = np.unique(np.concatenate([alone, *runs]).astype(np.int64)) if n else alone
+    ledger.set(links, rng.uniform(1e6, 3e9, len(links)) / 3, 1e-6)
+    loaded = np.flatnonzero(ledger.on)
+    ref = np.bincount(tier[loaded], weights=ledger.load[loaded], minlength=4)
+    np.testing.assert_array_equal(tier_sums(ledger.on, tier, ledger.load, 4), ref)

@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from hpn.app.base import Outcome
+    from hpn.store.run import Run
 
 __all__ = ["OutOpt", "PlotOpt", "check_out", "save"]
 
@@ -57,15 +60,17 @@ def save(
     import sys
 
     from hpn.cli.output import stderr
-    from hpn.plots import render_run
     from hpn.store.record import record_run
 
+    render: Callable[[Run], object] | None = None
+    if plot:  # (hpn.plots' modules are imported only then)
+        from hpn.plots import render_run as render
     folder = record_run(
         command,
         outcome.config or {},
         outcome.result.to_json(),
         outcome.tables,
-        plots=render_run if plot else None,
+        plots=render,
         out=out,
         wall_s=outcome.wall_s,
     )

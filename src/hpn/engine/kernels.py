@@ -260,21 +260,37 @@ def _hops_kernel(start, length, links, hops, delta):  # pragma: no cover - compi
             hops[links[j]] += delta
 
 
-def _tier_kernel(tier, load, out):  # pragma: no cover - compiled
-    # every link, in order: a link without a load holds +0.0, which leaves a sum as it is;
-    # the running sum stays in a register while the tier does not change (links come
-    # grouped by tier), no branch per link
-    if not len(tier):
+def _tier_kernel(tier, words, load, out):  # pragma: no cover - compiled
+    # every loaded link, in order: `words` holds the ledger's `on` flags 8 links a word; a
+    # block of 8 words (64 links) without a loaded link (they hold +0.0, which leaves a sum
+    # as it is) is skipped without reading its loads (one branch per block: a branch per
+    # word mispredicts too often); the links past the last whole block are all added. The
+    # running sum stays in a register while the tier does not change (links come grouped
+    # by tier)
+    n = len(tier)
+    if not n:
         return
     cur = tier[0]
     acc = out[cur]
-    for lk in range(len(tier)):
-        t = tier[lk]
-        if t != cur:
-            out[cur] = acc
-            cur = t
-            acc = out[cur]
-        acc += load[lk]
+    nb = len(words) // 8
+    for b in range(nb + 1):
+        lo = 64 * b
+        if b < nb:
+            w = words[8 * b]
+            for i in range(8 * b + 1, 8 * b + 8):
+                w |= words[i]
+            if w == 0:
+                continue
+            hi = lo + 64
+        else:
+            hi = n
+        for lk in range(lo, hi):
+            t = tier[lk]
+            if t != cur:
+                out[cur] = acc
+                cur = t
+                acc = out[cur]
+            acc += load[lk]
     out[cur] = acc
 
 
@@ -455,7 +471,8 @@ def ledger_set(ledger: Any, links: np.ndarray, new: np.ndarray, now: float) -> N
 def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) -> np.ndarray:
     """The ``load`` of the links with ``on`` summed per ``tier``, in link order (the
     arithmetic of ``np.bincount`` over those links). Links without ``on`` must hold a load
-    of 0 (the compiled kernel adds them: zeros leave the sums as they are).
+    of 0: the compiled kernel skips runs of 64 links without ``on`` (most of a large fabric
+    at any time) and adds the others' zeros, which leave the sums as they are.
 
     Parameters
     ----------
@@ -475,7 +492,9 @@ def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) 
     """
     if HAVE_NUMBA:
         out = np.zeros(n_tiers)
-        _kernel("tiers")(tier, load, out)
+        whole = len(on) // 8 * 8  # the flags of 8 links as one word (0: none is loaded)
+        words = np.ascontiguousarray(on, dtype=bool)[:whole].view(np.uint64)
+        _kernel("tiers")(tier, words, load, out)
         return out
     loaded = np.flatnonzero(on)
     return np.bincount(tier[loaded], weights=load[loaded], minlength=n_tiers)

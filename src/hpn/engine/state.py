@@ -301,6 +301,7 @@ class TaskState:
     indeg: np.ndarray  # predecessors not finished yet
     stamp: np.ndarray  # scratch for sort-free dedupe of task ids (all -1)
     done: int = 0
+    compiled = steps.HAVE_NUMBA  # complete() in one compiled call (the same result)
 
     @classmethod
     def of(cls, n: int, before: np.ndarray, after: np.ndarray) -> TaskState:
@@ -323,8 +324,10 @@ class TaskState:
 
     def complete(self, tasks: np.ndarray, now: float) -> np.ndarray:
         """Record ``tasks`` finished at ``now``; the successors that became ready."""
-        self.finish[tasks] = now
         self.done += len(tasks)
+        if self.compiled:
+            return steps.complete(self, tasks, now)
+        self.finish[tasks] = now
         off = self.succ_off
         cnt = off[tasks + 1] - off[tasks]
         if not cnt.sum():

@@ -14,7 +14,9 @@ the same order as the numpy code they replace (which runs when numba is missing)
 - :func:`depart`: ``Sim._rates`` when only departures happened: whether a flow is at or
   above the floor (:meth:`FlowState.at_least`, through the rate index or a scan); if none
   is, no rate changes, and each link's load loses the departed rates (summed in hop order,
-  as ``np.bincount``), clipped at 0 and booked (:meth:`LinkLedger.set`).
+  as ``np.bincount``), clipped at 0 and booked (:meth:`LinkLedger.set`);
+- :func:`complete`: :meth:`TaskState.complete` (finish times, predecessor counts, the
+  successors that became ready).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from hpn.jit import Kernel
 _compiled: dict = {}
 _ledger_set = _k._ledger_set  # LinkLedger.set for one link (compiled in `_kernel`)
 
-__all__ = ["HAVE_NUMBA", "candidates_min", "depart", "end_batch", "end_flows"]
+__all__ = ["HAVE_NUMBA", "candidates_min", "complete", "depart", "end_batch", "end_flows"]
 
 
 def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cover - compiled
@@ -288,6 +290,30 @@ def _depart_kernel(
     return ok, head
 
 
+def _complete_kernel(tasks, now, finish, succ, off, indeg, stamp):  # pragma: no cover
+    # compiled. TaskState.complete: every successor edge of the tasks takes one off its
+    # task's count; the successors at 0 after all of them (each once: stamp) are ready
+    total = 0
+    for t in tasks:
+        finish[t] = now
+        for j in range(off[t], off[t + 1]):
+            indeg[succ[j]] -= 1
+            total += 1
+    ready = np.empty(total, np.int64)
+    k = 0
+    for t in tasks:
+        for j in range(off[t], off[t + 1]):
+            s = succ[j]
+            if indeg[s] == 0 and stamp[s] < 0:
+                stamp[s] = 0
+                ready[k] = s
+                k += 1
+    ready = np.sort(ready[:k])
+    for s in ready:
+        stamp[s] = -1
+    return ready
+
+
 def _kernel(name: str):
     if not _compiled:
         import numba
@@ -301,6 +327,7 @@ def _kernel(name: str):
         _compiled["cand_min"] = Kernel(jit(_cand_min_kernel))
         _compiled["batch"] = Kernel(jit(_batch_kernel))
         _compiled["end"] = Kernel(jit(_end_kernel))
+        _compiled["complete"] = Kernel(jit(_complete_kernel))
     return _compiled[name]
 
 
@@ -482,3 +509,26 @@ def end_flows(
     )
     fl.n_act -= len(sent)
     return sent, old
+
+
+def complete(task: Any, tasks: np.ndarray, now: float) -> np.ndarray:
+    """:meth:`~hpn.engine.state.TaskState.complete` in one call: ``tasks`` finish at ``now``.
+
+    Parameters
+    ----------
+    task
+        The :class:`~hpn.engine.state.TaskState` (finish times and predecessor counts
+        updated in place; its ``stamp`` scratch is left all -1).
+    tasks
+        The tasks that finished.
+    now
+        The time, s.
+
+    Returns
+    -------
+    numpy.ndarray
+        The successors whose last predecessor finished, sorted, each once.
+    """
+    return _kernel("complete")(
+        tasks, float(now), task.finish, task.succ, task.succ_off, task.indeg, task.stamp
+    )

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from hpn.store.tables import Labels
 from hpn.topology.fabric import LinkTier
 
 SAMPLES = 24  # aimed-for utilization samples per run
@@ -41,10 +40,10 @@ def _tier_names() -> np.ndarray:
     return names.astype(str)
 
 
-def result_tables(fabric: Any, res: Any) -> dict[str, dict[str, Any]]:
+def result_tables(fabric: Any, res: Any) -> dict[str, dict[str, np.ndarray]]:
     """``flows`` (one row per flow), ``links`` (links that carried bytes), ``tier_util``."""
     used = np.flatnonzero(res.link_bytes > 0)
-    tables: dict[str, dict[str, Any]] = {
+    tables: dict[str, dict[str, np.ndarray]] = {
         "flows": {
             "size_bytes": np.asarray(res.size, float),
             "start_s": res.start,
@@ -53,7 +52,7 @@ def result_tables(fabric: Any, res: Any) -> dict[str, dict[str, Any]]:
         },
         "links": {
             "link_id": used,
-            "tier": Labels(fabric.links.tier[used], _tier_names()),
+            "tier": _tier_names()[fabric.links.tier[used]],
             "bytes": res.link_bytes[used],
             "util_mean": res.link_mean_util[used],
             "util_peak": res.link_peak_util[used],

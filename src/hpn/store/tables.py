@@ -1,13 +1,12 @@
 """Tabular results: Parquet when pyarrow is installed (the ``store`` extra), else JSON columns.
 
-A table is given as a ``pyarrow.Table``, a dict of equal-length columns (numpy arrays, lists
-or :class:`Labels`), or a list of row dicts; it is read back as a dict of numpy arrays.
+A table is given as a ``pyarrow.Table``, a dict of equal-length columns (numpy arrays or
+lists), or a list of row dicts; it is read back as a dict of numpy arrays.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,24 +23,6 @@ from hpn.store.atomic import write_text, write_with
 DICTIONARY_PAGE_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True)
-class Labels:
-    """A column of strings given as ``codes`` into a few ``names``: ``names[codes]``.
-
-    Stored and read back as the plain string column ``names[codes]`` is; only the writing
-    differs: Arrow takes the strings from ``names`` (5 ms for an 8-pod run's 412 k link tiers)
-    instead of converting as many numpy strings one by one (50-70 ms). (Names hold no NUL
-    character: pyarrow would cut the numpy strings there.)
-    """
-
-    codes: np.ndarray
-    names: np.ndarray
-
-    def strings(self) -> np.ndarray:
-        """The column as numpy strings, ``names[codes]``."""
-        return np.asarray(self.names)[self.codes]
-
-
 def have_arrow() -> bool:
     try:
         import pyarrow  # noqa: F401
@@ -55,9 +36,7 @@ def _columns(table: Any) -> dict[str, Any]:
         keys = list(dict.fromkeys(k for row in table for k in row))
         return {k: [row.get(k) for row in table] for k in keys}
     if isinstance(table, dict):
-        return {
-            str(k): v if isinstance(v, list | Labels) else np.asarray(v) for k, v in table.items()
-        }
+        return {str(k): np.asarray(v) if not isinstance(v, list) else v for k, v in table.items()}
     raise TypeError(f"a table must be a pyarrow.Table, a dict of columns or rows, not {table!r}")
 
 
@@ -68,25 +47,11 @@ def write_table(folder: Path, name: str, table: Any) -> Path:
         import pyarrow.parquet as pq
 
         if not isinstance(table, pa.Table):
-            table = pa.table({k: _arrow(v) for k, v in _columns(table).items()})
+            table = pa.table(_columns(table))
         opts = {"dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES}
         return write_with(folder / f"{name}.parquet", lambda p: pq.write_table(table, p, **opts))
-    cols = {k: _plain(v).tolist() for k, v in _columns(table).items()}
+    cols = {k: np.asarray(v).tolist() for k, v in _columns(table).items()}
     return write_text(folder / f"{name}.json", json.dumps(cols))
-
-
-def _arrow(column: Any) -> Any:
-    """A column as pyarrow takes it (a :class:`Labels` as the string array it stands for)."""
-    if not isinstance(column, Labels):
-        return column
-    import pyarrow as pa
-
-    names = pa.array(np.asarray(column.names).tolist(), pa.string())
-    return names.take(pa.array(np.asarray(column.codes)))
-
-
-def _plain(column: Any) -> np.ndarray:
-    return column.strings() if isinstance(column, Labels) else np.asarray(column)
 
 
 def table_files(folder: Path) -> dict[str, Path]:
