@@ -306,7 +306,6 @@ class _Found:
             conn = by_round[bounds[r] : bounds[r + 1]]
             g = c_pair[conn] * 2 + want[conn]
             cnt = g_off[g + 1] - g_off[g]
-            rep = np.repeat(np.arange(len(conn)), cnt)
             cand = np.repeat(g_off[g] - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
             score = (used[cand] << 40) + (load[nic_up_of[cand]] << 16) + rank[cand]
             pick = cand[_first_min(score, cnt)]
