@@ -194,7 +194,11 @@ def test_stale_kept_flags_are_not_used(monkeypatch):
 
 _MARKDOWN = """
 import sys
-import hpn.cli, typer, typer.rich_utils as ru
+import hpn.cli, typer
+assert "typer.rich_utils" not in sys.modules  # a command that runs draws no help
+from hpn.cli.lazy import help_renderer
+help_renderer()  # what hpn does before drawing help
+import typer.rich_utils as ru
 from typer.testing import CliRunner
 assert "markdown_it" not in sys.modules
 md = typer.Typer(rich_markup_mode="markdown")
@@ -215,8 +219,9 @@ print("ok")
 
 
 def test_deferred_rich_modules_still_work():
-    """hpn.cli imports typer's help renderer with rich.markdown and rich.traceback deferred:
-    markdown help and tracebacks still get the real classes, later imports the real modules."""
+    """hpn imports typer's help renderer (only to draw help) with rich.markdown and
+    rich.traceback deferred: markdown help and tracebacks still get the real classes, later
+    imports the real modules."""
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     p = subprocess.run(
         [sys.executable, "-c", _MARKDOWN], capture_output=True, text=True, env=env, check=True

@@ -15,14 +15,8 @@ from typing import Any
 import typer
 
 from hpn.cli import dash, demo, plot, runs, sweep
-from hpn.cli.lazy import Entry, click, group
+from hpn.cli.lazy import Entry, HelpCommand, click, group
 from hpn.errors import InputError
-from hpn.lazy import import_deferring
-
-# typer 0.29's help renderer imports these at its top but uses them only for markdown help and
-# pretty tracebacks (hpn has neither); with markdown_it and pygments they were a third of
-# `hpn CMD --help`'s imports. See hpn.lazy.import_deferring.
-import_deferring("typer.rich_utils", {"rich.markdown": "Markdown", "rich.traceback": "Traceback"})
 
 GROUPS = {
     "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",
@@ -36,7 +30,7 @@ GROUPS = {
 def _one(fn: Any, name: str, summary: str = "") -> Any:
     """The click command of one function typer converts (on first use: see :mod:`.lazy`)."""
     one = typer.Typer(add_completion=False)
-    one.command(name, help=summary or None)(fn)
+    one.command(name, help=summary or None, cls=HelpCommand)(fn)
     return typer.main.get_command(one)
 
 

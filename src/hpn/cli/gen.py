@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from hpn.app.flags import TYPES, CommandFlags, Flag, config_data, given_flags, required_flag
+from hpn.cli.lazy import HelpCommand
 from hpn.cli.output import JsonOpt, emit_json, kv_table, progress_bar, stdout
 from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
 from hpn.errors import InputError
@@ -141,7 +142,8 @@ def show(result: Any, json_out: bool) -> None:
 
 def add(app: typer.Typer, flags: CommandFlags, name: str | None = None) -> None:
     """Register the command ``flags`` describes on a typer app under its last word (or ``name``)."""
-    app.command(name or flags.name.split()[-1], help=flags.help)(typer_command(flags))
+    word = name or flags.name.split()[-1]
+    app.command(word, help=flags.help, cls=HelpCommand)(typer_command(flags))
 
 
 __all__ = ["add", "invoke", "show", "typer_command"]

@@ -6,17 +6,41 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 """The ``--json`` flag of every command that computes."""
 
-stdout = Console()
-stderr = Console(stderr=True)
+
+class _Console:
+    """A rich ``Console`` made on first use: a ``--json`` run prints nothing through rich, and
+    ``rich.console`` with ``rich.table`` is ~40 ms of imports."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        """The rich console itself (for rich objects that take one)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+stdout = _Console()
+stderr = _Console(stderr=True)
 
 
 def emit_json(obj: dict[str, Any]) -> None:
@@ -27,6 +51,8 @@ def emit_json(obj: dict[str, Any]) -> None:
 
 
 def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
+    from rich.table import Table
+
     from hpn.app.display import display
 
     table = Table(title=title, show_header=False, title_justify="left", min_width=len(title) + 2)
@@ -49,7 +75,7 @@ def progress_bar(what: str = "simulating") -> Iterator[Callable[[int, int], None
         return
     from rich.progress import Progress
 
-    bar = Progress(console=stderr, transient=True)
+    bar = Progress(console=stderr.real, transient=True)
     task: list[Any] = []
 
     def update(done: int, total: int) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hpn.cli.lazy import group
+from hpn.cli.lazy import HelpCommand, group
 from hpn.cli.output import JsonOpt, emit_json, kv_table, stdout
 
 app = typer.Typer(
@@ -23,7 +23,7 @@ def _fmt(v: object) -> str:
     return "" if v is None else str(v)
 
 
-@app.command("list")
+@app.command("list", cls=HelpCommand)
 def list_(
     command: Annotated[str | None, typer.Option(help="Only runs of this command.")] = None,
     sweep: Annotated[str | None, typer.Option(help="Only the points of this sweep.")] = None,
@@ -65,7 +65,7 @@ def list_(
     stdout.print(t, soft_wrap=False)
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def show(run: RunArg, json_out: JsonOpt = False) -> None:
     """One run: where it is, its config, its key figures, tables and plots."""
     from hpn.store import open_run
@@ -96,7 +96,7 @@ def show(run: RunArg, json_out: JsonOpt = False) -> None:
         stdout.print(kv_table("plots", [(p.name, str(p)) for p in r.plots]))
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def compare(
     runs: Annotated[list[str], typer.Argument(help="Two or more runs.")],
     all_figures: Annotated[bool, typer.Option("--all", help="Also figures that agree.")] = False,
@@ -135,7 +135,7 @@ def compare(
         stdout.print(t)
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def query(
     sql: Annotated[str, typer.Argument(help="One SQL statement over views runs and TABLE.")],
     json_out: JsonOpt = False,
@@ -157,7 +157,7 @@ def query(
     stdout.print(t)
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def reindex() -> None:
     """Add run folders missing from the index (e.g. copied in from elsewhere)."""
     from hpn.store import Index, runs_root

@@ -39,7 +39,7 @@ def sweep(
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        console=stderr,
+        console=stderr.real,
         transient=True,
     )
     task = bar.add_task(f"sweep {spec.name}", total=None)
