@@ -86,11 +86,15 @@ class FlowDAG:
         paths: Paths | None = None,
         coupled: bool = False,
         keys: npt.ArrayLike | None = None,
+        groups: npt.ArrayLike | None = None,
     ) -> np.ndarray:
         """Flows ``src[i] -> dst[i]`` of ``size`` bytes (scalars broadcast).
 
         ``paths``: explicit link-id paths (else the router chooses); ``coupled``: the flows are
-        one coupled group; ``keys``: routing keys (default: the task ids).
+        one coupled group; ``keys``: routing keys (default: the task ids); ``groups``: several
+        coupled groups at once, a label per flow in 0..k-1 (every label used), the same as k
+        calls with ``coupled=True``, one per label in label order, when the labels do not
+        decrease.
         """
         src = np.atleast_1d(np.asarray(src, np.int64))
         n = len(src)
@@ -101,7 +105,14 @@ class FlowDAG:
         ids = self._new_ids(n, FLOW, delay)
         keys = ids if keys is None else _arr(keys, n, np.int64, "keys")
         group = np.full(n, -1, np.int64)
-        if coupled and n:
+        if groups is not None:
+            labels = _arr(groups, n, np.int64, "groups")
+            k = int(labels.max()) + 1 if n else 0
+            if n and (labels.min() < 0 or len(np.bincount(labels).nonzero()[0]) != k):
+                raise InputError("groups", "labels must be 0..k-1, every one used")
+            group[:] = self._groups + labels
+            self._groups += k
+        elif coupled and n:
             group[:] = self._groups
             self._groups += 1
         self._flows.append((src, dst, size, group, keys, paths))
@@ -121,8 +132,14 @@ class FlowDAG:
 
     def add_deps(self, before: npt.ArrayLike, after: npt.ArrayLike) -> None:
         """Task ``after[i]`` starts only once ``before[i]`` has finished (scalars broadcast)."""
-        b, a = np.broadcast_arrays(np.asarray(before, np.int64), np.asarray(after, np.int64))
-        self._deps.append((b.ravel().copy(), a.ravel().copy()))
+        b, a = np.asarray(before, np.int64), np.asarray(after, np.int64)
+        if b.ndim <= 1 and a.ndim <= 1 and (b.size == a.size or 1 in (b.size, a.size)):
+            n = a.size if b.size == 1 else b.size  # what np.broadcast_arrays gives, faster
+            b = b.ravel().copy() if b.size == n else np.full(n, b.ravel()[0])
+            a = a.ravel().copy() if a.size == n else np.full(n, a.ravel()[0])
+        else:
+            b, a = (x.ravel().copy() for x in np.broadcast_arrays(b, a))
+        self._deps.append((b, a))
         self.__dict__.pop("tasks", None)
 
     def chain(self, tasks: npt.ArrayLike) -> None:

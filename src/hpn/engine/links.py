@@ -26,11 +26,15 @@ class LinkLedger:
         nl = len(cap)
         self.cap = cap  # bytes/s now, shared with the simulator (capacity events change it)
         self.load = np.zeros(nl)  # bytes/s carried per link
-        self.bytes = np.zeros(nl)
-        self.busy = np.zeros(nl)
-        self.peak = np.zeros(nl)
-        self.since = np.zeros(nl)  # when each link's load last changed
-        self.cap_at = cap.copy()  # capacity when it last changed (for utilization)
+        # the fields a booking touches, one row per link (a booking reads one or two cache
+        # lines of them, not five: links are booked in random order)
+        self.rows = np.zeros((nl, 5))
+        self.bytes = self.rows[:, 0]
+        self.busy = self.rows[:, 1]
+        self.peak = self.rows[:, 2]
+        self.since = self.rows[:, 3]  # when each link's load last changed
+        self.cap_at = self.rows[:, 4]  # capacity when it last changed (for utilization)
+        self.cap_at[:] = cap
         self.on = np.zeros(nl, bool)  # load > 0
 
     def set(self, links: np.ndarray, new: np.ndarray, now: float) -> None:

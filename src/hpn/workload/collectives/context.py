@@ -80,12 +80,21 @@ class Ctx:
             self.dag.add_deps(np.asarray(after, np.int64), t)
         return t
 
-    def flows(self, src, dst, size, qp, *, after=None, coupled=False, delay=0.0) -> np.ndarray:
+    def flows(
+        self, src, dst, size, qp, *, after=None, coupled=False, delay=0.0, groups=None
+    ) -> np.ndarray:
         """Flows with connection keys (routed by the router) after tasks ``after``
-        (one task for all, or one per flow)."""
+        (one task for all, or one per flow); ``qp`` one for all or one per flow; ``groups``:
+        coupled groups by label (:meth:`FlowDAG.add_flows`)."""
         src = np.asarray(src, np.int64)
         ids = self.dag.add_flows(
-            src, dst, size, keys=conn_keys(src, dst, qp), coupled=coupled, delay=delay
+            src,
+            dst,
+            size,
+            keys=conn_keys(src, dst, qp),
+            coupled=coupled,
+            delay=delay,
+            groups=groups,
         )
         if after is not None and np.size(after):
             self.dag.add_deps(after, ids)

@@ -50,6 +50,8 @@ def build_ring(
     chans = p.channels or k
     ctx.check_budget(n * chans * p.conns * (ring_steps(op, n) if p.stepwise else 1), "algo")
     ends: list[np.ndarray] = []
+    share = size / (chans * p.conns)
+    edges: list[tuple[np.ndarray, np.ndarray, int]] = []  # (src, dst, qp) per sub-ring
     for c in range(chans):
         order = flat[ring_order(h, k, c)]
         src, dst = order, np.roll(order, -1)
@@ -58,12 +60,22 @@ def build_ring(
             src, dst = np.roll(src, -first)[:-1], np.roll(dst, -first)[:-1]
         for q in range(p.conns):
             qp = c * p.conns + q
-            share = size / (chans * p.conns)
             if p.stepwise:
                 ends.append(_steps(ctx, op, src, dst, share, n, qp, p, start))
             else:
-                b = RING_BYTES[op](n) * share
-                ends.append(ctx.flows(src, dst, b, qp, after=start, coupled=True))
+                edges.append((src, dst, qp))
+    if edges:  # every sub-ring one coupled group, all added at once (in the same order)
+        m = [len(e[0]) for e in edges]
+        ends.append(
+            ctx.flows(
+                np.concatenate([e[0] for e in edges]),
+                np.concatenate([e[1] for e in edges]),
+                RING_BYTES[op](n) * share,
+                np.repeat([e[2] for e in edges], m),
+                after=start,
+                groups=np.repeat(np.arange(len(edges)), m),
+            )
+        )
     return np.concatenate(ends), ring_steps(op, n)
 
 
