@@ -182,3 +182,27 @@ def test_dense_ids_number_by_first_appearance(n_pairs, items, uplinks, by_source
     ref, mr = _first_appearance_ids(p_src[pair] * 1000 + up)
     np.testing.assert_array_equal(ids, ref)
     assert m == mr
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cnt=st.lists(st.integers(0, 6), min_size=1, max_size=30),
+    top=st.sampled_from([1, 3, 2**45]),
+    seed=st.integers(0, 2**31),
+)
+def test_first_min_equals_min_at_and_unique(cnt, top, seed):
+    """HPN placement's first least score per connection: the reduceat form equals the
+    ``np.minimum.at`` + ``np.unique`` form it replaced (ties: the first entry)."""
+    from hpn.routing.hpn_select import _first_min
+
+    cnt = np.array(cnt, np.int64)
+    score = np.random.default_rng(seed).integers(0, top, int(cnt.sum()))
+    rep = np.repeat(np.arange(len(cnt)), cnt)
+    best = np.full(len(cnt), np.iinfo(np.int64).max)
+    np.minimum.at(best, rep, score)
+    want = np.flatnonzero(score == best[rep])
+    want = want[np.unique(rep[want], return_index=True)[1]]
+    got = _first_min(score, cnt)
+    np.testing.assert_array_equal(got, want)
+    nz = cnt[cnt > 0]
+    np.testing.assert_array_equal(_first_min(score, nz), want)  # no empty group

@@ -216,7 +216,8 @@ class Store:
             np.zeros(s, np.int64),  # group sizes
             np.full(h, -1, np.int64),  # hash table of the lists
         )
-        self.state = np.array([0, 0, 0, -1], np.int64)  # (entries, lists, groups, last row)
+        # (entries, lists, groups, last row, a sink for cache warm-up loads)
+        self.state = np.array([0, 0, 0, -1, 0], np.int64)
         self.memo = (
             np.full(self.memo_size, -1, np.int32),
             np.zeros(self.nsig if self.memo_size else 0, np.bool_),  # rows prepared
@@ -359,13 +360,19 @@ def search_compiled(
     port = _node_arrays(fabric)[4]
     order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
     in_order = False
+    per_pair = {
+        **{k: pairs[k] for k in ("src", "dst", "start", "per_plane", "ports", "nv0", "nv1")},
+        "u": np.asarray(p_u, np.int64), "s_ip": spec.s_ip, "d_ip": spec.d_ip,
+    }  # fmt: skip
     while True:
+        w = {k: v[order] for k, v in per_pair.items()}  # in walk order
+        inv = np.empty(len(order), np.int64)
+        inv[order] = np.arange(len(order))
         graph, lists, state, memo, scr = store.args()
         out = run(
-            pairs["src"], pairs["dst"], np.asarray(p_u, np.int64), spec.s_ip, spec.d_ip,
-            pairs["start"], pairs["per_plane"], pairs["ports"], pairs["nv0"], pairs["nv1"],
-            int(kw["first_round"]), int(kw["max_candidates"]), port, order, graph, spec.hs,
-            lists, state, memo, scr,
+            w["src"], w["dst"], w["u"], w["s_ip"], w["d_ip"], w["start"], w["per_plane"],
+            w["ports"], w["nv0"], w["nv1"], int(kw["first_round"]), int(kw["max_candidates"]),
+            port, inv, graph, spec.hs, lists, state, memo, scr,
         )  # fmt: skip
         if out[0] == K.FULL:
             store.grow()

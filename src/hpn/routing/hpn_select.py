@@ -201,6 +201,24 @@ def _pair_keys(pair_of: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.stack([p[new], k[new]]), inv
 
 
+def _first_min(score: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """Per group (``score`` holds groups of ``cnt`` consecutive entries): the position of
+    its first entry with the group's least score (none for an empty group)."""
+    if (cnt == 0).any():  # (reduceat needs non-empty groups)
+        rep = np.repeat(np.arange(len(cnt)), cnt)
+        best = np.full(len(cnt), np.iinfo(np.int64).max)
+        np.minimum.at(best, rep, score)
+        at = np.flatnonzero(score == best[rep])
+        return at[np.unique(rep[at], return_index=True)[1]]
+    start = np.cumsum(cnt) - cnt
+    best = np.minimum.reduceat(score, start)
+    hit = np.flatnonzero(score == np.repeat(best, cnt))
+    grp = np.repeat(np.arange(len(cnt)), cnt)[hit]
+    first = np.ones(len(hit), bool)
+    first[1:] = grp[1:] != grp[:-1]
+    return hit[first]
+
+
 def _ports(fabric, down) -> np.ndarray:
     """Usable NIC ports (1 or 2) of every node: its live links into ToRs."""
     lk = fabric.links
@@ -288,13 +306,9 @@ class _Found:
             conn = by_round[bounds[r] : bounds[r + 1]]
             g = c_pair[conn] * 2 + want[conn]
             cnt = g_off[g + 1] - g_off[g]
-            rep = np.repeat(np.arange(len(conn)), cnt)
             cand = np.repeat(g_off[g] - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
             score = (used[cand] << 40) + (load[nic_up_of[cand]] << 16) + rank[cand]
-            best = np.full(len(conn), np.iinfo(np.int64).max)
-            np.minimum.at(best, rep, score)
-            pick = cand[score == best[rep]]
-            pick = pick[np.unique(rep[score == best[rep]], return_index=True)[1]]
+            pick = cand[_first_min(score, cnt)]
             used[pick] += 1
             load[nic_up_of[pick]] += 1
             chosen[conn] = sport[pick]

@@ -483,17 +483,19 @@ def _route_kernel(
 
 def _search_pass(
     p_src, p_dst, p_u, p_ip, q_ip, start, per_plane, ports, nv0, nv1, first_round, max_cand,
-    port, order, g, hs, ls, st, mt, scr,
+    port, inv, g, hs, ls, st, mt, scr,
 ):  # fmt: skip  # pragma: no cover - compiled
     """HPN's candidate rounds (:meth:`HpnRouter.select`), round by round as the numpy code
     runs them: (status, index, items, count, found per plane, (source NIC, uplink) class
     of each item, number of classes); items are the new distinct paths (pair, sport, plane,
     uplink), by pair, plane, then found order (as ``_Found.place`` sorts the numpy code's).
 
-    Pairs are walked in ``order`` (pairs of one destination class together: their
-    distances and candidate lists stay in cache); pairs are independent, and their items
-    are put in order at the end. On an error other than FULL the caller runs again in pair
-    order, so the one reported is the first the numpy code meets."""
+    The per-pair arrays come in the order the pairs are walked (pairs of one destination
+    class together: their distances and candidate lists stay in cache, and the per-pair
+    arrays are read in sequence); pair ``p`` is walked ``inv[p]``-th. Pairs are independent;
+    positions among a round's pairs, the items and the per-pair results are in pair order.
+    On an error other than FULL the caller runs again in pair order, so the one reported is
+    the first the numpy code meets."""
     n = len(p_src)
     count = np.zeros(n, np.int64)
     found = np.zeros((n, 2), np.int64)
@@ -520,12 +522,12 @@ def _search_pass(
     while na > 0 and tried < max_cand:
         size = min(size, max_cand - tried)
         a = 0
-        for p in range(n):
-            if active[p]:
-                pos[p] = a
+        for p in range(n):  # in pair order
+            q = inv[p]
+            if active[q]:
+                pos[q] = a
                 a += 1
-        for q in range(n):
-            p = order[q]
+        for p in range(n):  # in walk order
             if not active[p]:
                 continue
             a = pos[p]
@@ -563,14 +565,28 @@ def _search_pass(
                 na += active[p]
                 new[p] = 0
         size *= 2
-    pair, sport, plane, up = _placed(count, last, it, ni)
-    ids, n_ids = _dense_ids(p_src, pair, up)
-    return OK, -1, pair, sport, plane, up, count, found, ids, n_ids
+    pair, sport, plane, up = _placed(count, last, it, ni, inv)
+    src_o, count_o, found_o = (
+        np.empty(n, np.int64),
+        np.empty(n, np.int64),
+        np.empty((n, 2), np.int64),
+    )
+    for p in range(n):  # back to pair order
+        q = inv[p]
+        src_o[p], count_o[p], found_o[p, 0], found_o[p, 1] = (
+            p_src[q],
+            count[q],
+            found[q, 0],
+            found[q, 1],
+        )
+    ids, n_ids = _dense_ids(src_o, pair, up)
+    return OK, -1, pair, sport, plane, up, count_o, found_o, ids, n_ids
 
 
-def _placed(count, last, it, ni):  # pragma: no cover - compiled
+def _placed(count, last, it, ni, inv):  # pragma: no cover - compiled
     """(pair, sport, plane, uplink) of the ``ni`` items ``it`` by (pair, plane), each group
-    in found order: the order :meth:`hpn.routing.hpn_select._Found.place` sorts them into."""
+    in found order: the order :meth:`hpn.routing.hpn_select._Found.place` sorts them into
+    (pair ``p`` is the ``inv[p]``-th walked: the index of ``count``, ``last`` and items)."""
     pair, sport, up = np.empty(ni, np.int32), np.empty(ni, np.int32), np.empty(ni, np.int32)
     plane = np.empty(ni, np.int8)
     most = 1
@@ -579,17 +595,18 @@ def _placed(count, last, it, ni):  # pragma: no cover - compiled
     tmp = np.empty(most, np.int64)
     k = 0
     for p in range(len(count)):
-        t = count[p] - 1
-        q = np.int64(last[p])
+        w = inv[p]
+        t = count[w] - 1
+        q = np.int64(last[w])
         while q >= 0:  # the pair's chain runs newest first
             tmp[t] = q
             t -= 1
             q = it[q, _IN]
         for pl in range(2):
-            for t in range(count[p]):
+            for t in range(count[w]):
                 q = tmp[t]
                 if it[q, _IL] == pl:
-                    pair[k], sport[k], plane[k], up[k] = it[q, _IP], it[q, _IS], pl, it[q, _IU]
+                    pair[k], sport[k], plane[k], up[k] = p, it[q, _IS], pl, it[q, _IU]
                     k += 1
     return pair, sport, plane, up
 
@@ -649,6 +666,25 @@ def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
     return ids, m
 
 
+def _warm(v, u, g, ls, st, mt):  # pragma: no cover - compiled
+    """Touch every cache line of the candidate lists of endpoint ``v``'s switches toward
+    class ``u`` (a pair's first switch hop: the candidates pick from them at random),
+    all loads independent so their misses overlap; the sum goes to ``st[4]``."""
+    fwd, out_off, out_ids, comp, att_off, att_ids, lk_src, lk_dst, flat, rows, out_next = g
+    s_ent, rec = ls[0], ls[2]
+    memo = mt[0]
+    if len(memo) == 0 or fwd[v]:
+        return
+    acc = np.int64(0)
+    for e in range(out_off[v], out_off[v + 1]):
+        c = memo[u * rows + out_next[e]]
+        if c >= 0:
+            lo, hi = _ENT * rec[_REC * c], _ENT * (rec[_REC * c] + rec[_REC * c + 1])
+            for x in range(lo, hi, 16):
+                acc += s_ent[x]
+    st[4] += acc
+
+
 def _pair_round(
     p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1, port, items,
     path, spt, base, work, g, hs, ls, st, mt, scr,
@@ -665,6 +701,7 @@ def _pair_round(
         _ready_row(p_u[p], g, mt, st)
         if mode == MODE_HASH:
             _terms(codes, tables, spt, p_ip[p], q_ip[p], seed, base)
+        _warm(p_src[p], p_u[p], g, ls, st, mt)
     added = 0
     for j0 in range(0, size, LANES):
         nl = min(LANES, size - j0)
@@ -783,7 +820,7 @@ def kernel(name: str) -> Callable[..., Any]:
         for helper in (
             "_smix", "_byte", "_crc", "_seed_reg", "_hash", "_seed_term", "_terms",
             "_with_sport", "_role_hash", "_umod", "_rot16", "_uniform_pick", "_new_list",
-            "_distance", "_ready_row",
+            "_distance", "_ready_row", "_warm",
         ):  # fmt: skip
             g[helper] = plain(g[helper])
         # one call steps ``LANES`` walks (a call per walk would cost more than inlining)
