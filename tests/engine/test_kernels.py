@@ -121,3 +121,28 @@ def test_tier_sums_skip_unloaded_runs_exactly(seed, n, frac):
     loaded = np.flatnonzero(ledger.on)
     ref = np.bincount(tier[loaded], weights=ledger.load[loaded], minlength=4)
     np.testing.assert_array_equal(tier_sums(ledger.on, tier, ledger.load, 4), ref)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.integers(0, 300), st.integers(1, 40), st.booleans())
+def test_compiled_connections_are_the_sorted_ones(seed, n, n_keys, shared):
+    # repeated keys (connections over many transfers), negative and huge keys; with
+    # ``shared`` some key is used by two (src, dst) pairs: the kernel gives up, the sort runs
+    from hpn.engine.sim import connections
+
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(-(2**62), 2**62, n_keys)
+    keys = pool[rng.integers(0, n_keys, n)]
+    by_key = {  # each key's own (src, dst)
+        int(k): (int(rng.integers(0, 20)), int(rng.integers(0, 20))) for k in pool
+    }
+    src = np.array([by_key[int(k)][0] for k in keys], np.int64)
+    dst = np.array([by_key[int(k)][1] for k in keys], np.int64)
+    if shared and n > 1:
+        j = int(rng.integers(1, n))
+        src[j] = 20 + src[j]  # the key of flow j now names another pair too
+    fast = connections(src, dst, keys, 64, compiled=True)
+    ref = connections(src, dst, keys, 64, compiled=False)
+    for got, want in zip(fast, ref, strict=True):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype

@@ -294,6 +294,38 @@ def _tier_kernel(tier, words, load, out):  # pragma: no cover - compiled
     out[cur] = acc
 
 
+def _conn_kernel(src, dst, keys, bits):  # pragma: no cover - compiled
+    # connections in order of first appearance through an open-addressing table of keys;
+    # a key met again with another (src, dst) stops it (ok False: the caller sorts instead)
+    n = len(keys)
+    mask = (1 << bits) - 1
+    slot_key = np.empty(mask + 1, np.int64)
+    slot_conn = np.full(mask + 1, -1, np.int64)
+    first = np.empty(n, np.int64)
+    inv = np.empty(n, np.int64)
+    nc = 0
+    for i in range(n):
+        k = keys[i]
+        s = np.int64((np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+        while True:
+            c = slot_conn[s]
+            if c < 0:
+                slot_key[s] = k
+                slot_conn[s] = nc
+                first[nc] = i
+                inv[i] = nc
+                nc += 1
+                break
+            if slot_key[s] == k:
+                f = first[c]
+                if src[f] != src[i] or dst[f] != dst[i]:
+                    return first[:0], inv[:0], False
+                inv[i] = c
+                break
+            s = (s + 1) & mask
+    return first[:nc], inv, True
+
+
 def _helper(name: str) -> Any:
     """The compiled helper ``name`` (called by the batch steps' kernels, `engine.steps`)."""
     _kernel("fill")
@@ -314,6 +346,7 @@ def _kernel(name: str):
         _compiled["reach"] = Kernel(jit(_reach_kernel))
         _compiled["hops"] = Kernel(jit(_hops_kernel))
         _compiled["tiers"] = Kernel(jit(_tier_kernel))
+        _compiled["conn"] = Kernel(jit(_conn_kernel))
     return _compiled[name]
 
 
@@ -498,3 +531,30 @@ def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) 
         return out
     loaded = np.flatnonzero(on)
     return np.bincount(tier[loaded], weights=load[loaded], minlength=n_tiers)
+
+
+def connection_ids(
+    src: np.ndarray, dst: np.ndarray, keys: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first flow of each distinct routing key, in order of first appearance; each flow's
+    connection) in one pass over a hash table of the keys; None without numba or when a key
+    is shared by two (src, dst) pairs (:func:`hpn.engine.sim.connections` sorts then).
+
+    Parameters
+    ----------
+    src, dst, keys
+        Per flow.
+
+    Returns
+    -------
+    tuple of numpy.ndarray or None
+        First flow of each connection and each flow's connection index, or None.
+    """
+    if not HAVE_NUMBA:
+        return None
+    i64 = np.int64
+    bits = max(int(2 * len(keys)).bit_length(), 4)  # a table at most half full
+    first, inv, ok = _kernel("conn")(
+        np.asarray(src, i64), np.asarray(dst, i64), np.asarray(keys, i64), bits
+    )
+    return (first, inv) if ok else None
