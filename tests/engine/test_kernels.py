@@ -124,10 +124,12 @@ def test_tier_sums_skip_unloaded_runs_exactly(seed, n, frac):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 2**31), st.integers(0, 300), st.integers(1, 40), st.booleans())
-def test_compiled_connections_are_the_sorted_ones(seed, n, n_keys, shared):
+@given(st.integers(0, 2**31), st.integers(0, 300), st.integers(1, 40), st.booleans(), st.booleans())
+def test_compiled_connections_are_the_sorted_ones(seed, n, n_keys, shared, small):
     # repeated keys (connections over many transfers), negative and huge keys; with
-    # ``shared`` some key is used by two (src, dst) pairs: the kernel gives up, the sort runs
+    # ``shared`` some key is used by two (src, dst) pairs: the kernel gives up, the sort runs;
+    # ``small``: the hash table starts at 16 slots and is doubled on the way
+    from hpn.engine import kernels
     from hpn.engine.sim import connections
 
     rng = np.random.default_rng(seed)
@@ -141,7 +143,11 @@ def test_compiled_connections_are_the_sorted_ones(seed, n, n_keys, shared):
     if shared and n > 1:
         j = int(rng.integers(1, n))
         src[j] = 20 + src[j]  # the key of flow j now names another pair too
-    fast = connections(src, dst, keys, 64, compiled=True)
+    old, kernels.CONN_BITS = kernels.CONN_BITS, 4 if small else kernels.CONN_BITS
+    try:
+        fast = connections(src, dst, keys, 64, compiled=True)
+    finally:
+        kernels.CONN_BITS = old
     ref = connections(src, dst, keys, 64, compiled=False)
     for got, want in zip(fast, ref, strict=True):
         np.testing.assert_array_equal(got, want)

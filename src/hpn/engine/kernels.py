@@ -21,6 +21,7 @@ from hpn.jit import Kernel
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}  # name -> compiled function, built on first use (numba loads slowly)
+CONN_BITS = 16  # connection_ids' first hash table: at most 2**16 slots (doubled when half full)
 
 
 def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - compiled
@@ -294,9 +295,14 @@ def _tier_kernel(tier, words, load, out):  # pragma: no cover - compiled
     out[cur] = acc
 
 
+def _conn_slot(k, bits):  # pragma: no cover - compiled
+    return np.int64((np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+
+
 def _conn_kernel(src, dst, keys, bits):  # pragma: no cover - compiled
-    # connections in order of first appearance through an open-addressing table of keys;
-    # a key met again with another (src, dst) stops it (ok False: the caller sorts instead)
+    # connections in order of first appearance through an open-addressing table of keys
+    # (doubled when half full); a key met again with another (src, dst) stops it (ok False:
+    # the caller sorts instead)
     n = len(keys)
     mask = (1 << bits) - 1
     slot_key = np.empty(mask + 1, np.int64)
@@ -306,7 +312,7 @@ def _conn_kernel(src, dst, keys, bits):  # pragma: no cover - compiled
     nc = 0
     for i in range(n):
         k = keys[i]
-        s = np.int64((np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+        s = _conn_slot(k, bits)
         while True:
             c = slot_conn[s]
             if c < 0:
@@ -323,6 +329,18 @@ def _conn_kernel(src, dst, keys, bits):  # pragma: no cover - compiled
                 inv[i] = c
                 break
             s = (s + 1) & mask
+        if 2 * nc > mask:  # half full: a table twice as large, the keys put back
+            bits += 1
+            mask = (1 << bits) - 1
+            slot_key = np.empty(mask + 1, np.int64)
+            slot_conn = np.full(mask + 1, -1, np.int64)
+            for c in range(nc):
+                k = keys[first[c]]
+                s = _conn_slot(k, bits)
+                while slot_conn[s] >= 0:
+                    s = (s + 1) & mask
+                slot_key[s] = k
+                slot_conn[s] = c
     return first[:nc], inv, True
 
 
@@ -339,7 +357,7 @@ def _kernel(name: str):
 
         jit = numba.njit(cache=True, nogil=True)
         g = globals()
-        for helper in ("_push", "_pop", "_grow", "_find", "_ledger_set"):
+        for helper in ("_push", "_pop", "_grow", "_find", "_ledger_set", "_conn_slot"):
             g[helper] = jit(g[helper])
         _compiled["fill"] = Kernel(jit(_fill_kernel))
         _compiled["ledger"] = Kernel(jit(_ledger_kernel))
@@ -553,7 +571,7 @@ def connection_ids(
     if not HAVE_NUMBA:
         return None
     i64 = np.int64
-    bits = max(int(2 * len(keys)).bit_length(), 4)  # a table at most half full
+    bits = min(max(int(2 * len(keys)).bit_length(), 4), CONN_BITS)  # grows when half full
     first, inv, ok = _kernel("conn")(
         np.asarray(src, i64), np.asarray(dst, i64), np.asarray(keys, i64), bits
     )
