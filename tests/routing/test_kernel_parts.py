@@ -206,3 +206,45 @@ def test_first_min_equals_min_at_and_unique(cnt, top, seed):
     np.testing.assert_array_equal(got, want)
     nz = cnt[cnt > 0]
     np.testing.assert_array_equal(_first_min(score, nz), want)  # no empty group
+
+
+@pytest.fixture(scope="module")
+def two_pods():
+    return build("hpn", pods=2, segments=1)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    first_round=st.sampled_from([1, 3, 5, 16, 21]),
+    max_candidates=st.sampled_from([7, 40, 256]),
+    conns=st.integers(1, 6),
+    seed=st.integers(0, 2**31),
+)
+def test_hpn_rounds_equal_numpy(two_pods, first_round, max_candidates, conns, seed):
+    """Many rounds (round sizes that are not a multiple of the lanes, the item table grown,
+    pairs that stop early or exhaust their paths, pairs inside one host among them): the
+    compiled search gives the numpy code's ports, planes, counts and paths."""
+    fabric = two_pods
+    gpus = fabric.nodes_of(NodeKind.GPU)
+    gpus = gpus[~fabric.nodes.backup[gpus]]
+    rng = np.random.default_rng(seed)
+    src = rng.choice(gpus, 24)
+    dst = rng.choice(gpus, 24)
+    host = fabric.nodes.host
+    for i in range(3):  # pairs inside one host: the NVLink path, no walk
+        mates = gpus[(host[gpus] == host[src[i]]) & (gpus != src[i])]
+        dst[i] = mates[0]
+    keep = src != dst
+    src, dst = np.repeat(src[keep], conns), np.repeat(dst[keep], conns)
+    keys = np.tile(np.arange(conns), int(keep.sum()))
+    kw = {"seed": 5, "first_round": first_round, "max_candidates": max_candidates}
+    fast, ref = make_router("hpn", **kw), make_router("hpn", **kw)
+    ref.compiled = False
+    a, b = fast.select(fabric, src, dst, keys), ref.select(fabric, src, dst, keys)
+    assert (fast.kernel, ref.kernel) == ("numba", "numpy")
+    for name in ("sport", "plane", "distinct_paths_found"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.paths.offsets, b.paths.offsets)
+    np.testing.assert_array_equal(a.paths.links, b.paths.links)

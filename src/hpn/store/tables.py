@@ -19,7 +19,8 @@ from hpn.store.atomic import write_text, write_with
 # floats (finish times, peak utilizations) is hashed through ~130 k entries before that
 # fallback: 0.2-0.3 s of an 8-pod run's 0.3 s of writing. At 64 KiB the fallback comes after
 # ~8 k entries, so tables write about 4x faster, columns with few values (tiers, sizes) stay
-# dictionary-encoded, files grow by a few per cent, and what is read back is the same.
+# dictionary-encoded, files grow (8 pods: links +2 %, flows +26 %), and what is read back is
+# the same.
 DICTIONARY_PAGE_BYTES = 64 * 1024
 
 
