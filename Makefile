@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,plot,engine]'
+# byte-compile the sources as a wheel install would (an editable install leaves that to the
+# first import, which never writes them under PYTHONDONTWRITEBYTECODE)
+	$(PY) -m compileall -q src
 	touch $(STAMP)
 
 demo: $(STAMP)
