@@ -80,3 +80,38 @@ class Kernel:
                 if CACHE_RACE not in str(e):
                     raise
         return self.fn(*args)
+
+
+def compile_in(
+    namespace: dict[str, Any],
+    helpers: tuple[str, ...] = (),
+    kernels: dict[str, str] | None = None,
+    **options: Any,
+) -> dict[str, Kernel]:
+    """Compile a module's numba functions on first use (``cache=True, nogil=True``).
+
+    Parameters
+    ----------
+    namespace
+        The module's globals: each of ``helpers`` is replaced there by its compiled
+        version, in order (a kernel's callees first, so the kernel calls compiled code).
+    helpers
+        Names of the functions the kernels call.
+    kernels
+        ``{kernel name: function name}`` of the entry points.
+    **options
+        More numba options (``_nrt=False``: no reference counting, for helpers that
+        allocate nothing).
+
+    Returns
+    -------
+    dict
+        The kernels by name, each wrapped in `Kernel`.
+    """
+    import numba
+
+    njit: Any = numba.njit  # (``_nrt`` is not in numba's type stubs)
+    jit = njit(cache=True, nogil=True, **options)
+    for name in helpers:
+        namespace[name] = jit(namespace[name])
+    return {name: Kernel(jit(namespace[fn])) for name, fn in (kernels or {}).items()}

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from hpn.engine.maxmin import EPS, distinct, gather_rows, incidence, maxmin_rates
-from hpn.jit import Kernel
+from hpn.jit import compile_in
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}  # name -> compiled function, built on first use (numba loads slowly)
@@ -353,18 +353,12 @@ def _helper(name: str) -> Any:
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
-        import numba
-
-        jit = numba.njit(cache=True, nogil=True)
-        g = globals()
-        for helper in ("_push", "_pop", "_grow", "_find", "_ledger_set", "_conn_slot"):
-            g[helper] = jit(g[helper])
-        _compiled["fill"] = Kernel(jit(_fill_kernel))
-        _compiled["ledger"] = Kernel(jit(_ledger_kernel))
-        _compiled["reach"] = Kernel(jit(_reach_kernel))
-        _compiled["hops"] = Kernel(jit(_hops_kernel))
-        _compiled["tiers"] = Kernel(jit(_tier_kernel))
-        _compiled["conn"] = Kernel(jit(_conn_kernel))
+        helpers = ("_push", "_pop", "_grow", "_find", "_ledger_set", "_conn_slot")
+        kernels = {
+            "fill": "_fill_kernel", "ledger": "_ledger_kernel", "reach": "_reach_kernel",
+            "hops": "_hops_kernel", "tiers": "_tier_kernel", "conn": "_conn_kernel",
+        }  # fmt: skip
+        _compiled.update(compile_in(globals(), helpers, kernels))
     return _compiled[name]
 
 

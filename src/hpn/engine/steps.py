@@ -27,7 +27,7 @@ import numpy as np
 
 from hpn.engine import kernels as _k
 from hpn.engine.kernels import HAVE_NUMBA
-from hpn.jit import Kernel
+from hpn.jit import compile_in
 
 _compiled: dict = {}
 _ledger_set = _k._ledger_set  # LinkLedger.set for one link (compiled in `_kernel`)
@@ -316,18 +316,13 @@ def _complete_kernel(tasks, now, finish, succ, off, indeg, stamp):  # pragma: no
 
 def _kernel(name: str):
     if not _compiled:
-        import numba
-
-        jit = numba.njit(cache=True, nogil=True)
         g = globals()
         g["_ledger_set"] = _k._helper("_ledger_set")
-        for helper in ("_quiet_kernel", "_release_kernel"):  # compiled first: called below
-            g[helper] = jit(g[helper])
-        _compiled["depart"] = Kernel(jit(_depart_kernel))
-        _compiled["cand_min"] = Kernel(jit(_cand_min_kernel))
-        _compiled["batch"] = Kernel(jit(_batch_kernel))
-        _compiled["end"] = Kernel(jit(_end_kernel))
-        _compiled["complete"] = Kernel(jit(_complete_kernel))
+        kernels = {
+            "depart": "_depart_kernel", "cand_min": "_cand_min_kernel",
+            "batch": "_batch_kernel", "end": "_end_kernel", "complete": "_complete_kernel",
+        }  # fmt: skip
+        _compiled.update(compile_in(g, ("_quiet_kernel", "_release_kernel"), kernels))
     return _compiled[name]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hpn.jit import Kernel
+from hpn.jit import compile_in
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}
@@ -809,26 +809,17 @@ def kernel(name: str) -> Callable[..., Any]:
         The numba function.
     """
     if not _compiled:
-        import numba
-
-        njit: Any = numba.njit  # (``_nrt`` is not in numba's type stubs)
-        jit = njit(cache=True, nogil=True)
-        # the helpers allocate nothing: compiled without reference counting, they do not
-        # pay two atomic operations per array of their tuple arguments on every call
-        plain = njit(cache=True, nogil=True, _nrt=False)
         g = globals()
-        for helper in (
+        # the helpers allocate nothing: compiled without reference counting, they do not
+        # pay two atomic operations per array of their tuple arguments on every call; one
+        # `_walk_lanes` call steps ``LANES`` walks (a call per walk would cost more than
+        # inlining)
+        plain = (
             "_smix", "_byte", "_crc", "_seed_reg", "_hash", "_seed_term", "_terms",
             "_with_sport", "_role_hash", "_umod", "_rot16", "_uniform_pick", "_new_list",
-            "_distance", "_ready_row", "_warm",
-        ):  # fmt: skip
-            g[helper] = plain(g[helper])
-        # one call steps ``LANES`` walks (a call per walk would cost more than inlining)
-        g["_walk_lanes"] = plain(_walk_lanes)
-        g["_pair_round"] = plain(_pair_round)
-        for helper in ("_sport_tables", "_placed", "_dense_ids"):
-            g[helper] = jit(g[helper])
-        _compiled["route"] = Kernel(jit(_route_kernel))
-        _compiled["class_dist"] = Kernel(jit(_class_dist))
-        _compiled["search"] = Kernel(jit(_search_pass))
+            "_distance", "_ready_row", "_warm", "_walk_lanes", "_pair_round",
+        )  # fmt: skip
+        compile_in(g, plain, _nrt=False)
+        kernels = {"route": "_route_kernel", "class_dist": "_class_dist", "search": "_search_pass"}
+        _compiled.update(compile_in(g, ("_sport_tables", "_placed", "_dense_ids"), kernels))
     return _compiled[name]
