@@ -259,18 +259,14 @@ def _stores(fabric: Fabric, g: Any, walk: Any, k: int) -> list[Store]:
     return stores[:k]
 
 
-def _split(walk: Any, cls: np.ndarray, threads: int | None) -> list[np.ndarray] | None:
-    """The parts (flow indices in flow order, by destination class; part ``t`` is walked
-    with store ``t``) to walk in threads; None: one thread. The class cuts are kept on
-    ``walk``, so a later call walks a class with the same store as before."""
+def _split(n: int, threads: int | None, key: np.ndarray | None = None) -> list | None:
+    """The ranges of ``n`` flows (pairs) to walk in threads (cut where ``key`` changes);
+    None: one thread."""
     k = P.threads() if threads is None else threads
-    if k < 2 or len(cls) < P.SPLIT_MIN:
+    if k < 2 or n < P.SPLIT_MIN:
         return None
-    cuts = getattr(walk, "cuts", None)
-    if cuts is None or len(cuts) != k - 1:
-        cuts = walk.cuts = P.cut_classes(cls, k)  # type: ignore[attr-defined]
-    got = P.parts(cls, k, cuts)
-    return got if sum(len(x) > 0 for x in got) > 1 else None
+    got = [r for r in P.ranges(n, k, key) if r[1] > r[0]]
+    return got if len(got) > 1 else None
 
 
 class NoPath(Exception):
@@ -328,11 +324,11 @@ def route_compiled(
         When a flow has no path.
     """
     uinv = np.asarray(uinv, np.int64)
-    split = _split(walk, uinv, threads)
+    split = _split(len(uinv), threads)
     if split is not None:
         got = _route_parts(fabric, g, walk, split, uinv, src, dst, spec)
         if got is not None:
-            return Paths(*P.join_paths(len(uinv), split, got))
+            return Paths(*P.join_paths(got))
     store = _store(fabric, g, walk)
     run = K.kernel("route")
     order = np.argsort(uinv, kind="stable").astype(np.int64)  # flows of one class together
@@ -355,31 +351,29 @@ def route_compiled(
 
 
 def _route_parts(fabric, g, walk, split, uinv, src, dst, spec) -> list[tuple] | None:
-    """The parts' (offsets, links), walked in threads; None when a part fails (the caller
+    """The ranges' (offsets, links), walked in threads; None when a range fails (the caller
     walks all flows in one thread: the error it reports is the numpy code's)."""
     stores = _stores(fabric, g, walk, len(split))
     run = K.kernel("route")
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
 
-    def part(store: Store, idx: np.ndarray) -> tuple:
-        u, s = uinv[idx], spec.take(idx)
+    def part(store: Store, lo: int, hi: int) -> tuple:
+        u, s = uinv[lo:hi], spec.take(np.arange(lo, hi))
         order = np.argsort(u, kind="stable").astype(np.int64)
         while True:
             graph, lists, state, memo, scr = store.args()
             status, _, offsets, links = run(
-                src[idx], dst[idx], u, s.s_ip, s.d_ip, s.sport, s.conn, order, graph, s.hs,
+                src[lo:hi], dst[lo:hi], u, s.s_ip, s.d_ip, s.sport, s.conn, order, graph, s.hs,
                 lists, state, memo, scr,
             )  # fmt: skip
             if status != K.FULL:
                 return status, offsets, links
             store.grow()
 
-    jobs = [(stores[t], idx) for t, idx in enumerate(split) if len(idx)]
-    got = P.run_parts(part, jobs)
-    if any(st != K.OK for st, _, _ in got):
+    got = P.run_parts(part, [(st, lo, hi) for st, (lo, hi) in zip(stores, split, strict=True)])
+    if any(status != K.OK for status, _, _ in got):
         return None
-    out = iter(got)
-    return [next(out)[1:] if len(idx) else (np.zeros(1, np.int64), idx) for idx in split]
+    return [(offsets, links) for _, offsets, links in got]
 
 
 def search_compiled(
@@ -434,14 +428,17 @@ def search_compiled(
     }  # fmt: skip
     # the round-robin bond numbers a candidate by its pair's position among all of a round's
     # pairs: a part alone would number them differently
-    split = None if spec.hs[7] == K.BOND_RR else _split(walk, per_pair["u"], threads)
+    # pairs, and their items are numbered by source: ranges cut between sources
+    p_src = per_pair["src"]
+    by_src = bool(np.all(p_src[1:] >= p_src[:-1]))
+    split = None
+    if spec.hs[7] != K.BOND_RR and by_src:
+        split = _split(len(p_src), threads, p_src)
     if split is not None:
         got = _search_parts(fabric, g, walk, split, per_pair, port, spec, kw)
         if got is not None:
-            count, per_plane, (pair, sport, plane, uplink) = P.join_items(len(p_u), split, got)
-            up_ids = K.kernel("dense_ids")(np.asarray(pairs["src"], np.int64), pair, uplink)
-            items = (pair, sport.astype(np.uint32), plane, uplink)
-            return items, count, per_plane, (up_ids[0], int(up_ids[1]))
+            count, per_plane, (pair, sport, plane, uplink), up_ids = P.join_items(got)
+            return (pair, sport.astype(np.uint32), plane, uplink), count, per_plane, up_ids
     store = _store(fabric, g, walk)
     order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
     in_order = False
@@ -470,16 +467,16 @@ def search_compiled(
 
 
 def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[tuple] | None:
-    """The parts' (count, found per plane, (pair, sport, plane, uplink)), searched in
-    threads (a part's pairs numbered in the part); None when a part fails (the caller
-    searches all pairs in one thread: the error it reports is the numpy code's)."""
+    """The ranges' (count, found per plane, (pair, sport, plane, uplink), class ids),
+    searched in threads (pairs and classes numbered within a range); None when a range fails
+    (the caller searches all pairs in one thread: the error it reports is the numpy code's)."""
     stores = _stores(fabric, g, walk, len(split))
     run = K.kernel("search")
     rounds = int(kw["first_round"]), int(kw["max_candidates"])
 
-    def part(store: Store, idx: np.ndarray) -> tuple:
-        order = np.argsort(per_pair["u"][idx], kind="stable").astype(np.int64)
-        w = {k: v[idx[order]] for k, v in per_pair.items()}  # in walk order
+    def part(store: Store, lo: int, hi: int) -> tuple:
+        order = np.argsort(per_pair["u"][lo:hi], kind="stable").astype(np.int64)
+        w = {k: v[lo + order] for k, v in per_pair.items()}  # in walk order
         inv = np.empty(len(order), np.int64)
         inv[order] = np.arange(len(order))
         while True:
@@ -493,16 +490,7 @@ def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[tupl
                 return out
             store.grow()
 
-    jobs = [(stores[t], idx) for t, idx in enumerate(split) if len(idx)]
-    got = iter(P.run_parts(part, jobs))
-    out = []
-    for idx in split:
-        if not len(idx):
-            out.append((np.zeros(0, np.int64), np.zeros((0, 2), np.int64), ()))
-            continue
-        status, _, pair, sport, plane, uplink, count, per_plane, _, _ = next(got)
-        if status != K.OK:
-            return None
-        out.append((count, per_plane, (pair, sport, plane, uplink)))
-    return out
-
+    got = P.run_parts(part, [(st, lo, hi) for st, (lo, hi) in zip(stores, split, strict=True)])
+    if any(out[0] != K.OK for out in got):
+        return None
+    return [(c, f, (pr, sp, pl, up), (ids, int(n))) for _, _, pr, sp, pl, up, c, f, ids, n in got]

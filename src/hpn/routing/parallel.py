@@ -1,13 +1,14 @@
 """Running the compiled routing kernels on several cores: the flows (or HPN's pairs) of a call
-are cut into parts by destination class, each part is walked by the kernel in its own thread
-(the kernels release the GIL) with its own candidate-list store, and the parts' results are
-put back in flow (pair) order.
+are cut into consecutive ranges, each walked by the kernel in its own thread (the kernels
+release the GIL) with its own candidate-list store, and the ranges' results are put one after
+the other.
 
-Flows and pairs are independent of one another, so every part gets exactly what it gets in
-the one-thread walk; list ids differ between stores, but they are internal. Where a result
-would depend on the other parts (HPN's round-robin bond numbers a pair's candidates by its
-position among all pairs of a round) or a part reports an error, the caller walks everything
-in one thread, as before.
+Flows and pairs are independent of one another, so every range gets exactly what it gets in
+the one-thread walk; list ids differ between stores, but they are internal. HPN's pairs are
+cut between sources (a NIC's (NIC, uplink) classes are numbered within one range). Where a
+result would depend on the other ranges (HPN's round-robin bond numbers a pair's candidates
+by its position among all pairs of a round) or a range reports an error, the caller walks
+everything in one thread, as before.
 
 The number of threads is the number of cores the process may use, or ``HPN_ROUTING_THREADS``
 (``1``: one thread); calls with fewer than `SPLIT_MIN` flows or pairs use one.
@@ -47,51 +48,32 @@ def threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def parts(cls: np.ndarray, k: int, cuts: Sequence[int] | None = None) -> list[np.ndarray]:
-    """Indices of ``cls`` (a class per flow) in ``k`` parts of about equal size, each sorted
-    (flow order), a class in one part where a cut can move to a class boundary nearby.
+def ranges(n: int, k: int, key: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """``k`` consecutive ranges (lo, hi) of ``n`` flows (or pairs) of about equal size; with
+    ``key``, each cut moves to the nearest place where the key changes (so equal keys side by
+    side stay in one range; a range may then be empty).
 
-    Parameters
-    ----------
-    cls
-        Destination class of each flow (or pair).
-    k
-        Number of parts.
-    cuts
-        The first class of parts 1 .. k-1 (as :func:`cut_classes` gives them) to reuse;
-        None: cut here.
-
-    Returns
-    -------
-    list of numpy.ndarray
-        ``len(cuts) + 1`` parts (some may be empty), part ``t`` the classes from cut ``t``.
+    Examples
+    --------
+    >>> ranges(10, 2)
+    [(0, 5), (5, 10)]
+    >>> ranges(6, 2, np.array([0, 0, 0, 0, 1, 1]))
+    [(0, 4), (4, 6)]
     """
-    cls = np.asarray(cls, np.int64)
-    if cuts is None:
-        cuts = cut_classes(cls, k)
-    which = np.searchsorted(np.asarray(cuts, np.int64), cls, side="right")
-    order = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[order], np.arange(len(cuts) + 2))
-    return [order[bounds[t] : bounds[t + 1]] for t in range(len(cuts) + 1)]
-
-
-def cut_classes(cls: np.ndarray, k: int) -> list[int]:
-    """The first class of parts 1 .. k-1 when flows of classes ``cls`` are cut into ``k``
-    parts of about equal count (at class boundaries; a class is never split)."""
-    s = np.sort(np.asarray(cls, np.int64))
-    n = len(s)
-    out: list[int] = []
+    cuts = [0]
+    change = None if key is None else np.flatnonzero(key[1:] != key[:-1]) + 1
     for j in range(1, k):
-        c = min(n * j // k, n - 1)
-        lo = int(np.searchsorted(s, s[c], side="left"))
-        hi = int(np.searchsorted(s, s[c], side="right"))
-        near = [x for x in (lo, hi) if 0 < x < n]  # where a class begins
-        if not near:
-            continue
-        at = min(near, key=lambda x: abs(x - c))
-        if not out or int(s[at]) > out[-1]:
-            out.append(int(s[at]))
-    return out
+        c = n * j // k
+        if change is not None:
+            if not len(change):
+                c = n
+            else:
+                i = int(np.searchsorted(change, c))
+                near = change[max(i - 1, 0) : i + 1]
+                c = int(near[np.argmin(np.abs(near - c))])
+        cuts.append(max(c, cuts[-1]))
+    cuts.append(n)
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
 def run_parts(fn: Callable[..., Any], jobs: Sequence[tuple]) -> list[Any]:
@@ -118,43 +100,28 @@ def run_parts(fn: Callable[..., Any], jobs: Sequence[tuple]) -> list[Any]:
     return out
 
 
-def join_paths(n: int, parts_: Sequence[np.ndarray], got: Sequence[tuple]) -> tuple:
-    """(offsets, links) of ``n`` flows from the parts' (offsets, links) (part ``t``: flows
-    ``parts_[t]``, in that order)."""
-    length = np.zeros(n, np.int64)
-    for idx, (off, _) in zip(parts_, got, strict=True):
-        length[idx] = np.diff(off)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(length, out=offsets[1:])
-    links = np.empty(int(offsets[-1]), np.int64)
-    for idx, (off, lk) in zip(parts_, got, strict=True):
-        links[_spread(offsets[idx] - off[:-1], np.diff(off))] = lk
-    return offsets, links
+def join_paths(got: Sequence[tuple]) -> tuple:
+    """(offsets, links) of all flows from consecutive ranges' (offsets, links)."""
+    offsets, shift = [np.zeros(1, np.int64)], 0
+    for off, links in got:
+        offsets.append(off[1:] + shift)
+        shift += len(links)
+    return np.concatenate(offsets), np.concatenate([links for _, links in got])
 
 
-def join_items(n: int, parts_: Sequence[np.ndarray], got: Sequence[tuple]) -> tuple:
-    """The search's (count, found per plane, items) for ``n`` pairs from the parts' (part
-    ``t``: pairs ``parts_[t]``): items grouped by pair in pair order, each pair's in the
-    order its part gave them; an item's pair is renumbered to the pair's index."""
-    count = np.zeros(n, np.int64)
-    found = np.zeros((n, 2), np.int64)
-    for idx, (c, f, _) in zip(parts_, got, strict=True):
-        count[idx], found[idx] = c, f
-    start = np.cumsum(count) - count
-    total = int(count.sum())
-    first = next(its for _, _, its in got if len(its))
-    items = tuple(np.empty(total, a.dtype) for a in first)
-    for idx, (c, _, its) in zip(parts_, got, strict=True):
-        if not len(its):
-            continue
-        at = _spread(start[idx] - (np.cumsum(c) - c), c)
-        items[0][at] = idx[its[0]]
-        for dst, src in zip(items[1:], its[1:], strict=True):
-            dst[at] = src
-    return count, found, items
-
-
-def _spread(shift: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """Positions ``shift[g] + j`` for the ``j``-th of the concatenated groups of ``size``
-    entries (``j`` counted over all groups)."""
-    return np.repeat(shift, size) + np.arange(int(size.sum()))
+def join_items(got: Sequence[tuple]) -> tuple:
+    """The search's (count, found per plane, items, (class ids, classes)) for all pairs from
+    consecutive ranges' (an item's pair and its (source NIC, uplink) class numbered within
+    its range; a source's pairs must all be in one range, so that ranges share no class)."""
+    pairs, ids, n_pairs, n_ids = [], [], 0, 0
+    for count, _, items, (cls, n) in got:
+        pairs.append(items[0] + np.int32(n_pairs))
+        ids.append(cls + np.int32(n_ids))
+        n_pairs, n_ids = n_pairs + len(count), n_ids + n
+    rest = (np.concatenate([items[f] for _, _, items, _ in got]) for f in range(1, 4))
+    return (
+        np.concatenate([count for count, _, _, _ in got]),
+        np.concatenate([found for _, found, _, _ in got]),
+        (np.concatenate(pairs), *rest),
+        (np.concatenate(ids), n_ids),
+    )
