@@ -278,18 +278,10 @@ class _Found:
         pair, then rank); in a round no two connections share a NIC or a pair, so each round
         is one vectorized step over the NICs."""
         pair, sport, plane, uplink = self._by_pair_and_plane()
-        group = pair * 2 + plane
         del plane
-        g_off = np.searchsorted(group, np.arange(2 * len(self.count) + 1))
-        rank = np.arange(len(pair)) - g_off[group]
-        del group
-        # (NIC, uplink) classes, numbered in (NIC, uplink) order (one int64 key: fast unique)
-        span = int(uplink.max()) + 1 if len(uplink) else 1
-        nic_up_of, n_classes = self._class_ids(p_src[pair] * span + uplink)
-        n_items = len(pair)
-        del pair, uplink
-        used = np.zeros(n_items, np.int64)  # connections of its pair on each path
-        load = np.zeros(n_classes, np.int64)  # connections of a NIC on each uplink
+        # the items of (pair, plane) group pair * 2 + plane start at g_off[group]
+        g_off = np.zeros(2 * len(self.count) + 1, np.int64)
+        np.cumsum(self.per_plane.ravel(), out=g_off[1:])
         # position of each connection among its NIC's connections
         c_nic = p_src[c_pair]
         o = np.lexsort((c_rank, c_pair, c_nic))
@@ -302,17 +294,38 @@ class _Found:
         chosen = np.zeros(len(c_pair), np.uint32)
         by_round = np.argsort(pos, kind="stable")
         bounds = np.searchsorted(pos[by_round], np.arange(pos.max() + 2))
-        for r in range(len(bounds) - 1):
+        rounds = len(bounds) - 1
+        loads = None  # (connections on each path, on each (NIC, uplink); item classes)
+        for r in range(rounds):
             conn = by_round[bounds[r] : bounds[r + 1]]
             g = c_pair[conn] * 2 + want[conn]
-            cnt = g_off[g + 1] - g_off[g]
-            cand = np.repeat(g_off[g] - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
-            score = (used[cand] << 40) + (load[nic_up_of[cand]] << 16) + rank[cand]
-            pick = cand[_first_min(score, cnt)]
-            used[pick] += 1
-            load[nic_up_of[pick]] += 1
+            first, cnt = g_off[g], g_off[g + 1] - g_off[g]
+            if r == 0 and cnt.all():  # nothing placed yet: each score is the item's rank
+                pick = first
+            else:
+                if loads is None:
+                    loads = self._loads(pair, uplink, p_src)
+                used, load, nic_up_of = loads
+                cand = np.repeat(first - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
+                rank = cand - np.repeat(first, cnt)  # the item's place in its group
+                score = (used[cand] << 40) + (load[nic_up_of[cand]] << 16) + rank
+                pick = cand[_first_min(score, cnt)]
+            if r + 1 < rounds:
+                if loads is None:
+                    loads = self._loads(pair, uplink, p_src)
+                used, load, nic_up_of = loads
+                used[pick] += 1
+                load[nic_up_of[pick]] += 1
             chosen[conn] = sport[pick]
         return chosen
+
+    def _loads(self, pair, uplink, p_src) -> tuple[np.ndarray, ...]:
+        """(connections of its pair on each item's path, connections of a NIC on each (NIC,
+        uplink) class: zeros; the class of each item)."""
+        # (NIC, uplink) classes, numbered in (NIC, uplink) order (one int64 key: fast unique)
+        span = int(uplink.max()) + 1 if len(uplink) else 1
+        nic_up_of, n_classes = self._class_ids(p_src[pair] * span + uplink)
+        return np.zeros(len(pair), np.int64), np.zeros(n_classes, np.int64), nic_up_of
 
     def _by_pair_and_plane(self) -> tuple[np.ndarray, ...]:
         """(pair, sport, plane, uplink) of the items by pair, plane, then found order."""
