@@ -110,18 +110,28 @@ def join_paths(got: Sequence[tuple]) -> tuple:
 
 
 def join_items(got: Sequence[tuple]) -> tuple:
-    """The search's (count, found per plane, items, (class ids, classes)) for all pairs from
-    consecutive ranges' (an item's pair and its (source NIC, uplink) class numbered within
-    its range; a source's pairs must all be in one range, so that ranges share no class)."""
-    pairs, ids, n_pairs, n_ids = [], [], 0, 0
-    for count, _, items, (cls, n) in got:
+    """The search's (count, found per plane, items, (class ids, classes), kept links) for all
+    pairs from consecutive ranges' (an item's pair and its (source NIC, uplink) class
+    numbered within its range; a source's pairs must all be in one range, so that ranges
+    share no class). The kept links stay one array per range (where an item's links start
+    is counted within its range's)."""
+    pairs, ids, starts, n_pairs, n_ids = [], [], [], 0, 0
+    for count, _, items, (cls, n), _ in got:
         pairs.append(items[0] + np.int32(n_pairs))
         ids.append(cls + np.int32(n_ids))
+        starts.append(n_pairs)
         n_pairs, n_ids = n_pairs + len(count), n_ids + n
-    rest = (np.concatenate([items[f] for _, _, items, _ in got]) for f in range(1, 4))
+    rest = (np.concatenate([g[2][f] for g in got]) for f in range(1, 4))
+    kept = (
+        np.array(starts, np.int64),
+        [g[4][1] for g in got],
+        np.concatenate([g[4][0] for g in got]),
+        np.concatenate([g[4][2] for g in got]),
+    )
     return (
-        np.concatenate([count for count, _, _, _ in got]),
-        np.concatenate([found for _, found, _, _ in got]),
+        np.concatenate([g[0] for g in got]),
+        np.concatenate([g[1] for g in got]),
         (np.concatenate(pairs), *rest),
         (np.concatenate(ids), n_ids),
+        kept,
     )
