@@ -441,7 +441,7 @@ def search_compiled(
         got = _search_parts(fabric, g, walk, split, per_pair, port, spec, kw)
         if got is not None:
             count, per_plane, (pair, sport, plane, uplink), up_ids, kept = P.join_items(got)
-            items = (pair, sport.astype(np.uint32), plane, uplink)
+            items = (pair, sport.view(np.uint32), plane, uplink)  # (ports: 49152-65535)
             return items, count, per_plane, up_ids, kept
     store = _store(fabric, g, walk)
     order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
@@ -469,11 +469,11 @@ def search_compiled(
         _raise(status, i, pairs["src"])
     l_off, links, length = out[10:]
     kept = (np.zeros(1, np.int64), [links], l_off, length)
-    items = (pair, sport.astype(np.uint32), plane, uplink)
+    items = (pair, sport.view(np.uint32), plane, uplink)  # (ports: 49152-65535)
     return items, count, per_plane, (up_ids, int(n_up)), kept
 
 
-def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[tuple] | None:
+def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[list] | None:
     """The ranges' (count, found per plane, (pair, sport, plane, uplink), class ids),
     searched in threads (pairs and classes numbered within a range); None when a range fails
     (the caller searches all pairs in one thread: the error it reports is the numpy code's)."""
@@ -500,7 +500,5 @@ def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[tupl
     got = P.run_parts(part, [(st, lo, hi) for st, (lo, hi) in zip(stores, split, strict=True)])
     if any(out[0] != K.OK for out in got):
         return None
-    return [
-        (c, f, (pr, sp, pl, up), (ids, int(n)), (off, links, length))
-        for _, _, pr, sp, pl, up, c, f, ids, n, off, links, length in got
-    ]
+    # (count, found per plane, items, (class ids, classes), kept: (link starts, links, length))
+    return [[x[6], x[7], [*x[2:6]], [x[8], int(x[9])], [x[10], x[11], x[12]]] for x in got]

@@ -541,7 +541,7 @@ def _search_pass(
                 continue
             a = pos[p]
             if dist[p] >= _FAR:
-                return NO_PATH, a, e32, e32, e8, e32, count, found, e32, 0, e64, e32, e64
+                return NO_PATH, a, e32, e32, e8, e32, count, found, e32, 0, e32, e32, e64
             ln = dist[p]
             if LANES * ln > len(path):
                 path = np.empty(2 * LANES * ln, np.int64)
@@ -568,7 +568,7 @@ def _search_pass(
             )  # fmt: skip
             if status != OK:
                 return (
-                    status, a * size + j, e32, e32, e8, e32, count, found, e32, 0, e64, e32,
+                    status, a * size + j, e32, e32, e8, e32, count, found, e32, 0, e32, e32,
                     e64,
                 )  # fmt: skip
             ni += added
@@ -586,6 +586,7 @@ def _search_pass(
                 new[p] = 0
         size *= 2
     pair, sport, plane, up, l_off = _placed(count, last, it, ni, inv)
+    it, it_pid = np.empty((0, _ITEM_FIELDS), np.int32), e64.view(np.uint64)  # (memory)
     src_o, count_o, found_o = (
         np.empty(n, np.int64),
         np.empty(n, np.int64),
@@ -615,7 +616,7 @@ def _placed(count, last, it, ni, inv):  # pragma: no cover - compiled
     ``inv[p]``-th walked: the index of ``count``, ``last`` and items)."""
     pair, sport, up = np.empty(ni, np.int32), np.empty(ni, np.int32), np.empty(ni, np.int32)
     plane = np.empty(ni, np.int8)
-    l_off = np.empty(ni, np.int64)
+    l_off = np.empty(ni, np.int32)
     most = 1
     for p in range(len(count)):
         most = max(most, count[p])
