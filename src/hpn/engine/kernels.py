@@ -24,6 +24,40 @@ _compiled: dict = {}  # name -> compiled function, built on first use (numba loa
 CONN_BITS = 16  # connection_ids' first hash table: at most 2**16 slots (doubled when half full)
 
 
+def _prefetch(arr, i):  # pragma: no cover - compiled: replaced by `_prefetch_intrinsic`'s
+    """Ask the CPU to fetch the cache line of ``arr[i]`` ahead of use (no effect on values)."""
+
+
+def _prefetch_intrinsic() -> Any:
+    """A numba intrinsic ``_prefetch(arr, i)``: ``llvm.prefetch`` (for a write, keep in all
+    cache levels) of ``arr[i]``'s address, for any 1-d array layout (strided columns too).
+    Random accesses into per-link and per-flow arrays of a large fabric miss every cache;
+    announcing a batch's addresses first lets the misses overlap."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx, arr, idx):
+        def codegen(context, builder, signature, args):
+            a = context.make_array(signature.args[0])(context, builder, args[0])
+            i64, i32 = ir.IntType(64), ir.IntType(32)
+            i = args[1]
+            if i.type.width < 64:
+                i = builder.sext(i, i64)
+            off = builder.mul(i, builder.extract_value(a.strides, 0))
+            addr = builder.add(builder.ptrtoint(a.data, i64), off)
+            ptr = builder.inttoptr(addr, ir.IntType(8).as_pointer())
+            fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+            builder.call(fn, [ptr, i32(1), i32(3), i32(1)])
+            return context.get_dummy_value()
+
+        return types.void(arr, idx), codegen
+
+    return prefetch
+
+
 def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - compiled
     n_ent = len(rows)
     # entries grouped by user (counting sort), duplicates merged into weights
@@ -353,6 +387,7 @@ def _helper(name: str) -> Any:
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
+        globals()["_prefetch"] = _prefetch_intrinsic()
         helpers = ("_push", "_pop", "_grow", "_find", "_ledger_set", "_conn_slot")
         kernels = {
             "fill": "_fill_kernel", "ledger": "_ledger_kernel", "reach": "_reach_kernel",

@@ -31,6 +31,7 @@ from hpn.jit import compile_in
 
 _compiled: dict = {}
 _ledger_set = _k._ledger_set  # LinkLedger.set for one link (compiled in `_kernel`)
+_prefetch = _k._prefetch  # a cache-line hint (the numba intrinsic once `_kernel` ran)
 
 __all__ = ["HAVE_NUMBA", "candidates_min", "complete", "depart", "end_batch", "end_flows"]
 
@@ -121,6 +122,14 @@ def _batch_kernel(
                 out[k] = f
                 k += 1
     ended = np.sort(out[:k])
+    for i in range(k):  # the ended flows' fields and their links' hop counts, asked for first
+        f = ended[i]
+        _prefetch(latency, f)
+        _prefetch(flow_task, f)
+        _prefetch(tx_end, f)
+        _prefetch(rem, f)
+        for j in range(start[f], start[f] + length[f]):
+            _prefetch(hops, links[j])
     old = np.empty(k, np.float64)
     times = np.empty(k, np.float64)
     ids = np.empty(k, np.int64)
@@ -177,9 +186,21 @@ def _end_kernel(flows, now, sending, rate, rem, fin, soon, tx_end, start, length
 def _release_kernel(
     gone, old, start, length, links, stamp, now, load, carried, busy, peak, since, cap_at, cap, on
 ):  # pragma: no cover - compiled
+    for i in range(len(gone)):  # the rows' and the links' cache lines, all asked for first
+        _prefetch(start, gone[i])
+        _prefetch(length, gone[i])
     total = 0
     for i in range(len(gone)):
-        total += length[gone[i]]
+        f = gone[i]
+        total += length[f]
+        for j in range(start[f], start[f] + length[f]):
+            lk = links[j]
+            _prefetch(stamp, lk)
+            _prefetch(load, lk)
+            _prefetch(carried, lk)
+            _prefetch(cap_at, lk)
+            _prefetch(cap, lk)
+            _prefetch(on, lk)
     touched = np.empty(total, np.int64)
     acc = np.empty(total, np.float64)
     nt = 0
@@ -318,6 +339,7 @@ def _kernel(name: str):
     if not _compiled:
         g = globals()
         g["_ledger_set"] = _k._helper("_ledger_set")
+        g["_prefetch"] = _k._prefetch
         kernels = {
             "depart": "_depart_kernel", "cand_min": "_cand_min_kernel",
             "batch": "_batch_kernel", "end": "_end_kernel", "complete": "_complete_kernel",
