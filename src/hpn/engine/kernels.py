@@ -237,7 +237,15 @@ def _ledger_set(lk, v, now, load, carried, busy, peak, since, cap_at, cap, on):
 
 def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, cap, on):
     # pragma: no cover - compiled
-    for i in range(len(links)):
+    n = len(links)
+    for i in range(n):
+        if i + 16 < n:  # the cache lines of a link 16 ahead (random links miss every cache)
+            ahead = links[i + 16]
+            _prefetch(load, ahead)
+            _prefetch(carried, ahead)
+            _prefetch(cap_at, ahead)
+            _prefetch(cap, ahead)
+            _prefetch(on, ahead)
         _ledger_set(links[i], new[i], now, load, carried, busy, peak, since, cap_at, cap, on)
 
 
@@ -329,6 +337,31 @@ def _tier_kernel(tier, words, load, out):  # pragma: no cover - compiled
     out[cur] = acc
 
 
+def _tier_list_kernel(live, n, on, tier, load, out):  # pragma: no cover - compiled
+    # _tier_kernel over the listed links live[:n] (ascending) instead of every link: the
+    # loaded ones among them are added in order (the others, at +0.0, would leave the sums
+    # as they are) and kept as live[:k]; returns k
+    k = 0
+    cur = -1
+    acc = 0.0
+    for i in range(n):
+        lk = live[i]
+        if not on[lk]:
+            continue
+        live[k] = lk
+        k += 1
+        t = tier[lk]
+        if t != cur:
+            if cur >= 0:
+                out[cur] = acc
+            cur = t
+            acc = out[cur]
+        acc += load[lk]
+    if cur >= 0:
+        out[cur] = acc
+    return k
+
+
 def _conn_slot(k, bits):  # pragma: no cover - compiled
     return np.int64((np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
 
@@ -392,6 +425,7 @@ def _kernel(name: str):
         kernels = {
             "fill": "_fill_kernel", "ledger": "_ledger_kernel", "reach": "_reach_kernel",
             "hops": "_hops_kernel", "tiers": "_tier_kernel", "conn": "_conn_kernel",
+            "tier_list": "_tier_list_kernel",
         }  # fmt: skip
         _compiled.update(compile_in(globals(), helpers, kernels))
     return _compiled[name]
@@ -578,6 +612,32 @@ def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) 
         return out
     loaded = np.flatnonzero(on)
     return np.bincount(tier[loaded], weights=load[loaded], minlength=n_tiers)
+
+
+def tier_sums_listed(
+    live: np.ndarray, on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`tier_sums` when every link with ``on`` is in ``live`` (ascending ids): only
+    those links are read, in order (the same sums, bit for bit).
+
+    Parameters
+    ----------
+    live
+        Ascending link ids, a superset of the links with ``on`` (compacted in place).
+    on, tier, load, n_tiers
+        As for :func:`tier_sums`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Sum per tier, and the links of ``live`` with ``on`` (a prefix of it).
+    """
+    if HAVE_NUMBA:
+        out = np.zeros(n_tiers)
+        k = _kernel("tier_list")(live, len(live), on, tier, load, out)
+        return out, live[:k]
+    kept = live[on[live]]
+    return np.bincount(tier[kept], weights=load[kept], minlength=n_tiers), kept
 
 
 def connection_ids(

@@ -30,7 +30,7 @@ import numpy as np
 
 from hpn.engine import kernels, state, steps
 from hpn.engine.dag import FLOW, FlowDAG, Tasks
-from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums
+from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums_listed
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
 from hpn.engine.result import Result, Series
@@ -329,6 +329,7 @@ class Sim:
         self.departed_rates: list[np.ndarray] = []
         self.arrived: list[np.ndarray] = []  # flows that began since the last rate update
         self.hops = np.zeros(nl, np.int64)  # hops of transmitting flows per link
+        self.live: np.ndarray | None = None  # every loaded link (and some) at the last sample
         roots = self.task.roots()
         self.queue.push(t.delay[roots], START, roots)
         self.cap_events = cap_events
@@ -601,9 +602,11 @@ class Sim:
             self.dirty = True
 
     def _sample(self) -> None:
-        tiers, load = self.fabric.links.tier, self.ledger.load
-        tier_load = tier_sums(self.ledger.on, tiers, load, self.n_tiers)
-        self.sampler.sample(self.now, tiers, self.cap, load, tier_load)
+        led, tiers = self.ledger, self.fabric.links.tier
+        if self.live is None or led.raised:  # between samples, most loads only fall to 0
+            self.live, led.raised = led.loaded(), False
+        tier_load, self.live = tier_sums_listed(self.live, led.on, tiers, led.load, self.n_tiers)
+        self.sampler.sample(self.now, tiers, self.cap, led.load, tier_load)
 
     fused = True  # quiet departure batches in one compiled call (steps.run_quiet)
 

@@ -131,18 +131,28 @@ def _end_batch(
                 out[k] = f
                 k += 1
     ended = np.sort(out[:k])
-    for i in range(k):  # the ended flows' fields and their links' hop counts, asked for first
+    old = np.empty(k, np.float64)
+    times = np.empty(k, np.float64)
+    ids = np.empty(k, np.int64)
+    for i in range(min(k, 8)):  # the first flows' fields (the loop asks 8 flows ahead)
         f = ended[i]
         _prefetch(latency, f)
         _prefetch(flow_task, f)
         _prefetch(tx_end, f)
         _prefetch(rem, f)
-        for j in range(start[f], start[f] + length[f]):
-            _prefetch(hops, links[j])
-    old = np.empty(k, np.float64)
-    times = np.empty(k, np.float64)
-    ids = np.empty(k, np.int64)
     for i in range(k):
+        if i + 8 < k:  # a later flow's fields, and a nearer one's links' hop counts
+            f = ended[i + 8]
+            _prefetch(latency, f)
+            _prefetch(flow_task, f)
+            _prefetch(tx_end, f)
+            _prefetch(rem, f)
+            _prefetch(start, f)
+            _prefetch(length, f)
+        if i + 2 < k:
+            f = ended[i + 2]
+            for j in range(start[f], start[f] + length[f]):
+                _prefetch(hops, links[j])
         f = ended[i]
         old[i] = rate[f]
         for j in range(start[f], start[f] + length[f]):
@@ -202,40 +212,47 @@ def _end_kernel(flows, now, sending, rate, rem, fin, soon, tx_end, start, length
     return sent[:n], old[:n]
 
 
+AHEAD = 16  # prefetch distance, in links (windowed: a whole large batch would not fit)
+
+
 def _release_kernel(
     gone, old, start, length, links, stamp, now, load, carried, busy, peak, since, cap_at, cap, on
 ):  # pragma: no cover - compiled
-    for i in range(len(gone)):  # the rows' and the links' cache lines, all asked for first
-        _prefetch(start, gone[i])
-        _prefetch(length, gone[i])
     total = 0
     for i in range(len(gone)):
+        total += length[gone[i]]
+    hop = np.empty(total, np.int64)  # every hop's link, in hop order
+    who = np.empty(total, np.int64)  # and its flow's position in gone
+    h = 0
+    for i in range(len(gone)):
         f = gone[i]
-        total += length[f]
         for j in range(start[f], start[f] + length[f]):
-            lk = links[j]
-            _prefetch(stamp, lk)
-            _prefetch(load, lk)
-            _prefetch(carried, lk)
-            _prefetch(cap_at, lk)
-            _prefetch(cap, lk)
-            _prefetch(on, lk)
+            hop[h] = links[j]
+            who[h] = i
+            h += 1
     touched = np.empty(total, np.int64)
     acc = np.empty(total, np.float64)
     nt = 0
-    for i in range(len(gone)):
-        f = gone[i]
-        for j in range(start[f], start[f] + length[f]):
-            lk = links[j]
-            x = stamp[lk]
-            if x < 0:
-                x = nt
-                stamp[lk] = nt
-                touched[nt] = lk
-                acc[nt] = 0.0
-                nt += 1
-            acc[x] += old[i]
+    for h in range(total):
+        if h + AHEAD < total:
+            _prefetch(stamp, hop[h + AHEAD])
+        lk = hop[h]
+        x = stamp[lk]
+        if x < 0:
+            x = nt
+            stamp[lk] = nt
+            touched[nt] = lk
+            acc[nt] = 0.0
+            nt += 1
+        acc[x] += old[who[h]]
     for k in range(nt):
+        if k + AHEAD < nt:
+            ahead = touched[k + AHEAD]
+            _prefetch(load, ahead)
+            _prefetch(carried, ahead)
+            _prefetch(cap_at, ahead)
+            _prefetch(cap, ahead)
+            _prefetch(on, ahead)
         lk = touched[k]
         stamp[lk] = -1
         v = load[lk] - acc[k]
