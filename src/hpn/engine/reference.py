@@ -21,7 +21,6 @@ class ReferenceSim(Sim):
     """:class:`Sim` with eager byte bookkeeping and ends found by division."""
 
     refill = True
-    fused = False  # every batch through the hooks below
 
     def _full_refill(self) -> bool:
         return self.refill or super()._full_refill()

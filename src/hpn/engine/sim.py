@@ -609,6 +609,16 @@ class Sim:
         self.sampler.sample(self.now, tiers, self.cap, led.load, tier_load)
 
     fused = True  # quiet departure batches in one compiled call (steps.run_quiet)
+    LANE = 4096  # room for completions queued by it (grown when short)
+    _HOOKS = ("_advance", "_next_end", "_end_transmissions", "_full_refill", "_rates")
+
+    def _fusable(self) -> bool:
+        """Whether :func:`hpn.engine.steps.run_quiet` may take batches: compiled steps, and
+        the hooks it does the work of not overridden (the reference's are)."""
+        fl = self.flow
+        if not (self.fused and fl.compiled and self.task.compiled and self.ledger.compiled):
+            return False
+        return all(getattr(type(self), h) is getattr(Sim, h) for h in self._HOOKS)
 
     def _quiet_run(self) -> tuple[int, float]:
         """Take the batches :func:`hpn.engine.steps.run_quiet` can; (where it stopped, the
@@ -645,9 +655,9 @@ class Sim:
     def run(self) -> None:
         """Process events until every task has finished."""
         smp, q, fl = self.sampler, self.queue, self.flow
-        fused = self.fused and fl.compiled and self.task.compiled and self.ledger.compiled
+        fused = self._fusable()
         if fused:
-            q.lane = Lane.of(4096)
+            q.lane = Lane.of(self.LANE)
         while True:
             m = np.nan
             if fused and not (self.full or self.arrived or self.departed or fl.joined):

@@ -178,6 +178,7 @@ def _end_batch(
     return lo, n, ended, old, times, ids, bounds[: nb + 1]
 
 
+# fmt: off
 def _batch_kernel(
     cand, sending, inc, soon, fin, limit, now, rate, rem, tx_end, start, length, links, hops,
     latency, flow_task, ordered,
@@ -186,6 +187,7 @@ def _batch_kernel(
         cand, 0, len(cand), sending, inc, soon, fin, limit, now, rate, rem, tx_end, start,
         length, links, hops, latency, flow_task, ordered,
     )
+# fmt: on
 
 
 def _end_kernel(flows, now, sending, rate, rem, fin, soon, tx_end, start, length, links, hops):
@@ -370,6 +372,7 @@ def _complete_kernel(tasks, now, finish, succ, off, indeg, stamp):  # pragma: no
         stamp[s] = -1
     return ready
 
+
 BEFORE, RESUME, GROW = 0, 1, 2  # where `run_quiet` stopped (see there)
 
 
@@ -382,6 +385,7 @@ def _lane_first(lt, ls, ln):  # pragma: no cover - compiled
     return best, bt
 
 
+# fmt: off
 def _run_kernel(
     cand, c_lo, c_hi, ordered, top, n_act, soonest, sending, inc, fin, soon, rate, rem,
     tx_end, act, order, neg, head, extra, flagged, stale, scan_max, start, length, links,
@@ -492,6 +496,7 @@ def _run_kernel(
         code, c_lo, c_hi, soonest, m, n_act, head, now, done, popped, batches, rates, seq,
         ln, lu, first, ended, old,
     )
+# fmt: on
 
 
 def _lane_compact(llo, lhi, lids, ln):  # pragma: no cover - compiled
