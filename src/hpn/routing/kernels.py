@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hpn.jit import compile_in
+from hpn.jit import Kernel, compile_in
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}
@@ -795,13 +795,13 @@ def _class_dist(indptr, indices, m, s_node, s_class, s_level, nsig):
 
 
 def kernel(name: str) -> Callable[..., Any]:
-    """The compiled kernel ``name`` (``route``, ``search`` or ``class_dist``), compiled on
-    first use.
+    """The compiled kernel ``name`` (``route``, ``search``, ``class_dist`` or
+    ``dense_ids``), compiled on first use.
 
     Parameters
     ----------
     name
-        ``route``, ``search`` or ``class_dist``.
+        ``route``, ``search``, ``class_dist`` or ``dense_ids``.
 
     Returns
     -------
@@ -822,4 +822,5 @@ def kernel(name: str) -> Callable[..., Any]:
         compile_in(g, plain, _nrt=False)
         kernels = {"route": "_route_kernel", "class_dist": "_class_dist", "search": "_search_pass"}
         _compiled.update(compile_in(g, ("_sport_tables", "_placed", "_dense_ids"), kernels))
+        _compiled["dense_ids"] = Kernel(g["_dense_ids"])  # (also the search's helper)
     return _compiled[name]
