@@ -258,7 +258,13 @@ def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
     used = np.empty(total, np.int64)
     n = 0
     first = np.full(n_users, -1, np.int64)  # a link of each user
-    for i in range(len(start)):
+    nf = len(start)
+    for i in range(nf):
+        if i + 4 < nf:  # a later flow's path row, and a nearer one's links' stamps
+            _prefetch(links, start[i + 4])
+        if i + 2 < nf:
+            for j in range(start[i + 2], start[i + 2] + length[i + 2]):
+                _prefetch(stamp, links[j])
         u = user[i]
         for j in range(start[i], start[i] + length[i]):
             lk = links[j]
@@ -280,6 +286,8 @@ def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
         for j in range(start[i], start[i] + length[i]):
             mark[_find(parent, stamp[links[j]])] = True
     for k in range(n):
+        if k + 16 < n:
+            _prefetch(stamp, used[k + 16])
         stamp[used[k]] = -1
     out = np.zeros(n_live, np.bool_)
     for i in range(n_live):
