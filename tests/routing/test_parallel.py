@@ -81,8 +81,8 @@ def test_threads_equal_one_thread(two_pods, split_all, monkeypatch, name, tier):
     one = _select(monkeypatch, 1, name, two_pods, src, dst, keys, down)
     assert not split_all
     two = _select(monkeypatch, 2, name, two_pods, src, dst, keys, down)
-    # HPN: the search and the final walk; ECMP: the walk
-    assert split_all == ([2, 2] if name == "hpn" else [2])
+    # HPN: the search (its paths are the flows'); ECMP: the walk
+    assert split_all == [2]
     _assert_same(one, two)
 
 
@@ -132,14 +132,19 @@ def test_full_store_grows_in_a_thread(two_pods, split_all, monkeypatch):
 
 
 def test_round_robin_bond_searches_in_one_thread(two_pods, split_all, monkeypatch):
-    """The rr bond numbers candidates across all pairs of a round: the search is not split
-    (the final walk is), and the result is one thread's."""
+    """The rr bond numbers candidates across all pairs of a round: the search is not split;
+    and it numbers a flow otherwise than its candidate, so the flows are walked again (in
+    threads). The result is one thread's, and the numpy code's."""
     src, dst, keys = _flows(two_pods, conns=2)
     kw = {"hashing": {"bond_hash": "rr"}}
     one = _select(monkeypatch, 1, "hpn", two_pods, src, dst, keys, **kw)
     two = _select(monkeypatch, 2, "hpn", two_pods, src, dst, keys, **kw)
     assert split_all == [2]
     _assert_same(one, two)
+    ref = make_router("hpn", seed=3, **kw)
+    ref.compiled = False
+    out = ref.select(two_pods, src, dst, keys)
+    _assert_same(one, (out.sport, out.plane, out.distinct_paths_found, out.paths))
 
 
 def test_no_path_error_is_one_threads(two_pods, split_all, monkeypatch):

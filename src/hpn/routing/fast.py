@@ -413,7 +413,10 @@ def search_compiled(
     -------
     tuple
         ``((pair, sport, plane, uplink), count, per_plane, (class of each item's (source
-        NIC, uplink), number of classes))``.
+        NIC, uplink), number of classes), kept)``; ``kept`` holds the items' links: (first
+        pair of each range, each range's links, where each item's links start in its
+        range's, each pair's path length), as :class:`hpn.routing.hpn_select.Kept` reads
+        them.
 
     Raises
     ------
@@ -437,8 +440,9 @@ def search_compiled(
     if split is not None:
         got = _search_parts(fabric, g, walk, split, per_pair, port, spec, kw)
         if got is not None:
-            count, per_plane, (pair, sport, plane, uplink), up_ids = P.join_items(got)
-            return (pair, sport.astype(np.uint32), plane, uplink), count, per_plane, up_ids
+            count, per_plane, (pair, sport, plane, uplink), up_ids, kept = P.join_items(got)
+            items = (pair, sport.view(np.uint32), plane, uplink)  # (ports: 49152-65535)
+            return items, count, per_plane, up_ids, kept
     store = _store(fabric, g, walk)
     order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
     in_order = False
@@ -458,15 +462,18 @@ def search_compiled(
             order, in_order = np.arange(len(p_u), dtype=np.int64), True
         else:
             break
-    status, i, pair, sport, plane, uplink, count, per_plane, up_ids, n_up = out
+    status, i, pair, sport, plane, uplink, count, per_plane, up_ids, n_up = out[:10]
     if status == K.NO_PATH:
         raise NoPath(int(i))
     if status != K.OK:
         _raise(status, i, pairs["src"])
-    return (pair, sport.astype(np.uint32), plane, uplink), count, per_plane, (up_ids, int(n_up))
+    l_off, links, length = out[10:]
+    kept = (np.zeros(1, np.int64), [links], l_off, length)
+    items = (pair, sport.view(np.uint32), plane, uplink)  # (ports: 49152-65535)
+    return items, count, per_plane, (up_ids, int(n_up)), kept
 
 
-def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[tuple] | None:
+def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[list] | None:
     """The ranges' (count, found per plane, (pair, sport, plane, uplink), class ids),
     searched in threads (pairs and classes numbered within a range); None when a range fails
     (the caller searches all pairs in one thread: the error it reports is the numpy code's)."""
@@ -493,4 +500,5 @@ def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[tupl
     got = P.run_parts(part, [(st, lo, hi) for st, (lo, hi) in zip(stores, split, strict=True)])
     if any(out[0] != K.OK for out in got):
         return None
-    return [(c, f, (pr, sp, pl, up), (ids, int(n))) for _, _, pr, sp, pl, up, c, f, ids, n in got]
+    # (count, found per plane, items, (class ids, classes), kept: (link starts, links, length))
+    return [[x[6], x[7], [*x[2:6]], [x[8], int(x[9])], [x[10], x[11], x[12]]] for x in got]

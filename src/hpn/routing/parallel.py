@@ -109,19 +109,34 @@ def join_paths(got: Sequence[tuple]) -> tuple:
     return np.concatenate(offsets), np.concatenate([links for _, links in got])
 
 
-def join_items(got: Sequence[tuple]) -> tuple:
-    """The search's (count, found per plane, items, (class ids, classes)) for all pairs from
-    consecutive ranges' (an item's pair and its (source NIC, uplink) class numbered within
-    its range; a source's pairs must all be in one range, so that ranges share no class)."""
-    pairs, ids, n_pairs, n_ids = [], [], 0, 0
-    for count, _, items, (cls, n) in got:
-        pairs.append(items[0] + np.int32(n_pairs))
-        ids.append(cls + np.int32(n_ids))
-        n_pairs, n_ids = n_pairs + len(count), n_ids + n
-    rest = (np.concatenate([items[f] for _, _, items, _ in got]) for f in range(1, 4))
+def join_items(got: list[list]) -> tuple:
+    """The search's (count, found per plane, items, (class ids, classes), kept links) for all
+    pairs from consecutive ranges' (an item's pair and its (source NIC, uplink) class
+    numbered within its range; a source's pairs must all be in one range, so that ranges
+    share no class). The kept links stay one array per range (where an item's links start
+    is counted within its range's). The ranges' lists are emptied as they are joined
+    (memory)."""
+    starts = np.cumsum([0] + [len(g[0]) for g in got])
+    n_ids = np.cumsum([0] + [g[3][1] for g in got])
+    for g, first, ids in zip(got, starts, n_ids, strict=False):
+        g[2][0] = g[2][0] + np.int32(first)  # pairs and classes numbered from the range's
+        g[3][0] = g[3][0] + np.int32(ids)
+
+    def take(*at: int) -> np.ndarray:  # the ranges' arrays at ``g[at[0]][at[1]]..``, joined
+        boxes = []
+        for g in got:
+            for k in at[:-1]:
+                g = g[k]
+            boxes.append(g)
+        out = np.concatenate([box[at[-1]] for box in boxes])
+        for box in boxes:
+            box[at[-1]] = None  # (memory)
+        return out
+
     return (
-        np.concatenate([count for count, _, _, _ in got]),
-        np.concatenate([found for _, found, _, _ in got]),
-        (np.concatenate(pairs), *rest),
-        (np.concatenate(ids), n_ids),
+        take(0),
+        take(1),
+        tuple(take(2, f) for f in range(4)),
+        (take(3, 0), int(n_ids[-1])),
+        (starts[:-1], [g[4][1] for g in got], take(4, 0), take(4, 2)),
     )
