@@ -48,9 +48,10 @@ def cpu(fn, repeat=1):
 
 
 def threads_vs_one(label, name, router, fabric, src, dst, keys, repeat=5) -> None:
-    """The compiled call in threads (hpn.routing.parallel's default) against one thread,
-    alternating, wall clock (medians): what the threads save on this machine now."""
-    k = parallel.threads()
+    """The compiled call in one thread per core against one thread, alternating, wall clock
+    (medians): what the threads save on this machine now (by default they are used only on
+    cores no other work keeps busy at the call)."""
+    k = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if k < 2:
         print(f"{label}, {name}: one core, no threads to compare")
         return

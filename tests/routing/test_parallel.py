@@ -185,12 +185,30 @@ def test_ranges_cover_in_order_and_cut_between_keys(n, k, top, seed):
 def test_threads_setting(monkeypatch):
     monkeypatch.delenv(P.ENV, raising=False)
     assert P.threads() >= 1
-    monkeypatch.setenv(P.ENV, "3")
+    monkeypatch.setattr(P.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(P, "busy", lambda: 0)
+    assert P.threads() == 4
+    monkeypatch.setattr(P, "busy", lambda: 3)  # other work on three of the four cores
+    assert P.threads() == 1
+    monkeypatch.setattr(P, "busy", lambda: 9)
+    assert P.threads() == 1
+    monkeypatch.setenv(P.ENV, "3")  # the setting wins
     assert P.threads() == 3
     for bad in ("0", "-1", "two"):
         monkeypatch.setenv(P.ENV, bad)
         with pytest.raises(InputError, match=P.ENV):
             P.threads()
+
+
+def test_busy_reads_runnable_tasks(tmp_path):
+    f = tmp_path / "loadavg"
+    f.write_text("2.47 2.71 2.47 3/108 22211\n")
+    assert P.busy(str(f)) == 2  # three runnable, this one among them
+    f.write_text("0.01 0.02 0.00 1/90 1\n")
+    assert P.busy(str(f)) == 0
+    f.write_text("garbage\n")
+    assert P.busy(str(f)) == 0
+    assert P.busy(str(tmp_path / "absent")) == 0
 
 
 def test_run_parts_raises_a_threads_error():

@@ -10,8 +10,11 @@ result would depend on the other ranges (HPN's round-robin bond numbers a pair's
 by its position among all pairs of a round) or a range reports an error, the caller walks
 everything in one thread, as before.
 
-The number of threads is the number of cores the process may use, or ``HPN_ROUTING_THREADS``
-(``1``: one thread); calls with fewer than `SPLIT_MIN` flows or pairs use one.
+The number of threads is the number of cores the process may use less those other work keeps
+busy at the call (tasks runnable besides this one, Linux's ``/proc/loadavg``: a second thread
+on a core another process holds costs CPU and saves no time), or ``HPN_ROUTING_THREADS``
+(``1``: one thread); calls with fewer than `SPLIT_MIN` flows or pairs use one. The results do
+not depend on it.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ SPLIT_MIN = 20_000  # flows (pairs) of a call below which one thread walks them 
 
 def threads() -> int:
     """Threads the routing kernels use: ``HPN_ROUTING_THREADS`` if set, else the cores this
-    process may run on.
+    process may run on less the ones busy with other work now (at least 1).
 
     Raises
     ------
@@ -44,8 +47,21 @@ def threads() -> int:
             raise InputError(ENV, f"must be a positive integer (got {env!r})")
         return int(env)
     if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    return max(1, cores - busy())
+
+
+def busy(loadavg: str = "/proc/loadavg") -> int:
+    """Tasks runnable now besides this process's one (Linux's ``/proc/loadavg``, fourth
+    field: runnable/total); 0 where it cannot be read."""
+    try:
+        with open(loadavg) as f:
+            runnable = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, runnable - 1)
 
 
 def ranges(n: int, k: int, key: np.ndarray | None = None) -> list[tuple[int, int]]:
