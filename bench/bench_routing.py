@@ -7,7 +7,9 @@ of the same connections (what selection costs on top of routing).
 
 Issue 17: the compiled walk and candidate search (numba) against the numpy code in the same
 run, CPU seconds (the machine may be shared), with a check that the paths are identical;
-``--scale`` adds the permutation over the 122,880 GPUs of 8 pods (minutes for numpy).
+``--scale`` adds the permutation over the 122,880 GPUs of 8 pods (minutes for numpy). Calls of
+at least ``parallel.SPLIT_MIN`` flows also compare the threaded kernels (one thread per core)
+with one thread, alternating, wall clock.
 
     .venv/bin/python bench/bench_routing.py [--scale]
 """
@@ -15,12 +17,13 @@ run, CPU seconds (the machine may be shared), with a check that the paths are id
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import zlib
 
 import numpy as np
 
-from hpn.routing import make_router
+from hpn.routing import make_router, parallel
 from hpn.routing.hashing import TupleBytes, crc16_ccitt, crc32, pack_5tuples
 from hpn.topology import NodeKind, build
 
@@ -44,6 +47,30 @@ def cpu(fn, repeat=1):
     return t, out
 
 
+def threads_vs_one(label, name, router, fabric, src, dst, keys, repeat=5) -> None:
+    """The compiled call in threads (hpn.routing.parallel's default) against one thread,
+    alternating, wall clock (medians): what the threads save on this machine now."""
+    k = parallel.threads()
+    if k < 2:
+        print(f"{label}, {name}: one core, no threads to compare")
+        return
+    walls: dict[int, list[float]] = {1: [], k: []}
+    out = {}
+    for _ in range(repeat):
+        for n in (1, k):
+            os.environ[parallel.ENV] = str(n)
+            t0 = time.perf_counter()
+            out[n] = router.route(fabric, src, dst, keys)
+            walls[n].append(time.perf_counter() - t0)
+    os.environ.pop(parallel.ENV)
+    one, many = (float(np.median(walls[n])) for n in (1, k))
+    same = np.array_equal(out[1].links, out[k].links)
+    print(
+        f"{label}, {name}: {k} threads {many:.2f} s wall, one thread {one:.2f} s "
+        f"-> {one / many:.2f}x (medians of {repeat}, alternating); paths identical: {same}"
+    )
+
+
 def compiled_vs_numpy(label, fabric, src, dst, keys, policies=("ecmp", "hpn")) -> None:
     for name in policies:
         fast, ref = make_router(name, seed=1), make_router(name, seed=1)
@@ -56,6 +83,8 @@ def compiled_vs_numpy(label, fabric, src, dst, keys, policies=("ecmp", "hpn")) -
             f"{label}, {name}: compiled ({fast.kernel}) {t_fast:.2f} s CPU, numpy "
             f"{t_ref:.2f} s CPU -> {t_ref / t_fast:.1f}x; paths identical: {same}"
         )
+        if len(src) >= parallel.SPLIT_MIN:
+            threads_vs_one(label, name, fast, fabric, src, dst, keys)
 
 
 def main() -> None:

@@ -24,6 +24,40 @@ _compiled: dict = {}  # name -> compiled function, built on first use (numba loa
 CONN_BITS = 16  # connection_ids' first hash table: at most 2**16 slots (doubled when half full)
 
 
+def _prefetch(arr, i):  # pragma: no cover - compiled: replaced by `_prefetch_intrinsic`'s
+    """Ask the CPU to fetch the cache line of ``arr[i]`` ahead of use (no effect on values)."""
+
+
+def _prefetch_intrinsic() -> Any:
+    """A numba intrinsic ``_prefetch(arr, i)``: ``llvm.prefetch`` (for a write, keep in all
+    cache levels) of ``arr[i]``'s address, for any 1-d array layout (strided columns too).
+    Random accesses into per-link and per-flow arrays of a large fabric miss every cache;
+    announcing a batch's addresses first lets the misses overlap."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx, arr, idx):
+        def codegen(context, builder, signature, args):
+            a = context.make_array(signature.args[0])(context, builder, args[0])
+            i64, i32 = ir.IntType(64), ir.IntType(32)
+            i = args[1]
+            if i.type.width < 64:
+                i = builder.sext(i, i64)
+            off = builder.mul(i, builder.extract_value(a.strides, 0))
+            addr = builder.add(builder.ptrtoint(a.data, i64), off)
+            ptr = builder.inttoptr(addr, ir.IntType(8).as_pointer())
+            fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+            builder.call(fn, [ptr, i32(1), i32(3), i32(1)])
+            return context.get_dummy_value()
+
+        return types.void(arr, idx), codegen
+
+    return prefetch
+
+
 def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - compiled
     n_ent = len(rows)
     # entries grouped by user (counting sort), duplicates merged into weights
@@ -203,7 +237,15 @@ def _ledger_set(lk, v, now, load, carried, busy, peak, since, cap_at, cap, on):
 
 def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, cap, on):
     # pragma: no cover - compiled
-    for i in range(len(links)):
+    n = len(links)
+    for i in range(n):
+        if i + 16 < n:  # the cache lines of a link 16 ahead (random links miss every cache)
+            ahead = links[i + 16]
+            _prefetch(load, ahead)
+            _prefetch(carried, ahead)
+            _prefetch(cap_at, ahead)
+            _prefetch(cap, ahead)
+            _prefetch(on, ahead)
         _ledger_set(links[i], new[i], now, load, carried, busy, peak, since, cap_at, cap, on)
 
 
@@ -216,7 +258,13 @@ def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
     used = np.empty(total, np.int64)
     n = 0
     first = np.full(n_users, -1, np.int64)  # a link of each user
-    for i in range(len(start)):
+    nf = len(start)
+    for i in range(nf):
+        if i + 4 < nf:  # a later flow's path row, and a nearer one's links' stamps
+            _prefetch(links, start[i + 4])
+        if i + 2 < nf:
+            for j in range(start[i + 2], start[i + 2] + length[i + 2]):
+                _prefetch(stamp, links[j])
         u = user[i]
         for j in range(start[i], start[i] + length[i]):
             lk = links[j]
@@ -238,6 +286,8 @@ def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
         for j in range(start[i], start[i] + length[i]):
             mark[_find(parent, stamp[links[j]])] = True
     for k in range(n):
+        if k + 16 < n:
+            _prefetch(stamp, used[k + 16])
         stamp[used[k]] = -1
     out = np.zeros(n_live, np.bool_)
     for i in range(n_live):
@@ -293,6 +343,31 @@ def _tier_kernel(tier, words, load, out):  # pragma: no cover - compiled
                 acc = out[cur]
             acc += load[lk]
     out[cur] = acc
+
+
+def _tier_list_kernel(live, n, on, tier, load, out):  # pragma: no cover - compiled
+    # _tier_kernel over the listed links live[:n] (ascending) instead of every link: the
+    # loaded ones among them are added in order (the others, at +0.0, would leave the sums
+    # as they are) and kept as live[:k]; returns k
+    k = 0
+    cur = -1
+    acc = 0.0
+    for i in range(n):
+        lk = live[i]
+        if not on[lk]:
+            continue
+        live[k] = lk
+        k += 1
+        t = tier[lk]
+        if t != cur:
+            if cur >= 0:
+                out[cur] = acc
+            cur = t
+            acc = out[cur]
+        acc += load[lk]
+    if cur >= 0:
+        out[cur] = acc
+    return k
 
 
 def _conn_slot(k, bits):  # pragma: no cover - compiled
@@ -353,10 +428,12 @@ def _helper(name: str) -> Any:
 def _kernel(name: str):
     """The compiled kernel ``name`` (helpers compiled first, so the kernel calls them)."""
     if not _compiled:
+        globals()["_prefetch"] = _prefetch_intrinsic()
         helpers = ("_push", "_pop", "_grow", "_find", "_ledger_set", "_conn_slot")
         kernels = {
             "fill": "_fill_kernel", "ledger": "_ledger_kernel", "reach": "_reach_kernel",
             "hops": "_hops_kernel", "tiers": "_tier_kernel", "conn": "_conn_kernel",
+            "tier_list": "_tier_list_kernel",
         }  # fmt: skip
         _compiled.update(compile_in(globals(), helpers, kernels))
     return _compiled[name]
@@ -543,6 +620,32 @@ def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) 
         return out
     loaded = np.flatnonzero(on)
     return np.bincount(tier[loaded], weights=load[loaded], minlength=n_tiers)
+
+
+def tier_sums_listed(
+    live: np.ndarray, on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`tier_sums` when every link with ``on`` is in ``live`` (ascending ids): only
+    those links are read, in order (the same sums, bit for bit).
+
+    Parameters
+    ----------
+    live
+        Ascending link ids, a superset of the links with ``on`` (compacted in place).
+    on, tier, load, n_tiers
+        As for :func:`tier_sums`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Sum per tier, and the links of ``live`` with ``on`` (a prefix of it).
+    """
+    if HAVE_NUMBA:
+        out = np.zeros(n_tiers)
+        k = _kernel("tier_list")(live, len(live), on, tier, load, out)
+        return out, live[:k]
+    kept = live[on[live]]
+    return np.bincount(tier[kept], weights=load[kept], minlength=n_tiers), kept
 
 
 def connection_ids(

@@ -36,11 +36,13 @@ class LinkLedger:
         self.cap_at = self.rows[:, 4]  # capacity when it last changed (for utilization)
         self.cap_at[:] = cap
         self.on = np.zeros(nl, bool)  # load > 0
+        self.raised = False  # set() ran (a load may have risen from 0) since it was cleared
 
     def set(self, links: np.ndarray, new: np.ndarray, now: float) -> None:
         """At ``now``, change the load of distinct ``links`` to ``new`` (bytes/s)."""
         from hpn.engine import kernels
 
+        self.raised = True
         if kernels.HAVE_NUMBA and self.compiled:
             kernels.ledger_set(self, links, new, now)
             return

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpn.engine import kernels, steps
+from hpn.engine import kernels, state, steps
 from hpn.engine.dag import FLOW, FlowDAG, Tasks
-from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums
+from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums_listed
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
 from hpn.engine.result import Result, Series
@@ -41,6 +41,7 @@ from hpn.engine.state import (
     Counters,
     EventQueue,
     FlowState,
+    Lane,
     PathTable,
     Sampler,
     TaskState,
@@ -328,6 +329,7 @@ class Sim:
         self.departed_rates: list[np.ndarray] = []
         self.arrived: list[np.ndarray] = []  # flows that began since the last rate update
         self.hops = np.zeros(nl, np.int64)  # hops of transmitting flows per link
+        self.live: np.ndarray | None = None  # every loaded link (and some) at the last sample
         roots = self.task.roots()
         self.queue.push(t.delay[roots], START, roots)
         self.cap_events = cap_events
@@ -600,15 +602,72 @@ class Sim:
             self.dirty = True
 
     def _sample(self) -> None:
-        tiers, load = self.fabric.links.tier, self.ledger.load
-        tier_load = tier_sums(self.ledger.on, tiers, load, self.n_tiers)
-        self.sampler.sample(self.now, tiers, self.cap, load, tier_load)
+        led, tiers = self.ledger, self.fabric.links.tier
+        if self.live is None or led.raised:  # between samples, most loads only fall to 0
+            self.live, led.raised = led.loaded(), False
+        tier_load, self.live = tier_sums_listed(self.live, led.on, tiers, led.load, self.n_tiers)
+        self.sampler.sample(self.now, tiers, self.cap, led.load, tier_load)
+
+    fused = True  # quiet departure batches in one compiled call (steps.run_quiet)
+    LANE = 4096  # room for completions queued by it (grown when short)
+    _HOOKS = ("_advance", "_next_end", "_end_transmissions", "_full_refill", "_rates")
+
+    def _fusable(self) -> bool:
+        """Whether :func:`hpn.engine.steps.run_quiet` may take batches: compiled steps, and
+        the hooks it does the work of not overridden (the reference's are)."""
+        fl = self.flow
+        if not (self.fused and fl.compiled and self.task.compiled and self.ledger.compiled):
+            return False
+        return all(getattr(type(self), h) is getattr(Sim, h) for h in self._HOOKS)
+
+    def _quiet_run(self) -> tuple[int, float]:
+        """Take the batches :func:`hpn.engine.steps.run_quiet` can; (where it stopped, the
+        next projected end if known, else nan)."""
+        cap = 256 if self.progress is not None else 1 << 62
+        code, m, batches, rates, ended, old = steps.run_quiet(self, cap, state.SCAN, _TOL)
+        self.count.batches += batches
+        self.count.rate_computations += rates
+        if code == steps.RESUME and len(ended):
+            self.departed.append(ended)
+            self.departed_rates.append(old)
+            self.dirty = True
+        elif code == steps.GROW:
+            self.queue.lane.grow(len(self.flow.cand))  # type: ignore[union-attr]
+        if batches and code != steps.RESUME and self.progress is not None:
+            self.progress(self.task.done, self.nt)
+        return code, m
+
+    def _due(self) -> None:
+        """The rest of a batch: the events due now, then the rates if they changed."""
+        for kind, ids in self.queue.pop_due(self.now):
+            if kind == CAPACITY:
+                self._capacity(ids)
+            elif kind == DONE:
+                self._complete(ids)
+            else:
+                self._start(ids)
+        if self.dirty:
+            self._rates()
+            self.dirty = False
+        if self.progress is not None:
+            self.progress(self.task.done, self.nt)
 
     def run(self) -> None:
         """Process events until every task has finished."""
-        smp, q = self.sampler, self.queue
+        smp, q, fl = self.sampler, self.queue, self.flow
+        fused = self._fusable()
+        if fused:
+            q.lane = Lane.of(self.LANE)
         while True:
-            t_next = min(q.next_time(), self._next_end())
+            m = np.nan
+            if fused and not (self.full or self.arrived or self.departed or fl.joined):
+                code, m = self._quiet_run()
+                if code == steps.RESUME:
+                    self._due()
+                    continue
+                if code == steps.GROW:
+                    continue
+            t_next = min(q.next_time(), self._next_end() if m != m else m)
             if self.task.done == self.nt:
                 break
             if t_next == np.inf:
@@ -622,18 +681,7 @@ class Sim:
             self._advance(t_next)
             self.count.batches += 1
             self._end_transmissions(t_next, dt)
-            for kind, ids in q.pop_due(self.now):
-                if kind == CAPACITY:
-                    self._capacity(ids)
-                elif kind == DONE:
-                    self._complete(ids)
-                else:
-                    self._start(ids)
-            if self.dirty:
-                self._rates()
-                self.dirty = False
-            if self.progress is not None:
-                self.progress(self.task.done, self.nt)
+            self._due()
         if smp.interval and self.task.done:
             self._sample()
         loaded = self.ledger.loaded()

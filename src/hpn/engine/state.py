@@ -371,12 +371,64 @@ class PathTable:
 
 
 @dataclass(eq=False)
+class Lane:
+    """Completions that the compiled loop (:func:`hpn.engine.steps.run_quiet`) queued
+    beside the heap: entry ``i`` (of ``n``) is the batch ``ids[lo[i] : hi[i]]`` of tasks
+    done at ``t[i]``, pushed with sequence number ``seq[i]``; ``ids[:used]`` are taken.
+    ``first`` is the earliest ``t`` (inf: none)."""
+
+    t: np.ndarray
+    seq: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    ids: np.ndarray
+    n: int = 0
+    used: int = 0
+    first: float = np.inf
+
+    @classmethod
+    def of(cls, entries: int) -> Lane:
+        """An empty lane with room for ``entries`` entries and ids."""
+        i64 = np.int64
+        z = np.zeros
+        return cls(z(entries), z(entries, i64), z(entries, i64), z(entries, i64), z(entries, i64))
+
+    def grow(self, need: int) -> None:
+        """Room for ``need`` more entries and ids (the entries kept)."""
+        size = max(2 * len(self.t), self.n + need + 64, self.used + need + 64)
+        for name in ("t", "seq", "lo", "hi", "ids"):
+            old = getattr(self, name)
+            new = np.zeros(size, old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+
+    def head(self) -> tuple[float, int, int]:
+        """(time, sequence number, index) of the earliest entry (by time, then sequence)."""
+        n = self.n
+        i = int(np.lexsort((self.seq[:n], self.t[:n]))[0])
+        return float(self.t[i]), int(self.seq[i]), i
+
+    def take(self, i: int) -> np.ndarray:
+        """Remove entry ``i``; its ids."""
+        ids = self.ids[self.lo[i] : self.hi[i]].copy()
+        n = self.n = self.n - 1  # the last entry takes its place
+        for a in (self.t, self.seq, self.lo, self.hi):
+            a[i] = a[n]
+        if not n:
+            self.used = 0
+        self.first = float(self.t[:n].min()) if n else np.inf
+        return ids
+
+
+@dataclass(eq=False)
 class EventQueue:
-    """Batches of ids on a heap: one entry per distinct (time, kind)."""
+    """Batches of ids on a heap: one entry per distinct (time, kind); with a ``lane``, also
+    the completions queued there (:class:`Lane`), in the same order."""
 
     heap: list = field(default_factory=list)
     seq: int = 0
     popped: int = 0  # ids popped so far
+    lane: Lane | None = None
 
     def push(self, times: np.ndarray, kind: int, ids: np.ndarray) -> None:
         """Queue ``ids`` at their ``times``, one batch per distinct time."""
@@ -408,12 +460,24 @@ class EventQueue:
 
     def next_time(self) -> float:
         """Time of the next batch (inf when empty)."""
-        return self.heap[0][0] if self.heap else np.inf
+        t = self.heap[0][0] if self.heap else np.inf
+        return min(t, self.lane.first) if self.lane is not None else t
 
     def pop_due(self, now: float) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (kind, ids) of every batch due at ``now``, in heap order."""
-        while self.heap and self.heap[0][0] <= now * (1 + 1e-15):
-            _, kind, _, ids = heapq.heappop(self.heap)
+        lim, heap, lane = now * (1 + 1e-15), self.heap, self.lane
+        while True:
+            due = heap and heap[0][0] <= lim
+            if lane is not None and lane.n and lane.first <= lim:
+                t, seq, i = lane.head()
+                if not due or (t, DONE, seq) < heap[0][:3]:
+                    ids = lane.take(i)
+                    self.popped += len(ids)
+                    yield DONE, ids
+                    continue
+            if not due:
+                return
+            _, kind, _, ids = heapq.heappop(heap)
             self.popped += len(ids)
             yield kind, ids
 

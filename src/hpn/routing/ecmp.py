@@ -305,10 +305,10 @@ def _hash_config(table: dict | None) -> HashConfig:
 def _in_rank(fabric: Fabric) -> np.ndarray:
     """For every directed link, its rank among the links into the same node (by id)."""
     dst = fabric.links.dst
-    order = np.lexsort((np.arange(len(dst)), dst))
-    first = np.searchsorted(dst[order], dst[order], side="left")
+    order = np.argsort(dst, kind="stable")  # by node, then link id
+    into = np.bincount(dst, minlength=fabric.num_nodes)
     rank = np.empty(len(dst), np.int64)
-    rank[order] = np.arange(len(dst)) - first
+    rank[order] = np.arange(len(dst)) - (np.cumsum(into) - into)[dst[order]]
     return rank
 
 

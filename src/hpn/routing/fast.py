@@ -8,6 +8,7 @@ HPN's candidate rounds. Both give exactly what the numpy code gives (tests check
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.routing import kernels as K
+from hpn.routing import parallel as P
 from hpn.routing.base import Paths
 from hpn.routing.cache import per_fabric
 from hpn.topology.fabric import NodeKind
@@ -225,6 +227,13 @@ class Store:
             np.zeros(self.rows, np.int64),  # marks of the row copy
         )
 
+    def fork(self) -> Store:
+        """A store of the same size for another thread (the graph tables shared, read only)."""
+        twin = copy.copy(self)
+        twin.scratch = np.zeros_like(self.scratch)
+        twin._alloc(self.size)
+        return twin
+
     def grow(self) -> None:
         """Double the candidate-list space (emptied: the kernel refills it)."""
         self._alloc(2 * self.size)
@@ -239,6 +248,25 @@ def _store(fabric: Fabric, g: Any, walk: Any) -> Store:
     if store is None:
         store = walk.store = Store(fabric, g, walk)  # type: ignore[attr-defined]
     return store
+
+
+def _stores(fabric: Fabric, g: Any, walk: Any, k: int) -> list[Store]:
+    """``k`` stores for ``walk``'s classes, one per thread (the first is ``walk.store``)."""
+    stores = getattr(walk, "stores", None) or [_store(fabric, g, walk)]
+    while len(stores) < k:
+        stores.append(stores[0].fork())
+    walk.stores = stores  # type: ignore[attr-defined]
+    return stores[:k]
+
+
+def _split(n: int, threads: int | None, key: np.ndarray | None = None) -> list | None:
+    """The ranges of ``n`` flows (pairs) to walk in threads (cut where ``key`` changes);
+    None: one thread."""
+    k = P.threads() if threads is None else threads
+    if k < 2 or n < P.SPLIT_MIN:
+        return None
+    got = [r for r in P.ranges(n, k, key) if r[1] > r[0]]
+    return got if len(got) > 1 else None
 
 
 class NoPath(Exception):
@@ -265,6 +293,7 @@ def route_compiled(
     src: np.ndarray,
     dst: np.ndarray,
     spec: FlowSpec,
+    threads: int | None = None,
 ) -> Paths:
     """The paths of flows ``src -> dst`` (destination classes ``uinv`` of ``walk``).
 
@@ -281,6 +310,8 @@ def route_compiled(
         Endpoints of each flow.
     spec
         How the router chooses (:func:`uniform_spec`, :func:`hash_spec`).
+    threads
+        Threads to walk in (:mod:`hpn.routing.parallel`; None: its default).
 
     Returns
     -------
@@ -292,9 +323,14 @@ def route_compiled(
     InputError
         When a flow has no path.
     """
+    uinv = np.asarray(uinv, np.int64)
+    split = _split(len(uinv), threads)
+    if split is not None:
+        got = _route_parts(fabric, g, walk, split, uinv, src, dst, spec)
+        if got is not None:
+            return Paths(*P.join_paths(got))
     store = _store(fabric, g, walk)
     run = K.kernel("route")
-    uinv = np.asarray(uinv, np.int64)
     order = np.argsort(uinv, kind="stable").astype(np.int64)  # flows of one class together
     in_order = False
     while True:
@@ -314,6 +350,32 @@ def route_compiled(
     return Paths(offsets, links)
 
 
+def _route_parts(fabric, g, walk, split, uinv, src, dst, spec) -> list[tuple] | None:
+    """The ranges' (offsets, links), walked in threads; None when a range fails (the caller
+    walks all flows in one thread: the error it reports is the numpy code's)."""
+    stores = _stores(fabric, g, walk, len(split))
+    run = K.kernel("route")
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+
+    def part(store: Store, lo: int, hi: int) -> tuple:
+        u, s = uinv[lo:hi], spec.take(np.arange(lo, hi))
+        order = np.argsort(u, kind="stable").astype(np.int64)
+        while True:
+            graph, lists, state, memo, scr = store.args()
+            status, _, offsets, links = run(
+                src[lo:hi], dst[lo:hi], u, s.s_ip, s.d_ip, s.sport, s.conn, order, graph, s.hs,
+                lists, state, memo, scr,
+            )  # fmt: skip
+            if status != K.FULL:
+                return status, offsets, links
+            store.grow()
+
+    got = P.run_parts(part, [(st, lo, hi) for st, (lo, hi) in zip(stores, split, strict=True)])
+    if any(status != K.OK for status, _, _ in got):
+        return None
+    return [(offsets, links) for _, offsets, links in got]
+
+
 def search_compiled(
     fabric: Fabric,
     g: Any,
@@ -321,6 +383,7 @@ def search_compiled(
     p_u: np.ndarray,
     pairs: dict[str, np.ndarray],
     spec: FlowSpec,
+    threads: int | None = None,
     **kw: Any,
 ) -> tuple:
     """HPN's candidate rounds for ``pairs`` (dict of per-pair arrays); (items, count,
@@ -341,6 +404,8 @@ def search_compiled(
         ``nv1``.
     spec
         The hash settings (:func:`hash_spec`).
+    threads
+        Threads to search in (:mod:`hpn.routing.parallel`; None: its default).
     **kw
         ``first_round`` and ``max_candidates`` of the selection.
 
@@ -348,22 +413,39 @@ def search_compiled(
     -------
     tuple
         ``((pair, sport, plane, uplink), count, per_plane, (class of each item's (source
-        NIC, uplink), number of classes))``.
+        NIC, uplink), number of classes), kept)``; ``kept`` holds the items' links: (first
+        pair of each range, each range's links, where each item's links start in its
+        range's, each pair's path length), as :class:`hpn.routing.hpn_select.Kept` reads
+        them.
 
     Raises
     ------
     NoPath
         When a pair has no path.
     """
-    store = _store(fabric, g, walk)
     run = K.kernel("search")
     port = _node_arrays(fabric)[4]
-    order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
-    in_order = False
     per_pair = {
         **{k: pairs[k] for k in ("src", "dst", "start", "per_plane", "ports", "nv0", "nv1")},
         "u": np.asarray(p_u, np.int64), "s_ip": spec.s_ip, "d_ip": spec.d_ip,
     }  # fmt: skip
+    # the round-robin bond numbers a candidate by its pair's position among all of a round's
+    # pairs: a part alone would number them differently
+    # pairs, and their items are numbered by source: ranges cut between sources
+    p_src = per_pair["src"]
+    by_src = bool(np.all(p_src[1:] >= p_src[:-1]))
+    split = None
+    if spec.hs[7] != K.BOND_RR and by_src:
+        split = _split(len(p_src), threads, p_src)
+    if split is not None:
+        got = _search_parts(fabric, g, walk, split, per_pair, port, spec, kw)
+        if got is not None:
+            count, per_plane, (pair, sport, plane, uplink), up_ids, kept = P.join_items(got)
+            items = (pair, sport.view(np.uint32), plane, uplink)  # (ports: 49152-65535)
+            return items, count, per_plane, up_ids, kept
+    store = _store(fabric, g, walk)
+    order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
+    in_order = False
     while True:
         w = {k: v[order] for k, v in per_pair.items()}  # in walk order
         inv = np.empty(len(order), np.int64)
@@ -380,9 +462,43 @@ def search_compiled(
             order, in_order = np.arange(len(p_u), dtype=np.int64), True
         else:
             break
-    status, i, pair, sport, plane, uplink, count, per_plane, up_ids, n_up = out
+    status, i, pair, sport, plane, uplink, count, per_plane, up_ids, n_up = out[:10]
     if status == K.NO_PATH:
         raise NoPath(int(i))
     if status != K.OK:
         _raise(status, i, pairs["src"])
-    return (pair, sport.astype(np.uint32), plane, uplink), count, per_plane, (up_ids, int(n_up))
+    l_off, links, length = out[10:]
+    kept = (np.zeros(1, np.int64), [links], l_off, length)
+    items = (pair, sport.view(np.uint32), plane, uplink)  # (ports: 49152-65535)
+    return items, count, per_plane, (up_ids, int(n_up)), kept
+
+
+def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[list] | None:
+    """The ranges' (count, found per plane, (pair, sport, plane, uplink), class ids),
+    searched in threads (pairs and classes numbered within a range); None when a range fails
+    (the caller searches all pairs in one thread: the error it reports is the numpy code's)."""
+    stores = _stores(fabric, g, walk, len(split))
+    run = K.kernel("search")
+    rounds = int(kw["first_round"]), int(kw["max_candidates"])
+
+    def part(store: Store, lo: int, hi: int) -> tuple:
+        order = np.argsort(per_pair["u"][lo:hi], kind="stable").astype(np.int64)
+        w = {k: v[lo + order] for k, v in per_pair.items()}  # in walk order
+        inv = np.empty(len(order), np.int64)
+        inv[order] = np.arange(len(order))
+        while True:
+            graph, lists, state, memo, scr = store.args()
+            out = run(
+                w["src"], w["dst"], w["u"], w["s_ip"], w["d_ip"], w["start"], w["per_plane"],
+                w["ports"], w["nv0"], w["nv1"], *rounds, port, inv, graph, spec.hs, lists,
+                state, memo, scr,
+            )  # fmt: skip
+            if out[0] != K.FULL:
+                return out
+            store.grow()
+
+    got = P.run_parts(part, [(st, lo, hi) for st, (lo, hi) in zip(stores, split, strict=True)])
+    if any(out[0] != K.OK for out in got):
+        return None
+    # (count, found per plane, items, (class ids, classes), kept: (link starts, links, length))
+    return [[x[6], x[7], [*x[2:6]], [x[8], int(x[9])], [x[10], x[11], x[12]]] for x in got]

@@ -128,10 +128,10 @@ class HpnRouter(HashEcmpRouter):
                 active = a[~(enough | saturated)]
                 size *= 2
         salt = splitmix64(p_src.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
-        chosen = found.place(conns[0], conn_rank, p_src, ports, (salt & np.uint64(1)) > 0)
+        chosen, item = found.place(conns[0], conn_rank, p_src, ports, (salt & np.uint64(1)) > 0)
         sport = chosen[conn_of]
-        if isinstance(found, _Compiled):  # the search's walk tables serve these flows too
-            paths = found.route(self, fabric, src, dst, sport, pair_of)
+        if isinstance(found, _Compiled):  # the search walked these ports already
+            paths = found.route(self, fabric, src, dst, sport, pair_of, item[conn_of])
             self.kernel = "numba"
         else:
             paths = self.route_sports(fabric, src, dst, sport, down)
@@ -171,7 +171,7 @@ class HpnRouter(HashEcmpRouter):
             "nv1": nv1.astype(np.int64),
         }  # fmt: skip
         try:
-            items, count, plane_count, up_ids = search_compiled(
+            items, count, plane_count, up_ids, kept = search_compiled(
                 fabric, g, walk, p_u, arrays, spec,
                 first_round=self.first_round, max_candidates=self.max_candidates,
             )  # fmt: skip
@@ -181,7 +181,7 @@ class HpnRouter(HashEcmpRouter):
             raise InputError(
                 "routing", f"no path from node {int(p_src[e.pair])} (flow {i}) to its destination"
             ) from None
-        return _Compiled(count, plane_count, items, up_ids, (g, walk, p_u, nv))
+        return _Compiled(count, plane_count, items, up_ids, (g, walk, p_u, nv), Kept(*kept))
 
     def _candidate_sports(self, pair_key: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Candidate ``index`` of a pair: a pair-specific walk through the port range."""
@@ -271,25 +271,18 @@ class _Found:
         np.add.at(self.per_plane, (pair[fresh], plane[fresh]), 1)
         return new
 
-    def place(self, c_pair, c_rank, p_src, ports, flip) -> np.ndarray:
-        """The source port of every connection (``c_pair``, ``c_rank``), placed NIC by NIC.
+    def place(self, c_pair, c_rank, p_src, ports, flip) -> tuple[np.ndarray, np.ndarray]:
+        """The source port of every connection (``c_pair``, ``c_rank``), placed NIC by NIC,
+        and the item (distinct path, in the order of ``_by_pair_and_plane``) it takes.
 
         Round ``r`` places the ``r``-th connection of every NIC (its connections ordered by
         pair, then rank); in a round no two connections share a NIC or a pair, so each round
         is one vectorized step over the NICs."""
         pair, sport, plane, uplink = self._by_pair_and_plane()
-        group = pair * 2 + plane
         del plane
-        g_off = np.searchsorted(group, np.arange(2 * len(self.count) + 1))
-        rank = np.arange(len(pair)) - g_off[group]
-        del group
-        # (NIC, uplink) classes, numbered in (NIC, uplink) order (one int64 key: fast unique)
-        span = int(uplink.max()) + 1 if len(uplink) else 1
-        nic_up_of, n_classes = self._class_ids(p_src[pair] * span + uplink)
-        n_items = len(pair)
-        del pair, uplink
-        used = np.zeros(n_items, np.int64)  # connections of its pair on each path
-        load = np.zeros(n_classes, np.int64)  # connections of a NIC on each uplink
+        # the items of (pair, plane) group pair * 2 + plane start at g_off[group]
+        g_off = np.zeros(2 * len(self.count) + 1, np.int64)
+        np.cumsum(self.per_plane.ravel(), out=g_off[1:])
         # position of each connection among its NIC's connections
         c_nic = p_src[c_pair]
         o = np.lexsort((c_rank, c_pair, c_nic))
@@ -300,19 +293,41 @@ class _Found:
         has = self.per_plane[c_pair] > 0
         want = np.where(has[np.arange(len(want)), want], want, 1 - want)
         chosen = np.zeros(len(c_pair), np.uint32)
+        item = np.zeros(len(c_pair), np.int64)
         by_round = np.argsort(pos, kind="stable")
         bounds = np.searchsorted(pos[by_round], np.arange(pos.max() + 2))
-        for r in range(len(bounds) - 1):
+        rounds = len(bounds) - 1
+        loads = None  # (connections on each path, on each (NIC, uplink); item classes)
+        for r in range(rounds):
             conn = by_round[bounds[r] : bounds[r + 1]]
             g = c_pair[conn] * 2 + want[conn]
-            cnt = g_off[g + 1] - g_off[g]
-            cand = np.repeat(g_off[g] - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
-            score = (used[cand] << 40) + (load[nic_up_of[cand]] << 16) + rank[cand]
-            pick = cand[_first_min(score, cnt)]
-            used[pick] += 1
-            load[nic_up_of[pick]] += 1
-            chosen[conn] = sport[pick]
-        return chosen
+            first, cnt = g_off[g], g_off[g + 1] - g_off[g]
+            if r == 0 and cnt.all():  # nothing placed yet: each score is the item's rank
+                pick = first
+            else:
+                if loads is None:
+                    loads = self._loads(pair, uplink, p_src)
+                used, load, nic_up_of = loads
+                cand = np.repeat(first - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
+                rank = cand - np.repeat(first, cnt)  # the item's place in its group
+                score = (used[cand] << 40) + (load[nic_up_of[cand]] << 16) + rank
+                pick = cand[_first_min(score, cnt)]
+            if r + 1 < rounds:
+                if loads is None:
+                    loads = self._loads(pair, uplink, p_src)
+                used, load, nic_up_of = loads
+                used[pick] += 1
+                load[nic_up_of[pick]] += 1
+            chosen[conn], item[conn] = sport[pick], pick
+        return chosen, item
+
+    def _loads(self, pair, uplink, p_src) -> tuple[np.ndarray, ...]:
+        """(connections of its pair on each item's path, connections of a NIC on each (NIC,
+        uplink) class: zeros; the class of each item)."""
+        # (NIC, uplink) classes, numbered in (NIC, uplink) order (one int64 key: fast unique)
+        span = int(uplink.max()) + 1 if len(uplink) else 1
+        nic_up_of, n_classes = self._class_ids(p_src[pair] * span + uplink)
+        return np.zeros(len(pair), np.int64), np.zeros(n_classes, np.int64), nic_up_of
 
     def _by_pair_and_plane(self) -> tuple[np.ndarray, ...]:
         """(pair, sport, plane, uplink) of the items by pair, plane, then found order."""
@@ -332,13 +347,39 @@ register_router(
 )
 
 
+@dataclass(frozen=True, eq=False)
+class Kept:
+    """The links of the compiled search's distinct paths: item ``i`` of pair ``p`` in range
+    ``t`` (pairs from ``starts[t]`` on) has ``links[t][off[i] : off[i] + length[p]]``."""
+
+    starts: np.ndarray
+    links: list[np.ndarray]
+    off: np.ndarray
+    length: np.ndarray
+
+    def paths(self, item: np.ndarray, pair: np.ndarray) -> Paths:
+        """The paths of items ``item`` (of pairs ``pair``), one after the other."""
+        length = self.length[pair]
+        offsets = np.zeros(len(item) + 1, np.int64)
+        np.cumsum(length, out=offsets[1:])
+        links = np.empty(int(offsets[-1]), np.int64)
+        part = np.searchsorted(self.starts, pair, side="right") - 1
+        for t, lk in enumerate(self.links):
+            f = np.flatnonzero(part == t) if len(self.links) > 1 else np.arange(len(item))
+            n = length[f]
+            step = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)  # hop of each link
+            links[np.repeat(offsets[f], n) + step] = lk[np.repeat(self.off[item[f]], n) + step]
+        return Paths(offsets, links)
+
+
 class _Compiled(_Found):
     """What the compiled candidate rounds found (items in the numpy code's order)."""
 
-    def __init__(self, count, per_plane, items, up_ids, tables):
+    def __init__(self, count, per_plane, items, up_ids, tables, kept: Kept):
         self.count, self.per_plane, self.items = count, per_plane, [items]
         self.up_ids = up_ids  # the (source NIC, uplink) class of each item, and their number
         self.tables = tables  # (graph, walk, class per pair, NVLink pair?) of the search
+        self.kept = kept
 
     def _by_pair_and_plane(self) -> tuple[np.ndarray, ...]:
         items = self.items[0]  # the kernel gives them in this order
@@ -348,8 +389,12 @@ class _Compiled(_Found):
     def _class_ids(self, keys: np.ndarray) -> tuple[np.ndarray, int]:
         return self.up_ids  # the kernel numbered them (by first appearance)
 
-    def route(self, router, fabric, src, dst, sport, pair_of) -> Paths:
-        """``router.route_sports(fabric, src, dst, sport, down)`` on the search's tables."""
+    def route(self, router, fabric, src, dst, sport, pair_of, item) -> Paths:
+        """``router.route_sports(fabric, src, dst, sport, down)``: the paths the search found
+        for these ports (flow ``f`` takes item ``item[f]``), or a walk on its tables where
+        the rr bond chose by the candidate's number (a flow's is its index)."""
+        if router.hashing.bond_hash != "rr":
+            return self.kept.paths(item, pair_of)
         from hpn.routing.fast import hash_spec, route_compiled
         from hpn.routing.shortest import _with_nvlink
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hpn.jit import compile_in
+from hpn.jit import Kernel, compile_in
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}
@@ -315,9 +315,9 @@ def _ready_row(u, g, mt, st):  # pragma: no cover - compiled
 _LS, _LD, _LU, _LSIP, _LDIP, _LSP, _LCONN, _LLEN, _LV, _LVC, _LRANK = range(11)
 LANES = 16  # walks stepped together (their memory accesses overlap)
 # item fields (int32 columns of the search's items): pair, source port, plane, uplink, the
-# pair's previous distinct path (-1: none)
-_IP, _IS, _IL, _IU, _IN = range(5)
-_ITEM_FIELDS = 5
+# pair's previous distinct path (-1: none), where its links start in the search's links
+_IP, _IS, _IL, _IU, _IN, _IO = range(6)
+_ITEM_FIELDS = 6
 
 
 def _walk_lanes(nl, ln, lanes, tup, out, ob, g, hs, ls, st, mt, scr):  # pragma: no cover
@@ -487,8 +487,10 @@ def _search_pass(
 ):  # fmt: skip  # pragma: no cover - compiled
     """HPN's candidate rounds (:meth:`HpnRouter.select`), round by round as the numpy code
     runs them: (status, index, items, count, found per plane, (source NIC, uplink) class
-    of each item, number of classes); items are the new distinct paths (pair, sport, plane,
-    uplink), by pair, plane, then found order (as ``_Found.place`` sorts the numpy code's).
+    of each item, number of classes, where each item's links start, the links, each pair's
+    path length); items are the new distinct paths (pair, sport, plane, uplink), by pair,
+    plane, then found order (as ``_Found.place`` sorts the numpy code's), their links in the
+    order they were found.
 
     The per-pair arrays come in the order the pairs are walked (pairs of one destination
     class together: their distances and candidate lists stay in cache, and the per-pair
@@ -503,9 +505,16 @@ def _search_pass(
     for p in range(n):
         dist[p] = 2 if nv0[p] >= 0 else _distance(p_src[p], p_u[p], g)
     cap = max(n * min(first_round, max_cand), 16)
-    it = np.empty((cap, _ITEM_FIELDS), np.int32)  # the distinct paths found (_IP .. _IN)
+    it = np.empty((cap, _ITEM_FIELDS), np.int32)  # the distinct paths found (_IP .. _IO)
     it_pid = np.empty(cap, np.uint64)  # their path ids
+    l_cap = np.int64(16)
+    for p in range(n):
+        if dist[p] < _FAR:
+            l_cap += min(first_round, max_cand) * dist[p]
+    it_links = np.empty(l_cap, np.int32)  # their links, item after item
+    nl = np.int64(0)
     e32, e8 = np.empty(0, np.int32), np.empty(0, np.int8)  # (what an error returns)
+    e64 = np.empty(0, np.int64)
     last = np.full(n, -1, np.int64)  # each pair's latest distinct path
     ni = np.int64(0)
     active = np.ones(n, np.bool_)
@@ -532,7 +541,7 @@ def _search_pass(
                 continue
             a = pos[p]
             if dist[p] >= _FAR:
-                return NO_PATH, a, e32, e32, e8, e32, count, found, e32, 0
+                return NO_PATH, a, e32, e32, e8, e32, count, found, e32, 0, e32, e32, e64
             ln = dist[p]
             if LANES * ln > len(path):
                 path = np.empty(2 * LANES * ln, np.int64)
@@ -545,14 +554,25 @@ def _search_pass(
                     for f in range(_ITEM_FIELDS):
                         more[i, f] = it[i, f]
                 it, it_pid = more, more_pid
-            items = (it, it_pid, last, count, found)
+            if nl + size * ln > l_cap:
+                while nl + size * ln > l_cap:
+                    l_cap *= 2
+                more_links = np.empty(l_cap, np.int32)
+                for i in range(nl):
+                    more_links[i] = it_links[i]
+                it_links = more_links
+            items = (it, it_pid, last, count, found, it_links)
             status, j, added = _pair_round(
-                p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1,
-                port, items, path, spt, base, (lanes, tup, ob), g, hs, ls, st, mt, scr,
+                p, a, size, tried, ln, ni, nl, start, p_src, p_dst, p_u, p_ip, q_ip, nv0,
+                nv1, port, items, path, spt, base, (lanes, tup, ob), g, hs, ls, st, mt, scr,
             )  # fmt: skip
             if status != OK:
-                return status, a * size + j, e32, e32, e8, e32, count, found, e32, 0
+                return (
+                    status, a * size + j, e32, e32, e8, e32, count, found, e32, 0, e32, e32,
+                    e64,
+                )  # fmt: skip
             ni += added
+            nl += added * ln
             new[p] = added
         tried += size
         na = 0
@@ -565,12 +585,14 @@ def _search_pass(
                 na += active[p]
                 new[p] = 0
         size *= 2
-    pair, sport, plane, up = _placed(count, last, it, ni, inv)
+    pair, sport, plane, up, l_off = _placed(count, last, it, ni, inv)
+    it, it_pid = np.empty((0, _ITEM_FIELDS), np.int32), e64.view(np.uint64)  # (memory)
     src_o, count_o, found_o = (
         np.empty(n, np.int64),
         np.empty(n, np.int64),
         np.empty((n, 2), np.int64),
     )
+    len_o = np.empty(n, np.int64)
     for p in range(n):  # back to pair order
         q = inv[p]
         src_o[p], count_o[p], found_o[p, 0], found_o[p, 1] = (
@@ -579,16 +601,22 @@ def _search_pass(
             found[q, 0],
             found[q, 1],
         )
+        len_o[p] = dist[q]
     ids, n_ids = _dense_ids(src_o, pair, up)
-    return OK, -1, pair, sport, plane, up, count_o, found_o, ids, n_ids
+    return (
+        OK, -1, pair, sport, plane, up, count_o, found_o, ids, n_ids, l_off, it_links[:nl],
+        len_o,
+    )  # fmt: skip
 
 
 def _placed(count, last, it, ni, inv):  # pragma: no cover - compiled
-    """(pair, sport, plane, uplink) of the ``ni`` items ``it`` by (pair, plane), each group
-    in found order: the order :meth:`hpn.routing.hpn_select._Found.place` sorts them into
-    (pair ``p`` is the ``inv[p]``-th walked: the index of ``count``, ``last`` and items)."""
+    """(pair, sport, plane, uplink, where its links start) of the ``ni`` items ``it`` by
+    (pair, plane), each group in found order: the order
+    :meth:`hpn.routing.hpn_select._Found.place` sorts them into (pair ``p`` is the
+    ``inv[p]``-th walked: the index of ``count``, ``last`` and items)."""
     pair, sport, up = np.empty(ni, np.int32), np.empty(ni, np.int32), np.empty(ni, np.int32)
     plane = np.empty(ni, np.int8)
+    l_off = np.empty(ni, np.int32)
     most = 1
     for p in range(len(count)):
         most = max(most, count[p])
@@ -607,8 +635,9 @@ def _placed(count, last, it, ni, inv):  # pragma: no cover - compiled
                 q = tmp[t]
                 if it[q, _IL] == pl:
                     pair[k], sport[k], plane[k], up[k] = p, it[q, _IS], pl, it[q, _IU]
+                    l_off[k] = it[q, _IO]
                     k += 1
-    return pair, sport, plane, up
+    return pair, sport, plane, up, l_off
 
 
 def _dense_ids(p_src, pair, up):  # pragma: no cover - compiled
@@ -686,13 +715,14 @@ def _warm(v, u, g, ls, st, mt):  # pragma: no cover - compiled
 
 
 def _pair_round(
-    p, a, size, tried, ln, ni, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1, port, items,
-    path, spt, base, work, g, hs, ls, st, mt, scr,
+    p, a, size, tried, ln, ni, l0, start, p_src, p_dst, p_u, p_ip, q_ip, nv0, nv1, port,
+    items, path, spt, base, work, g, hs, ls, st, mt, scr,
 ):  # fmt: skip  # pragma: no cover - compiled
     """One round of pair ``p`` (position ``a`` among the round's pairs): walk its ``size``
     candidates from ``tried`` on, ``LANES`` at a time, and record the new distinct paths from
-    item ``ni`` on (room for ``size`` items is there); (status, candidate, items added)."""
-    it, it_pid, last, count, found = items
+    item ``ni`` on and their ``ln`` links each from link ``l0`` on (room for ``size`` items
+    is there); (status, candidate, items added)."""
+    it, it_pid, last, count, found, it_links = items
     lanes, tup, ob = work
     mode, seed, codes, tables = hs[0], hs[1], hs[4], hs[9]
     span = np.uint64(65535 - 49152 + 1)
@@ -739,6 +769,9 @@ def _pair_round(
             pl = 0 if pl < 0 else (1 if pl > 1 else pl)
             it[i, _IP], it[i, _IS], it[i, _IL] = p, lanes[k, _LSP], pl
             it[i, _IU] = path[o + 1] if ln > 1 else path[o]
+            it[i, _IO] = l0 + added * ln
+            for h in range(ln):
+                it_links[l0 + added * ln + h] = path[o + h]
             it_pid[i] = pid
             added += 1
             count[p] += 1
@@ -795,13 +828,13 @@ def _class_dist(indptr, indices, m, s_node, s_class, s_level, nsig):
 
 
 def kernel(name: str) -> Callable[..., Any]:
-    """The compiled kernel ``name`` (``route``, ``search`` or ``class_dist``), compiled on
-    first use.
+    """The compiled kernel ``name`` (``route``, ``search``, ``class_dist`` or
+    ``dense_ids``), compiled on first use.
 
     Parameters
     ----------
     name
-        ``route``, ``search`` or ``class_dist``.
+        ``route``, ``search``, ``class_dist`` or ``dense_ids``.
 
     Returns
     -------
@@ -822,4 +855,5 @@ def kernel(name: str) -> Callable[..., Any]:
         compile_in(g, plain, _nrt=False)
         kernels = {"route": "_route_kernel", "class_dist": "_class_dist", "search": "_search_pass"}
         _compiled.update(compile_in(g, ("_sport_tables", "_placed", "_dense_ids"), kernels))
+        _compiled["dense_ids"] = Kernel(g["_dense_ids"])  # (also the search's helper)
     return _compiled[name]
