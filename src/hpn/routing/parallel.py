@@ -119,8 +119,8 @@ def join_items(got: list[list]) -> tuple:
     starts = np.cumsum([0] + [len(g[0]) for g in got])
     n_ids = np.cumsum([0] + [g[3][1] for g in got])
     for g, first, ids in zip(got, starts, n_ids, strict=False):
-        g[2][0] = g[2][0] + np.int32(first)  # pairs and classes numbered from the range's
-        g[3][0] = g[3][0] + np.int32(ids)
+        g[2][0] += np.int32(first)  # pairs and classes numbered from the range's
+        g[3][0] += np.int32(ids)
 
     def take(*at: int) -> np.ndarray:  # the ranges' arrays at ``g[at[0]][at[1]]..``, joined
         boxes = []
