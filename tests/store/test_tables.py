@@ -50,3 +50,26 @@ def test_without_pyarrow_tables_are_json(tmp_path: Path, monkeypatch):
     assert path.suffix == ".json"
     back = read_table(path)
     assert list(back["tier"]) == ["y", "x"] and list(back["n"]) == [1, 2]
+
+
+def test_a_labels_column_is_stored_as_its_strings(tmp_path: Path):
+    from hpn.store.tables import Labels
+
+    rng = np.random.default_rng(3)
+    names = np.array(["nvlink", "nic_tor", "tor_agg", "unused"])
+    codes = rng.integers(0, 3, 20_000).astype(np.int8)
+    ours = write_table(tmp_path, "links", {"n": np.arange(20_000), "tier": Labels(codes, names)})
+    plain = write_table(tmp_path, "plain", {"n": np.arange(20_000), "tier": names[codes]})
+    a, b = pq.read_table(ours), pq.read_table(plain)
+    assert a.schema.equals(b.schema, check_metadata=True) and a.equals(b)
+    assert a.schema.field("tier").type == pa.string()
+    assert read_table(ours)["tier"].tolist() == names[codes].tolist()
+
+
+def test_a_labels_column_without_pyarrow(tmp_path: Path, monkeypatch):
+    import hpn.store.tables as tables
+
+    monkeypatch.setattr(tables, "have_arrow", lambda: False)
+    col = tables.Labels(np.array([2, 0]), np.array(["a", "b", "c"]))
+    back = read_table(write_table(tmp_path, "t", {"tier": col}))
+    assert list(back["tier"]) == ["c", "a"]

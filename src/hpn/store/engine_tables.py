@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from hpn.store.tables import Labels
 from hpn.topology.fabric import LinkTier
 
 SAMPLES = 24  # aimed-for utilization samples per run
@@ -40,10 +41,10 @@ def _tier_names() -> np.ndarray:
     return names.astype(str)
 
 
-def result_tables(fabric: Any, res: Any) -> dict[str, dict[str, np.ndarray]]:
+def result_tables(fabric: Any, res: Any) -> dict[str, dict[str, np.ndarray | Labels]]:
     """``flows`` (one row per flow), ``links`` (links that carried bytes), ``tier_util``."""
     used = np.flatnonzero(res.link_bytes > 0)
-    tables: dict[str, dict[str, np.ndarray]] = {
+    tables: dict[str, dict[str, np.ndarray | Labels]] = {
         "flows": {
             "size_bytes": np.asarray(res.size, float),
             "start_s": res.start,
@@ -52,7 +53,7 @@ def result_tables(fabric: Any, res: Any) -> dict[str, dict[str, np.ndarray]]:
         },
         "links": {
             "link_id": used,
-            "tier": _tier_names()[fabric.links.tier[used]],
+            "tier": Labels(fabric.links.tier[used], _tier_names()),
             "bytes": res.link_bytes[used],
             "util_mean": res.link_mean_util[used],
             "util_peak": res.link_peak_util[used],
