@@ -55,7 +55,18 @@ def threads() -> int:
 
 def busy(loadavg: str = "/proc/loadavg") -> int:
     """Tasks runnable now besides this process's one (Linux's ``/proc/loadavg``, fourth
-    field: runnable/total); 0 where it cannot be read."""
+    field: runnable/total); 0 where it cannot be read.
+
+    Parameters
+    ----------
+    loadavg
+        The file to read.
+
+    Returns
+    -------
+    int
+        Runnable tasks other than this one.
+    """
     try:
         with open(loadavg) as f:
             runnable = int(f.read().split()[3].split("/")[0])
@@ -68,6 +79,20 @@ def ranges(n: int, k: int, key: np.ndarray | None = None) -> list[tuple[int, int
     """``k`` consecutive ranges (lo, hi) of ``n`` flows (or pairs) of about equal size; with
     ``key``, each cut moves to the nearest place where the key changes (so equal keys side by
     side stay in one range; a range may then be empty).
+
+    Parameters
+    ----------
+    n
+        Number of flows (pairs).
+    k
+        Number of ranges.
+    key
+        A key per flow (equal keys side by side stay in one range); None: cut anywhere.
+
+    Returns
+    -------
+    list of tuple
+        ``k`` (lo, hi), in order, covering ``0 .. n``.
 
     Examples
     --------
@@ -94,7 +119,20 @@ def ranges(n: int, k: int, key: np.ndarray | None = None) -> list[tuple[int, int
 
 def run_parts(fn: Callable[..., Any], jobs: Sequence[tuple]) -> list[Any]:
     """``[fn(*job) for job in jobs]``, one thread per job (the first in this one); an
-    exception in any job is raised after all have ended."""
+    exception in any job is raised after all have ended.
+
+    Parameters
+    ----------
+    fn
+        The work (a kernel call that releases the GIL).
+    jobs
+        Its arguments, one tuple per thread.
+
+    Returns
+    -------
+    list
+        The results, in job order.
+    """
     out: list[Any] = [None] * len(jobs)
     errors: list[BaseException] = []
 
@@ -117,7 +155,18 @@ def run_parts(fn: Callable[..., Any], jobs: Sequence[tuple]) -> list[Any]:
 
 
 def join_paths(got: Sequence[tuple]) -> tuple:
-    """(offsets, links) of all flows from consecutive ranges' (offsets, links)."""
+    """(offsets, links) of all flows from consecutive ranges' (offsets, links).
+
+    Parameters
+    ----------
+    got
+        Each range's (offsets, links), in range order.
+
+    Returns
+    -------
+    tuple
+        (offsets, links) of the flows of all ranges, one range after the other.
+    """
     offsets, shift = [np.zeros(1, np.int64)], 0
     for off, links in got:
         offsets.append(off[1:] + shift)
@@ -131,7 +180,20 @@ def join_items(got: list[list]) -> tuple:
     numbered within its range; a source's pairs must all be in one range, so that ranges
     share no class). The kept links stay one array per range (where an item's links start
     is counted within its range's). The ranges' lists are emptied as they are joined
-    (memory)."""
+    (memory).
+
+    Parameters
+    ----------
+    got
+        Each range's [count, found per plane, [pair, sport, plane, uplink], [class ids,
+        classes], [link starts, links, path length per pair]], in range order.
+
+    Returns
+    -------
+    tuple
+        (count, found per plane, (pair, sport, plane, uplink), (class ids, classes), (first
+        pair of each range, each range's links, link starts, path length per pair)).
+    """
     starts = np.cumsum([0] + [len(g[0]) for g in got])
     n_ids = np.cumsum([0] + [g[3][1] for g in got])
     for g, first, ids in zip(got, starts, n_ids, strict=False):
