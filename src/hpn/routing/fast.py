@@ -329,25 +329,32 @@ def route_compiled(
         got = _route_parts(fabric, g, walk, split, uinv, src, dst, spec)
         if got is not None:
             return Paths(*P.join_paths(got))
-    store = _store(fabric, g, walk)
-    run = K.kernel("route")
-    order = np.argsort(uinv, kind="stable").astype(np.int64)  # flows of one class together
-    in_order = False
-    while True:
-        graph, lists, state, memo, scr = store.args()
-        status, i, offsets, links = run(
-            np.asarray(src, np.int64), np.asarray(dst, np.int64), uinv, spec.s_ip, spec.d_ip,
-            spec.sport, spec.conn, order, graph, spec.hs, lists, state, memo, scr,
-        )  # fmt: skip
-        if status == K.FULL:
-            store.grow()
-        elif status != K.OK and not in_order:  # again in flow order: the numpy code's error
-            order, in_order = np.arange(len(uinv), dtype=np.int64), True
-        else:
-            break
+    src64, dst64 = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    walk_args = (K.kernel("route"), _store(fabric, g, walk), src64, dst64, uinv, spec)
+    status, i, offsets, links = _walk(*walk_args)
+    if status != K.OK:  # again in flow order: the numpy code's error
+        status, i, offsets, links = _walk(*walk_args, in_order=True)
     if status != K.OK:
         _raise(status, i, src)
     return Paths(offsets, links)
+
+
+def _walk(run, store: Store, src, dst, u, spec: FlowSpec, in_order: bool = False) -> tuple:
+    """The route kernel ``run``'s (status, flow, offsets, links) for flows ``src -> dst`` of
+    classes ``u``, walked class by class (``in_order``: in flow order), the store grown as
+    needed (``run`` fetched in the caller's thread: kernels compile on first fetch)."""
+    order = np.arange(len(u), dtype=np.int64)
+    if not in_order:
+        order = np.argsort(u, kind="stable").astype(np.int64)  # flows of one class together
+    while True:
+        graph, lists, state, memo, scr = store.args()
+        out = run(
+            src, dst, u, spec.s_ip, spec.d_ip, spec.sport, spec.conn, order, graph, spec.hs,
+            lists, state, memo, scr,
+        )  # fmt: skip
+        if out[0] != K.FULL:
+            return out
+        store.grow()
 
 
 def _route_parts(fabric, g, walk, split, uinv, src, dst, spec) -> list[tuple] | None:
@@ -358,22 +365,12 @@ def _route_parts(fabric, g, walk, split, uinv, src, dst, spec) -> list[tuple] | 
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
 
     def part(store: Store, lo: int, hi: int) -> tuple:
-        u, s = uinv[lo:hi], spec.take(np.arange(lo, hi))
-        order = np.argsort(u, kind="stable").astype(np.int64)
-        while True:
-            graph, lists, state, memo, scr = store.args()
-            status, _, offsets, links = run(
-                src[lo:hi], dst[lo:hi], u, s.s_ip, s.d_ip, s.sport, s.conn, order, graph, s.hs,
-                lists, state, memo, scr,
-            )  # fmt: skip
-            if status != K.FULL:
-                return status, offsets, links
-            store.grow()
+        return _walk(run, store, src[lo:hi], dst[lo:hi], uinv[lo:hi], spec.take(np.arange(lo, hi)))
 
     got = P.run_parts(part, [(st, lo, hi) for st, (lo, hi) in zip(stores, split, strict=True)])
-    if any(status != K.OK for status, _, _ in got):
+    if any(out[0] != K.OK for out in got):
         return None
-    return [(offsets, links) for _, offsets, links in got]
+    return [(offsets, links) for _, _, offsets, links in got]
 
 
 def search_compiled(
@@ -429,9 +426,9 @@ def search_compiled(
         **{k: pairs[k] for k in ("src", "dst", "start", "per_plane", "ports", "nv0", "nv1")},
         "u": np.asarray(p_u, np.int64), "s_ip": spec.s_ip, "d_ip": spec.d_ip,
     }  # fmt: skip
-    # the round-robin bond numbers a candidate by its pair's position among all of a round's
-    # pairs: a part alone would number them differently
-    # pairs, and their items are numbered by source: ranges cut between sources
+    # threads only where a range's result stands alone: the round-robin bond numbers a
+    # candidate by its pair's position among all of a round's pairs, and a range's items are
+    # numbered by source (so ranges are cut between sources, of pairs sorted by source)
     p_src = per_pair["src"]
     by_src = bool(np.all(p_src[1:] >= p_src[:-1]))
     split = None
@@ -444,24 +441,10 @@ def search_compiled(
             items = (pair, sport.view(np.uint32), plane, uplink)  # (ports: 49152-65535)
             return items, count, per_plane, up_ids, kept
     store = _store(fabric, g, walk)
-    order = np.argsort(p_u, kind="stable").astype(np.int64)  # pairs of one class together
-    in_order = False
-    while True:
-        w = {k: v[order] for k, v in per_pair.items()}  # in walk order
-        inv = np.empty(len(order), np.int64)
-        inv[order] = np.arange(len(order))
-        graph, lists, state, memo, scr = store.args()
-        out = run(
-            w["src"], w["dst"], w["u"], w["s_ip"], w["d_ip"], w["start"], w["per_plane"],
-            w["ports"], w["nv0"], w["nv1"], int(kw["first_round"]), int(kw["max_candidates"]),
-            port, inv, graph, spec.hs, lists, state, memo, scr,
-        )  # fmt: skip
-        if out[0] == K.FULL:
-            store.grow()
-        elif out[0] != K.OK and not in_order:  # again in pair order: the numpy code's error
-            order, in_order = np.arange(len(p_u), dtype=np.int64), True
-        else:
-            break
+    search_args = (run, store, per_pair, 0, len(p_src), port, spec, kw)
+    out = _search(*search_args)
+    if out[0] != K.OK:  # again in pair order: the numpy code's error
+        out = _search(*search_args, in_order=True)
     status, i, pair, sport, plane, uplink, count, per_plane, up_ids, n_up = out[:10]
     if status == K.NO_PATH:
         raise NoPath(int(i))
@@ -473,31 +456,35 @@ def search_compiled(
     return items, count, per_plane, (up_ids, int(n_up)), kept
 
 
+def _search(run, store: Store, per_pair, lo, hi, port, spec, kw, in_order=False) -> tuple:
+    """The search kernel ``run``'s output for pairs ``lo .. hi`` of ``per_pair``, walked
+    class by class (``in_order``: in pair order), the store grown as needed."""
+    order = np.arange(hi - lo, dtype=np.int64)
+    if not in_order:  # pairs of one class together
+        order = np.argsort(per_pair["u"][lo:hi], kind="stable").astype(np.int64)
+    w = {k: v[lo + order] for k, v in per_pair.items()}  # in walk order
+    inv = np.empty(len(order), np.int64)
+    inv[order] = np.arange(len(order))
+    while True:
+        graph, lists, state, memo, scr = store.args()
+        out = run(
+            w["src"], w["dst"], w["u"], w["s_ip"], w["d_ip"], w["start"], w["per_plane"],
+            w["ports"], w["nv0"], w["nv1"], int(kw["first_round"]), int(kw["max_candidates"]),
+            port, inv, graph, spec.hs, lists, state, memo, scr,
+        )  # fmt: skip
+        if out[0] != K.FULL:
+            return out
+        store.grow()
+
+
 def _search_parts(fabric, g, walk, split, per_pair, port, spec, kw) -> list[list] | None:
     """The ranges' (count, found per plane, (pair, sport, plane, uplink), class ids),
     searched in threads (pairs and classes numbered within a range); None when a range fails
     (the caller searches all pairs in one thread: the error it reports is the numpy code's)."""
     stores = _stores(fabric, g, walk, len(split))
     run = K.kernel("search")
-    rounds = int(kw["first_round"]), int(kw["max_candidates"])
-
-    def part(store: Store, lo: int, hi: int) -> tuple:
-        order = np.argsort(per_pair["u"][lo:hi], kind="stable").astype(np.int64)
-        w = {k: v[lo + order] for k, v in per_pair.items()}  # in walk order
-        inv = np.empty(len(order), np.int64)
-        inv[order] = np.arange(len(order))
-        while True:
-            graph, lists, state, memo, scr = store.args()
-            out = run(
-                w["src"], w["dst"], w["u"], w["s_ip"], w["d_ip"], w["start"], w["per_plane"],
-                w["ports"], w["nv0"], w["nv1"], *rounds, port, inv, graph, spec.hs, lists,
-                state, memo, scr,
-            )  # fmt: skip
-            if out[0] != K.FULL:
-                return out
-            store.grow()
-
-    got = P.run_parts(part, [(st, lo, hi) for st, (lo, hi) in zip(stores, split, strict=True)])
+    jobs = [(run, st, per_pair, *r, port, spec, kw) for st, r in zip(stores, split, strict=True)]
+    got = P.run_parts(_search, jobs)
     if any(out[0] != K.OK for out in got):
         return None
     # (count, found per plane, items, (class ids, classes), kept: (link starts, links, length))
