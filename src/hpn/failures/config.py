@@ -98,5 +98,7 @@ class SimpleStep(Model):
     first_host: int = Field(0, ge=0, description="first host (active hosts, fabric order)")
     compute: Duration = Field("100ms", description="compute per iteration")
     allreduce: Size = Field("1GB", description="gradient bytes AllReduced per iteration")
-    algo: str = Field("ring", description="AllReduce algorithm")
+    algo: str = Field(
+        "auto", description="AllReduce algorithm: auto (NCCL's tuner) or NCCL_ALGO syntax"
+    )
     samples: int | None = Field(None, ge=1, description="samples per iteration (default gpus)")

@@ -121,7 +121,8 @@ def _why_not(name: str, c: tu.Comm | None, op: str) -> str:
             return "nvls across hosts needs CollNet (in-network reduction); use nvlstree or ring"
         if name == "nvlstree" and c.nodes == 1:
             return "nvlstree needs more than one host; use nvls or ring"
-    return f"{name} does not implement {op}"
+    ok = [a.name for a in ALGORITHMS.values() if op in a.ops]
+    return f"{name} does not implement {op}; for {op} use {', '.join(ok)}"
 
 
 def _masks(algo: str | None, p: Params, op: str) -> tuple[list[bool], list[bool]]:
@@ -184,7 +185,9 @@ def add_collective(
     base = "allreduce" if op == "multi-allreduce" else op
     if op == "multi-allreduce" and ranks.shape[0] < 2:
         raise InputError("gpus", "multi-allreduce needs at least 2 hosts")
-    legacy = algo in ("hd", "hier", "direct", "pxn") or p.model == "alpha"
+    legacy = algo in ("hd", "hier") or p.model == "alpha"
+    if algo in ("direct", "pxn"):
+        get_algorithm(algo, base)
     ends, lat = [], 0.0
     for r in comms:
         if legacy:
