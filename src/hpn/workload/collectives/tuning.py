@@ -143,12 +143,13 @@ class Comm:
 
     def __post_init__(self) -> None:
         if not self.graphs:
-            g = {RING: search(self, False), TREE: search(self, True)}
+            ring = search(self, False)
+            g = {RING: ring, TREE: search(self, True, ring.channels)}
             g[NVLS] = g[NVLSTREE] = nvls_graph(self)
             object.__setattr__(self, "graphs", g)
 
 
-def search(c: Comm, tree: bool) -> Graph:
+def search(c: Comm, tree: bool, channels: int = 0) -> Graph:
     """Ring or tree graph: the channel count and speed (from NCCL's speed array) that carry
     the most ``channels * bw`` within each link's budget, as ``ncclTopoCompute`` searches it.
 
@@ -156,7 +157,8 @@ def search(c: Comm, tree: bool) -> Graph:
     leaves the host through NIC ``i mod ppn``; every GPU but a channel's exit GPU sends that
     channel over its NVLink. Pass 1 lowers the speed from the system's maximum until one step
     is below .49 of the best (search.cc:1245); ties keep the faster speed; then
-    ``ncclTopoDupChannels`` doubles the channels at half the speed (search.cc:1036).
+    ``ncclTopoDupChannels`` doubles the channels at half the speed (search.cc:1036). Trees
+    search exactly the ring's channel count (init.cc:1184-1185), at the best speed that fits.
     """
     k, g = c.ppn, c.gpu
     inter = c.nodes > 1
@@ -180,6 +182,9 @@ def search(c: Comm, tree: bool) -> Graph:
         sends = n - n // k if inter else n  # in one host every GPU sends every channel
         return sends * s <= nvl * (1 + 1e-9)
 
+    if tree and channels:
+        s = next((x for x in speeds if x <= max_bw and fits(channels, x)), 0.1)
+        return Graph(channels, s, s, c.nvlink)
     best: tuple[int, float] | None = None
     for s in speeds:
         if s > max_bw:
