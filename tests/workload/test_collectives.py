@@ -37,7 +37,9 @@ def seg():
 
 def run(fabric, op, ranks, size, algo=None, routing="hpn", **kw):
     ctx = Ctx(fabric)
-    s, e = add_collective(ctx, op, ranks, size, algo, Params(**{"alpha": 0, "model": "alpha", **kw}))
+    s, e = add_collective(
+        ctx, op, ranks, size, algo, Params(**{"alpha": 0, "model": "alpha", **kw})
+    )
     ctx.dag.validate(fabric.num_nodes)
     res = simulate(fabric, ctx.dag, routing)
     return float(res.task_finish[e] - res.task_start[s]), ctx, res
@@ -195,8 +197,12 @@ def test_pxn_keeps_alltoall_on_rails():
 def test_dag_well_formed_and_keys_stable(seg):
     ranks = place(seg, 32).gpus
     ctx = Ctx(seg)
-    add_collective(ctx, "allreduce", ranks, 2**20, "ring", Params(channels=4, conns=2, model="alpha"))
-    add_collective(ctx, "allreduce", ranks, 2**20, "ring", Params(channels=4, conns=2, model="alpha"))
+    add_collective(
+        ctx, "allreduce", ranks, 2**20, "ring", Params(channels=4, conns=2, model="alpha")
+    )
+    add_collective(
+        ctx, "allreduce", ranks, 2**20, "ring", Params(channels=4, conns=2, model="alpha")
+    )
     t = ctx.dag.tasks
     ctx.dag.validate(seg.num_nodes)
     assert (t.src != t.dst).all()

@@ -23,10 +23,10 @@ import numpy as np
 from hpn.errors import InputError
 from hpn.registry import Registry
 from hpn.topology.fabric import LinkTier
+from hpn.workload.collectives import tuning as tu
 from hpn.workload.collectives.context import Ctx, Params
 from hpn.workload.collectives.direct import build_direct, build_pxn
 from hpn.workload.collectives.hd import build_hd
-from hpn.workload.collectives import tuning as tu
 from hpn.workload.collectives.hier import build_hier, build_nvls, build_nvlstree
 from hpn.workload.collectives.ops import get_op
 from hpn.workload.collectives.ring import build_ring
@@ -54,7 +54,9 @@ register(
     ("allreduce", "allgather", "reducescatter", "broadcast", "reduce"),
     "NCCL Ring: rail-aware rings, one coupled group per channel and connection",
 )
-register("tree", build_tree, ("allreduce",), "NCCL Tree: double binary tree over hosts, chains inside")
+register(
+    "tree", build_tree, ("allreduce",), "NCCL Tree: double binary tree over hosts, chains inside"
+)
 register("hd", build_hd, ("allreduce", "allgather", "reducescatter"), "halving-doubling")
 register(
     "hier",
@@ -116,7 +118,10 @@ def _why_not(name: str, c: tu.Comm | None, op: str) -> str:
         return "pat (one GPU per host AllGather/ReduceScatter) is not modelled; use ring"
     if c is not None and name in ("nvls", "nvlstree"):
         if not c.gpu.nvls or not c.nvlink:
-            return f"{name} needs NVSwitch with NVLink SHARP (SM90+); {c.gpu.name} hosts here have none"
+            return (
+                f"{name} needs NVSwitch with NVLink SHARP (SM90+); "
+                f"{c.gpu.name} hosts here have none"
+            )
         if name == "nvls" and c.nodes > 1:
             return "nvls across hosts needs CollNet (in-network reduction); use nvlstree or ring"
         if name == "nvlstree" and c.nodes == 1:
@@ -181,7 +186,9 @@ def add_collective(
         raise InputError("sizes", f"must be >= 0, got {size}")
     o = get_op(op)
     start = ctx.barrier(int(ranks[0, 0]), 0.0, after)
-    comms = [ranks[:, i : i + 1] for i in range(ranks.shape[1])] if op == "multi-allreduce" else [ranks]
+    comms = (
+        [ranks[:, i : i + 1] for i in range(ranks.shape[1])] if op == "multi-allreduce" else [ranks]
+    )
     base = "allreduce" if op == "multi-allreduce" else op
     if op == "multi-allreduce" and ranks.shape[0] < 2:
         raise InputError("gpus", "multi-allreduce needs at least 2 hosts")
@@ -195,11 +202,16 @@ def add_collective(
             e, steps = a.build(ctx, base, r, size, p, start)
             ends.append(e)
             lat = 0.0 if p.stepwise else steps * p.alpha
-            ctx.choices.append(tu.Choice(a.name, "-", p.channels or r.shape[1], lat * 1e6, 0.0, 1.0, 0.0))
+            ctx.choices.append(
+                tu.Choice(a.name, "-", p.channels or r.shape[1], lat * 1e6, 0.0, 1.0, 0.0)
+            )
             continue
         ch = nccl_choice(ctx, base, r, size, algo, p)
         a = get_algorithm(ch.algo, base)
-        q = replace(p, channels=ch.channels, stepwise=False, eff=ch.eff)
+        fc = ch.channels
+        if p.flow_channels is not None:
+            fc = max(1, min(fc, p.flow_channels * r.shape[1]))
+        q = replace(p, channels=fc, stepwise=False, eff=ch.eff)
         nvls = ch.algo in ("nvls", "nvlstree")
         e, _ = a.build(ctx, base, r, size if nvls else size / ch.eff, q, start)
         ends.append(e)

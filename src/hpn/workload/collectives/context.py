@@ -28,7 +28,10 @@ class Params:
     each its own 5-tuple) per GPU pair, the bytes split evenly; ``alpha``: software latency
     per algorithm step (s); ``stepwise``: one flow per step instead of a coupled pipeline
     (validation); ``chunk``: bytes per pipelined chunk in the step-by-step broadcast;
-    ``eff``: NCCL's bandwidth efficiency of the chosen protocol (what in-switch flows pay)."""
+    ``eff``: NCCL's bandwidth efficiency of the chosen protocol (what in-switch flows pay);
+    ``flow_channels``: at most this many flow groups per GPU of a host (channels beyond are
+    merged, same bytes, fewer distinct connections: training's flow budget; None: one per
+    channel)."""
 
     channels: int | None = None
     conns: int = 2
@@ -39,10 +42,13 @@ class Params:
     proto: str = "auto"
     gpu: str = "H800"
     eff: float = 1.0
+    flow_channels: int | None = None
 
     def __post_init__(self) -> None:
         if self.channels is not None and not 1 <= self.channels <= 64:
-            raise InputError("channels", f"must be in 1..64 (NCCL's MAXCHANNELS), got {self.channels}")
+            raise InputError(
+                "channels", f"must be in 1..64 (NCCL's MAXCHANNELS), got {self.channels}"
+            )
         if self.model not in ("nccl", "alpha"):
             raise InputError("model", f"must be nccl or alpha, got {self.model!r}")
         if self.conns < 1:

@@ -110,7 +110,9 @@ for _g in (
     Gpu("A100", 80, 12, True, 24.0),  # NVSwitch gen 2: no NVLS
     Gpu("L40S", 89, 0, False, 24.0),  # PCIe only
 ):
-    GPUS.add(_g.name, _g, f"SM{_g.compcap}, {_g.nvlinks} NVLinks, NVLS {'yes' if _g.nvls else 'no'}")
+    GPUS.add(
+        _g.name, _g, f"SM{_g.compcap}, {_g.nvlinks} NVLinks, NVLS {'yes' if _g.nvls else 'no'}"
+    )
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,7 @@ def search(c: Comm, tree: bool, channels: int = 0) -> Graph:
     """
     k, g = c.ppn, c.gpu
     inter = c.nodes > 1
+    speeds: tuple[float, ...]
     if g.arch >= HOPPER:
         speeds = SM90_SPEED_INTER if inter else SM90_SPEED_INTRA
     else:
@@ -250,11 +253,14 @@ def _index2(c: Comm) -> int:
 
 def cost(c: Comm, op: str, a: int, p: int) -> Cost | None:
     """``ncclTopoTuneModel`` for one entry (None where NCCL skips or disables it)."""
-    f = FUNCS.index(op)
+    if op not in FUNCS:
+        return None
     n, nodes, ppn = c.ranks, c.nodes, c.ranks / c.nodes
     if n <= 1:
         return None
-    nsteps = 2 * (n - 1) if op == "allreduce" else n - 1 if op in ("reducescatter", "allgather") else n
+    nsteps = (
+        2 * (n - 1) if op == "allreduce" else n - 1 if op in ("reducescatter", "allgather") else n
+    )
     if op in ("broadcast", "reduce") and a != RING:
         return None
     if op in ("reducescatter", "allgather") and a not in (PAT, RING, NVLS, CNDIRECT):
@@ -362,9 +368,9 @@ def correction(op: str, a: int, p: int, nbytes: float) -> float:
 def plateau(c: Comm, op: str, a: int, p: int, nbytes: float) -> float:
     """The ring latency's plateau factor (tuning.cc:647)."""
     ch = comm_channels(c)
-    if a == RING and p == SIMPLE and c.nodes > 1 and op == "allreduce":
-        if nbytes / (ch * c.ranks) >= 64:
-            return 1.9 if c.gpu.compcap < 80 else 1.4
+    ring_simple = a == RING and p == SIMPLE and c.nodes > 1 and op == "allreduce"
+    if ring_simple and nbytes / (ch * c.ranks) >= 64:
+        return 1.9 if c.gpu.compcap < 80 else 1.4
     return 1.0
 
 
