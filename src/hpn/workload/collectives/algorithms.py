@@ -211,7 +211,10 @@ def add_collective(
         fc = ch.channels
         if p.flow_channels is not None:
             fc = max(1, min(fc, p.flow_channels * r.shape[1]))
-        q = replace(p, channels=fc, stepwise=False, eff=ch.eff)
+        conns = p.conns
+        if p.flow_channels is not None and ch.algo in ("tree", "nvlstree"):
+            conns = max(1, p.conns // 2)  # two trees: already two connections per GPU
+        q = replace(p, channels=fc, conns=conns, stepwise=False, eff=ch.eff)
         nvls = ch.algo in ("nvls", "nvlstree")
         e, _ = a.build(ctx, base, r, size if nvls else size / ch.eff, q, start)
         ends.append(e)

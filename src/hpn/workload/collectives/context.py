@@ -30,8 +30,9 @@ class Params:
     (validation); ``chunk``: bytes per pipelined chunk in the step-by-step broadcast;
     ``eff``: NCCL's bandwidth efficiency of the chosen protocol (what in-switch flows pay);
     ``flow_channels``: at most this many flow groups per GPU of a host (channels beyond are
-    merged, same bytes, fewer distinct connections: training's flow budget; None: one per
-    channel)."""
+    merged, same bytes, fewer distinct connections, and trees with half the ``conns``, as
+    the two trees already give each GPU two connections: training's flow budget; None: one
+    per channel)."""
 
     channels: int | None = None
     conns: int = 2
