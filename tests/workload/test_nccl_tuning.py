@@ -218,3 +218,14 @@ def test_cli_rows_say_what_ran():
         assert row["algo"] in tu.ALGOS and row["proto"] in tu.PROTOS and row["channels"] >= 1
         assert row["predicted_s"] > 0
     assert rows[0]["proto"] == "ll"
+
+
+def test_alpha_model_ring_unchanged():
+    """``--model alpha --algo ring`` gives the earlier model's times (main at ffac424)."""
+    r = run_cli(
+        "collective", "--preset", "hpn", "--segments", "1", "--gpus", "64",
+        "--sizes", "1M,64M,1G", "--algo", "ring", "--model", "alpha", "--json",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    got = [x["time_s"] for x in r.json()["results"]]
+    assert got == pytest.approx([0.00026203168, 0.00083102752, 0.00950144032], rel=1e-12)
