@@ -11,7 +11,7 @@ from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.errors import InputError
-from hpn.units import format_size, parse_duration, parse_size, parse_size_list
+from hpn.units import format_size, parse_duration, parse_sizes
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
     from hpn.workload.collectives.run import SizeResult
@@ -53,6 +53,8 @@ class CollectiveOptions(Model):
     seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the routing")
     channels: int | None = Field(
         None,
+        ge=1,
+        le=64,
         description="channels, 1..64: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (default: "
         "NCCL's; alpha model: GPUs per host)",
     )
@@ -64,29 +66,9 @@ class CollectiveOptions(Model):
     @field_validator("sizes")
     @classmethod
     def _positive(cls, value: str) -> str:
-        if any(s <= 0 for s in size_range(value)):
+        if any(s <= 0 for s in parse_sizes(value, "--sizes")):
             raise ValueError("every size must be > 0")
         return value
-
-
-def size_range(value: str) -> list[float]:
-    """``1M,4M`` or nccl-tests' ``-b 1M -e 4G -f 2`` as ``1M:4G:2`` (at most 64 sizes)."""
-    if ":" not in value:
-        return parse_size_list(value, "--sizes")
-    parts = value.split(":")
-    if len(parts) != 3:
-        raise InputError("--sizes", "a range is BEGIN:END:FACTOR, e.g. 1M:4G:2")
-    lo, hi = (parse_size(x, "--sizes") for x in parts[:2])
-    try:
-        f = float(parts[2])
-    except ValueError:
-        raise InputError("--sizes", f"FACTOR must be a number > 1, got {parts[2]!r}") from None
-    if not (f > 1 and 0 < lo <= hi):
-        raise InputError("--sizes", "a range needs 0 < BEGIN <= END and FACTOR > 1")
-    out = [lo]
-    while out[-1] * f <= hi * (1 + 1e-12) and len(out) < 64:
-        out.append(out[-1] * f)
-    return out
 
 
 class CollectiveConfig(Model):
@@ -160,7 +142,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     out = sweep(
         fabric,
         p.op,
-        size_range(str(p.sizes)),
+        parse_sizes(str(p.sizes), "--sizes"),
         p.gpus,
         p.per_host,
         p.algo,
