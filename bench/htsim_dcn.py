@@ -161,7 +161,7 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
     t1 = time.perf_counter()
     out = subprocess.run([str(exe), str(inp)], check=True, capture_output=True, text=True)
     t2 = time.perf_counter()
-    got = np.array([[int(x) for x in ln.split()] for ln in out.stdout.splitlines()
+    got = np.array([[float(x) for x in ln.split()] for ln in out.stdout.splitlines()
                     if ln and ln[0].isdigit()])
     window = (args.end_us - args.warm_us) * 1e-6
     wire = (args.mtu + 64) / args.mtu
@@ -169,7 +169,19 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
     model = res.mean_rate[ids] if mode == "ring" else fluid_free(f, res, ids, cap)
     ratio = pkt_rate / model
     grp = tasks.group[ids]
-    ring_rate = np.array([pkt_rate[grp == g].min() for g in np.unique(grp)])
+    # in the long run a pipelined sub-ring streams at its slowest edge (its faster edges only
+    # fill the buffers in front of it); each half of the window on its own shows drift
+    half = window / 2
+    first = 8 * got[:, 4] / half * wire
+    second = 8 * (got[:, 1] - got[:, 4]) / half * wire
+    gs = np.unique(grp)
+    ring_rate = np.array([pkt_rate[grp == g].min() for g in gs])
+    ring_halves = [np.array([h[grp == g].min() for g in gs]) for h in (first, second)]
+    np.savez(work / f"{preset}-{mode}.npz", ids=ids, cap=cap, model=model, htsim=pkt_rate,
+             first=first, second=second, paused_us=got[:, 3], group=grp)
+    agg = np.array([(f.links.tier[res.paths[i]] == LinkTier.TOR_AGG).any() for i in ids])
+    paused = got[:, 3]
+    slow = ratio < 0.95
     row = {
         "preset": preset, "mode": mode, "flows": len(ids),
         "model_gbps": np.unique(np.round(model / 1e9, 1)).tolist(),
@@ -179,6 +191,10 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
         "below_95pct": int((ratio < 0.95).sum()),
         "subring_min_gbps": float(ring_rate.min() / 1e9),
         "subring_p50_gbps": float(np.median(ring_rate) / 1e9),
+        "subring_min_halves_gbps": [float(h.min() / 1e9) for h in ring_halves],
+        "slow_cross_agg": int((slow & agg).sum()), "cross_agg": int(agg.sum()),
+        "paused_qps": int((paused > 0).sum()),
+        "paused_us_max": float(paused.max()),
         "export_s": t1 - t0, "htsim_s": t2 - t1,
     }
     if mode == "ring":  # busbw if every sub-ring ran at its htsim rate for the whole 4 GiB
@@ -219,7 +235,11 @@ def main() -> None:
                 f"htsim p50 {r['htsim_p50']:.1f} min {r['htsim_min']:.1f}  "
                 f"htsim/model p50 {r['ratio_p50']:.3f} min {r['ratio_min']:.3f} "
                 f"(<0.95: {r['below_95pct']})  sub-ring min {r['subring_min_gbps']:.1f} "
-                f"p50 {r['subring_p50_gbps']:.1f}  ({r['htsim_s']:.0f} s htsim)",
+                f"p50 {r['subring_p50_gbps']:.1f}  ({r['htsim_s']:.0f} s htsim)\n{'':9} "
+                f"slow QPs crossing an Agg: {r['slow_cross_agg']} of {r['cross_agg']}; QPs "
+                f"whose NIC port PFC paused: {r['paused_qps']} (max {r['paused_us_max']:.0f} us "
+                f"of {args.end_us - args.warm_us}); slowest sub-ring per half of the window "
+                f"{r['subring_min_halves_gbps'][0]:.1f}, {r['subring_min_halves_gbps'][1]:.1f}",
                 flush=True,
             )
             if mode == "ring":

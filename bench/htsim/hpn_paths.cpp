@@ -13,7 +13,8 @@
 // pipelined ring: it may send byte x only once its upstream edge <up> has delivered
 // x - allow bytes (data) and its downstream edge <down> has delivered x - credit bytes
 // (receive buffers), released in units of gate_bytes (NCCL's per-step RDMA writes).
-// Output: one line per flow: <id> <bytes delivered in [warm, end]> <total delivered>.
+// Output: one line per flow: <id> <bytes delivered in [warm, end]> <total delivered>
+// <us its NIC port was paused by PFC in [warm, end]> <bytes delivered in the window's first half>.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,7 +36,7 @@ EventList the_events;
 
 struct Edge;
 static vector<Edge*> edges;
-static simtime_picosec warm_at;
+static simtime_picosec warm_at, mid_at;
 static uint64_t gate_unit;
 
 struct Sink : public PacketSink {
@@ -50,10 +51,11 @@ struct Edge : public EventSource, public PacketSink {
     Route* route = nullptr;
     Sink sink;
     simtime_picosec spacing = 0;
-    uint64_t mtu = 4096, sent = 0, delivered = 0, delivered_at_warm = 0;
+    uint64_t mtu = 4096, sent = 0, delivered = 0, delivered_at_warm = 0, delivered_at_mid = 0;
     int up = -1, down = -1;
     int64_t allow = 0, credit = 0;
     bool paused = false, pending = false;
+    simtime_picosec paused_since = 0, paused_total = 0;  // PFC at the sending NIC, in [warm, end]
     string name = "edge";
 
     Edge() : EventSource(the_events, "edge"), flow(nullptr) { sink.edge = this; }
@@ -82,7 +84,11 @@ struct Edge : public EventSource, public PacketSink {
     }
     void receivePacket(Packet& pkt) override {  // PAUSE / resume from the host queue
         if (pkt.type() == ETH_PAUSE) {
-            paused = ((EthPausePacket&)pkt).sleepTime() > 0;
+            bool now_paused = ((EthPausePacket&)pkt).sleepTime() > 0;
+            simtime_picosec t = the_events.now();
+            if (now_paused && !paused) paused_since = t;
+            if (!now_paused && paused && t > warm_at) paused_total += t - max(paused_since, warm_at);
+            paused = now_paused;
             if (!paused) kick();
         }
         pkt.free();
@@ -93,6 +99,7 @@ struct Edge : public EventSource, public PacketSink {
 void Sink::receivePacket(Packet& pkt) {
     edge->delivered += edge->mtu;
     if (the_events.now() <= warm_at) edge->delivered_at_warm = edge->delivered;
+    if (the_events.now() <= mid_at) edge->delivered_at_mid = edge->delivered;
     pkt.free();
     if (edge->down >= 0) edges[edge->down]->kick();  // its data has arrived
     if (edge->up >= 0) edges[edge->up]->kick();      // a receive buffer was freed
@@ -121,6 +128,7 @@ int main(int argc, char** argv) {
     LosslessInputQueue::_low_threshold = lo;
     gate_unit = gate ? gate : mtu;
     warm_at = timeFromUs((uint32_t)warm_us);
+    mid_at = timeFromUs((uint32_t)((warm_us + end_us) / 2));
     the_events.setEndtime(timeFromUs((uint32_t)end_us));
 
     unsigned nl;
@@ -187,7 +195,9 @@ int main(int argc, char** argv) {
     while (the_events.doNextEvent()) {
     }
     for (unsigned f = 0; f < nf; f++)
-        printf("%u %llu %llu\n", f, (unsigned long long)(edges[f]->delivered - edges[f]->delivered_at_warm),
-               (unsigned long long)edges[f]->delivered);
+        printf("%u %llu %llu %.3f %llu\n", f,
+               (unsigned long long)(edges[f]->delivered - edges[f]->delivered_at_warm),
+               (unsigned long long)edges[f]->delivered, timeAsUs(edges[f]->paused_total),
+               (unsigned long long)(edges[f]->delivered_at_mid - edges[f]->delivered_at_warm));
     return 0;
 }
