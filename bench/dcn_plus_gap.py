@@ -31,8 +31,12 @@ from hpn.workload.collectives.context import Ctx
 from hpn.workload.collectives.ops import bandwidths
 from hpn.workload.collectives.placement import place
 
-PAPER = {("dcn-plus", "allreduce"): 130.0, ("dcn-plus", "multi-allreduce"): 21.5,
-         ("hpn", "allreduce"): 207.0, ("hpn", "multi-allreduce"): 49.0}
+PAPER = {
+    ("dcn-plus", "allreduce"): 130.0,
+    ("dcn-plus", "multi-allreduce"): 21.5,
+    ("hpn", "allreduce"): 207.0,
+    ("hpn", "multi-allreduce"): 49.0,
+}
 
 
 def bound_tiers(f, res) -> dict[str, int]:
@@ -66,8 +70,14 @@ def host_order(n: int, seed: int | None, swaps: int | None) -> np.ndarray:
 
 
 def run(
-    preset: str, op: str, order: int | None, conns: int, size: float, gpus: int,
+    preset: str,
+    op: str,
+    order: int | None,
+    conns: int,
+    size: float,
+    gpus: int,
     swaps: int | None = None,
+    route_seed: int = 1,
 ) -> dict:
     f = build(preset)
     grid = place(f, gpus).gpus
@@ -75,13 +85,58 @@ def run(
     ctx = Ctx(f)
     s, e = add_collective(ctx, op, grid, size, "ring", Params(conns=conns))
     t0 = time.perf_counter()
-    res = simulate(f, ctx.dag, router_for(f, None, seed=1), seed=1)
+    res = simulate(f, ctx.dag, router_for(f, None, seed=route_seed), seed=route_seed)
     t = float(res.task_finish[e] - res.task_start[s])
     busbw = bandwidths(op, size, t, comm_size(op, grid))[1] / 1e9
     seg = f.nodes.segment[grid[:, 0]]
     cross = int((seg != np.roll(seg, -1)).sum())
-    return {"busbw": busbw, "bound": bound_tiers(f, res), "cross": cross,
-            "hosts": len(grid), "wall": time.perf_counter() - t0}
+    return {
+        "busbw": busbw,
+        "bound": bound_tiers(f, res),
+        "cross": cross,
+        "hosts": len(grid),
+        "wall": time.perf_counter() - t0,
+    }
+
+
+def distribution(a) -> None:
+    """Per host-order level (contiguous with N routing seeds; K swaps and shuffled with N
+    order seeds), the median and range of busbw: the slowest sub-ring decides each run."""
+    levels = [
+        ("contiguous", None, None),
+        *[(f"{k} swaps", 0, k) for k in (4, 8, 16)],
+        ("shuffled", 0, None),
+    ]
+    for preset in a.presets.split(","):
+        for label, base, swaps in levels:
+            out = {}
+            for op in a.ops.split(","):
+                vals, cross = [], []
+                for i in range(1, a.distribution + 1):
+                    order = None if base is None else base + i
+                    r = run(
+                        preset,
+                        op,
+                        order,
+                        2,
+                        a.size,
+                        a.gpus,
+                        swaps,
+                        route_seed=i if base is None else 1,
+                    )
+                    vals.append(r["busbw"])
+                    cross.append(r["cross"])
+                out[op] = (np.median(vals), min(vals), max(vals), np.median(cross))
+            print(
+                f"{preset:9} {label:11} host edges across segments (median) "
+                f"{out[next(iter(out))][3]:.0f}/56  "
+                + "  ".join(
+                    f"{op} busbw median {m:.1f} [{lo:.1f}, {hi:.1f}] (paper "
+                    f"{PAPER.get((preset, op))})"
+                    for op, (m, lo, hi, _) in out.items()
+                ),
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -92,7 +147,16 @@ def main() -> None:
     ap.add_argument("--size", type=float, default=4 * 2**30)
     ap.add_argument("--gpus", type=int, default=448)
     ap.add_argument("--swaps", default="", help="also: K random swaps of the fabric order")
+    ap.add_argument(
+        "--distribution",
+        type=int,
+        default=0,
+        help="instead: N seeds per host-order level, median and range",
+    )
     a = ap.parse_args()
+    if a.distribution:
+        distribution(a)
+        return
     seeds = [int(x) for x in a.seeds.split(",") if x]
     for preset in a.presets.split(","):
         for op in a.ops.split(","):
@@ -101,8 +165,7 @@ def main() -> None:
             variants += [(f"shuffled {s}, conns 1", s, 1) for s in seeds]
             variants = [(*v, None) for v in variants]
             for k in [int(x) for x in a.swaps.split(",") if x]:
-                variants += [(f"{k} swaps {s}, conns {c}", s, c, k) for c in (2, 1)
-                             for s in seeds]
+                variants += [(f"{k} swaps {s}, conns {c}", s, c, k) for c in (2, 1) for s in seeds]
             for label, order, conns, swaps in variants:
                 r = run(preset, op, order, conns, a.size, a.gpus, swaps)
                 paper = PAPER.get((preset, op))

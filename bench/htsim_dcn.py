@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -38,7 +39,13 @@ from hpn.engine.maxmin import incidence, maxmin_rates
 from hpn.routing import router_for
 from hpn.topology import build
 from hpn.topology.fabric import LinkTier, NodeKind
-from hpn.workload.collectives.run import collective_dag
+from hpn.workload.collectives import Params
+from hpn.workload.collectives.algorithms import add_collective
+from hpn.workload.collectives.context import Ctx
+from hpn.workload.collectives.placement import place
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dcn_plus_gap import host_order  # noqa: E402  (a sibling bench script)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "htsim"
@@ -55,21 +62,35 @@ def build_driver(src: Path) -> Path:
         if BUILD.exists():
             shutil.rmtree(BUILD)
         shutil.copytree(src / "sim", BUILD / "sim")
-        subprocess.run(["make", "-j2", "libhtsim.a"], cwd=BUILD / "sim", check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["make", "-j2", "libhtsim.a"], cwd=BUILD / "sim", check=True, stdout=subprocess.DEVNULL
+        )
     exe = BUILD / "hpn_paths"
     if not exe.exists() or exe.stat().st_mtime < DRIVER.stat().st_mtime:
-        subprocess.run(["g++", "-O3", "-std=c++11", "-I", str(BUILD / "sim"), "-o", str(exe),
-                        str(DRIVER), str(lib)], check=True)
+        subprocess.run(
+            [
+                "g++",
+                "-O3",
+                "-std=c++11",
+                "-I",
+                str(BUILD / "sim"),
+                "-o",
+                str(exe),
+                str(DRIVER),
+                str(lib),
+            ],
+            check=True,
+        )
     return exe
 
 
-def routed(preset: str, size: float, gpus: int, seed: int, conns: int):
-    """The model's run of the AllReduce: fabric, DAG tasks, result."""
-    from hpn.workload.collectives import Params
-
+def routed(preset: str, size: float, gpus: int, seed: int, conns: int, order=None, swaps=None):
+    """The model's run of the AllReduce (hosts in fabric order, or ``host_order``'s)."""
     f = build(preset)
-    ctx, marks, ranks = collective_dag(f, "allreduce", size, gpus, params=Params(conns=conns))
+    grid = place(f, gpus).gpus
+    grid = grid[host_order(len(grid), order, swaps)]
+    ctx = Ctx(f)
+    marks = add_collective(ctx, "allreduce", grid, size, "ring", Params(conns=conns))
     res = simulate(f, ctx.dag, router_for(f, None, seed=seed), seed=seed)
     return f, ctx.dag.tasks, res, marks
 
@@ -101,7 +122,7 @@ def edges_of(f, tasks, res):
 def write_input(path: Path, f, res, ids, cap, tasks, mode: str, steps: dict, sim: dict) -> None:
     P, lk = res.paths, f.links
     used = np.unique(np.concatenate([P[i] for i in ids]))
-    local = {int(l): j for j, l in enumerate(used)}
+    local = {int(link): j for j, link in enumerate(used)}
     host = f.nodes.kind[lk.src[used]] == NodeKind.GPU
     grp = tasks.group[ids]
     up = np.full(len(ids), -1)
@@ -117,12 +138,12 @@ def write_input(path: Path, f, res, ids, cap, tasks, mode: str, steps: dict, sim
         f"links {len(used)}",
     ]
     lines += [
-        f"{lk.capacity[l]:.0f} {int(round(lk.latency[l] * 1e12))} {int(h)}"
-        for l, h in zip(used, host, strict=True)
+        f"{lk.capacity[link]:.0f} {int(round(lk.latency[link] * 1e12))} {int(h)}"
+        for link, h in zip(used, host, strict=True)
     ]
     lines.append(f"flows {len(ids)}")
     for j, i in enumerate(ids):
-        hops = [local[int(l)] for l in P[i]]
+        hops = [local[int(link)] for link in P[i]]
         lines.append(
             f"{cap[j]:.0f} {grp[j] if mode == 'ring' else -1} {up[j]} {down[j]} "
             f"{steps['allow']} {steps['credit']} {len(hops)} " + " ".join(map(str, hops))
@@ -144,7 +165,9 @@ def fluid_free(f, res, ids, cap) -> np.ndarray:
 
 def run_one(exe: Path, preset: str, mode: str, args) -> dict:
     t0 = time.perf_counter()
-    f, tasks, res, marks = routed(preset, args.size, args.gpus, args.seed, args.conns)
+    f, tasks, res, marks = routed(
+        preset, args.size, args.gpus, args.seed, args.conns, args.order_seed, args.swaps
+    )
     ids, cap = edges_of(f, tasks, res)
     per_qp = args.size / (args.gpus * 8 * args.conns)  # bytes per ring step per QP
     steps = {
@@ -152,17 +175,24 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
         "credit": int(8 * BUFFER / args.conns),  # a receive buffer per rank of the host
         "gate": int(STEP_WRITE / args.conns),
     }
-    sim = {"mtu": args.mtu, "end_us": args.end_us, "warm_us": args.warm_us,
-           "pfc_high": args.pfc_high, "pfc_low": args.pfc_low}
+    sim = {
+        "mtu": args.mtu,
+        "end_us": args.end_us,
+        "warm_us": args.warm_us,
+        "pfc_high": args.pfc_high,
+        "pfc_low": args.pfc_low,
+    }
     work = BUILD / "runs"
     work.mkdir(parents=True, exist_ok=True)
-    inp = work / f"{preset}-{mode}.in"
+    tag = "" if args.order_seed is None else f"-order{args.order_seed}-{args.swaps}"
+    inp = work / f"{preset}-{mode}{tag}.in"
     write_input(inp, f, res, ids, cap, tasks, mode, steps, sim)
     t1 = time.perf_counter()
     out = subprocess.run([str(exe), str(inp)], check=True, capture_output=True, text=True)
     t2 = time.perf_counter()
-    got = np.array([[float(x) for x in ln.split()] for ln in out.stdout.splitlines()
-                    if ln and ln[0].isdigit()])
+    got = np.array(
+        [[float(x) for x in ln.split()] for ln in out.stdout.splitlines() if ln and ln[0].isdigit()]
+    )
     window = (args.end_us - args.warm_us) * 1e-6
     wire = (args.mtu + 64) / args.mtu
     pkt_rate = 8 * got[:, 1] / window * wire  # bit/s on the wire, as the fluid model counts
@@ -177,25 +207,39 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
     gs = np.unique(grp)
     ring_rate = np.array([pkt_rate[grp == g].min() for g in gs])
     ring_halves = [np.array([h[grp == g].min() for g in gs]) for h in (first, second)]
-    np.savez(work / f"{preset}-{mode}.npz", ids=ids, cap=cap, model=model, htsim=pkt_rate,
-             first=first, second=second, paused_us=got[:, 3], group=grp)
+    np.savez(
+        work / f"{preset}-{mode}{tag}.npz",
+        ids=ids,
+        cap=cap,
+        model=model,
+        htsim=pkt_rate,
+        first=first,
+        second=second,
+        paused_us=got[:, 3],
+        group=grp,
+    )
     agg = np.array([(f.links.tier[res.paths[i]] == LinkTier.TOR_AGG).any() for i in ids])
     paused = got[:, 3]
     slow = ratio < 0.95
     row = {
-        "preset": preset, "mode": mode, "flows": len(ids),
+        "preset": preset,
+        "mode": mode,
+        "flows": len(ids),
         "model_gbps": np.unique(np.round(model / 1e9, 1)).tolist(),
         "htsim_p50": float(np.median(pkt_rate) / 1e9),
         "htsim_min": float(pkt_rate.min() / 1e9),
-        "ratio_p50": float(np.median(ratio)), "ratio_min": float(ratio.min()),
+        "ratio_p50": float(np.median(ratio)),
+        "ratio_min": float(ratio.min()),
         "below_95pct": int((ratio < 0.95).sum()),
         "subring_min_gbps": float(ring_rate.min() / 1e9),
         "subring_p50_gbps": float(np.median(ring_rate) / 1e9),
         "subring_min_halves_gbps": [float(h.min() / 1e9) for h in ring_halves],
-        "slow_cross_agg": int((slow & agg).sum()), "cross_agg": int(agg.sum()),
+        "slow_cross_agg": int((slow & agg).sum()),
+        "cross_agg": int(agg.sum()),
         "paused_qps": int((paused > 0).sum()),
         "paused_us_max": float(paused.max()),
-        "export_s": t1 - t0, "htsim_s": t2 - t1,
+        "export_s": t1 - t0,
+        "htsim_s": t2 - t1,
     }
     if mode == "ring":  # busbw if every sub-ring ran at its htsim rate for the whole 4 GiB
         n = args.gpus
@@ -204,8 +248,12 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
         edge_bytes = 2 * (n - 1) / n * args.size / (8 * args.conns)
         row["busbw_model"] = 2 * (n - 1) / n * args.size / t_model / 1e9
         row["busbw_htsim_rate"] = (
-            2 * (n - 1) / n * args.size / (8 * edge_bytes / slowest + t_model
-                                           - 8 * edge_bytes / model.min()) / 1e9
+            2
+            * (n - 1)
+            / n
+            * args.size
+            / (8 * edge_bytes / slowest + t_model - 8 * edge_bytes / model.min())
+            / 1e9
         )
         row["paper"] = PAPER_4G.get(preset)
     return row
@@ -219,7 +267,9 @@ def main() -> None:
     ap.add_argument("--gpus", type=int, default=448)
     ap.add_argument("--size", type=float, default=4 * 2**30)
     ap.add_argument("--conns", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="routing seed")
+    ap.add_argument("--order-seed", type=int, default=None, help="hosts in a random order")
+    ap.add_argument("--swaps", type=int, default=None, help="... or K random swaps")
     ap.add_argument("--mtu", type=int, default=4096)
     ap.add_argument("--end-us", type=int, default=3000)
     ap.add_argument("--warm-us", type=int, default=1000)
