@@ -4,14 +4,22 @@ modelling choice at a time, each with the links that bound it.
 For each variant: busbw (GB/s) of AllReduce and of Multi-AllReduce (Fig 17c, the same rail
 rings with no NVLink part), and which tier the saturated links that bound the sub-rings are on
 (NIC port toward the ToR = ``nic_up``, ToR toward the NIC = ``nic_down``, ToR-Agg, NVLink).
-Paper (Fig 17a/17c, hpn-facts.md §11): DCN+ AllReduce 130, Multi-AllReduce 21.5; HPN 207 / 49.
+Paper (Fig 17a/17c, hpn-facts.md §11): DCN+ AllReduce 127 / 130 at 1 / 4 GiB, Multi-AllReduce
+21.5; HPN 183 / 207 and 48.5 / 49.
 
 - ``contiguous``: the default placement (56 hosts in fabric order: 3.5 segments of 16);
-- ``shuffled``: the same hosts in a random rank order (NCCL chains hosts in rank order, the
-  launcher's host list, which need not follow the segments): most ring edges cross the Aggs;
+- ``K swaps``: K random transpositions of that order (a host list that mostly follows the
+  segments); ``shuffled``: a random order. NCCL chains hosts in rank order, the launcher's host
+  list, which need not follow the segments: the more ring edges cross segments, the more QPs
+  meet on the Agg->ToR links;
 - ``conns 1``: one QP per GPU pair (NCCL's default NCCL_IB_QPS_PER_CONNECTION=1).
 
+``--distribution N``: per level (fabric order with N routing seeds; 4, 8, 16 swaps and random
+with N orders), the median and range of busbw, since each run is decided by its slowest
+sub-ring. Takes about a second a run once the routing kernels are compiled.
+
     PYTHONPATH=src .venv/bin/python bench/dcn_plus_gap.py [--presets dcn-plus,hpn] [--seeds 1,2]
+        [--swaps 2,4,8,16] [--distribution 10] [--size 1073741824]
 """
 
 from __future__ import annotations
@@ -31,12 +39,16 @@ from hpn.workload.collectives.context import Ctx
 from hpn.workload.collectives.ops import bandwidths
 from hpn.workload.collectives.placement import place
 
-PAPER = {
-    ("dcn-plus", "allreduce"): 130.0,
-    ("dcn-plus", "multi-allreduce"): 21.5,
-    ("hpn", "allreduce"): 207.0,
-    ("hpn", "multi-allreduce"): 49.0,
+PAPER = {  # Fig 17a / 17c at 1 GiB and 4 GiB (hpn-facts.md §11 rows 5 and 7)
+    ("dcn-plus", "allreduce"): {2**30: 127.0, 2**32: 130.0},
+    ("dcn-plus", "multi-allreduce"): {2**30: 21.5, 2**32: 21.5},
+    ("hpn", "allreduce"): {2**30: 183.0, 2**32: 207.0},
+    ("hpn", "multi-allreduce"): {2**30: 48.5, 2**32: 49.0},
 }
+
+
+def paper(preset: str, op: str, size: float) -> float | None:
+    return PAPER.get((preset, op), {}).get(int(size))
 
 
 def bound_tiers(f, res) -> dict[str, int]:
@@ -132,7 +144,7 @@ def distribution(a) -> None:
                 f"{out[next(iter(out))][3]:.0f}/56  "
                 + "  ".join(
                     f"{op} busbw median {m:.1f} [{lo:.1f}, {hi:.1f}] (paper "
-                    f"{PAPER.get((preset, op))})"
+                    f"{paper(preset, op, a.size)})"
                     for op, (m, lo, hi, _) in out.items()
                 ),
                 flush=True,
@@ -168,10 +180,11 @@ def main() -> None:
                 variants += [(f"{k} swaps {s}, conns {c}", s, c, k) for c in (2, 1) for s in seeds]
             for label, order, conns, swaps in variants:
                 r = run(preset, op, order, conns, a.size, a.gpus, swaps)
-                paper = PAPER.get((preset, op))
+                ref = paper(preset, op, a.size)
+                vs = r["busbw"] / ref if ref else float("nan")
                 print(
                     f"{preset:9} {op:16} {label:22} busbw {r['busbw']:6.1f} GB/s (paper "
-                    f"{paper}, model/paper {r['busbw'] / paper:.2f})  host edges across "
+                    f"{ref}, model/paper {vs:.2f})  host edges across "
                     f"segments {r['cross']}/{r['hosts']}  saturated links {r['bound']}  "
                     f"({r['wall']:.0f} s)",
                     flush=True,
