@@ -169,6 +169,8 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
         preset, args.size, args.gpus, args.seed, args.conns, args.order_seed, args.swaps
     )
     ids, cap = edges_of(f, tasks, res)
+    if args.pace == "model":  # as if congestion control held every QP at its max-min share
+        cap = np.minimum(cap, res.mean_rate[ids])
     per_qp = args.size / (args.gpus * 8 * args.conns)  # bytes per ring step per QP
     steps = {
         "allow": int(8 * per_qp),  # one step per rank of the host between network edges
@@ -185,6 +187,7 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
     work = BUILD / "runs"
     work.mkdir(parents=True, exist_ok=True)
     tag = "" if args.order_seed is None else f"-order{args.order_seed}-{args.swaps}"
+    tag += "-paced" if args.pace == "model" else ""
     inp = work / f"{preset}-{mode}{tag}.in"
     write_input(inp, f, res, ids, cap, tasks, mode, steps, sim)
     t1 = time.perf_counter()
@@ -270,6 +273,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1, help="routing seed")
     ap.add_argument("--order-seed", type=int, default=None, help="hosts in a random order")
     ap.add_argument("--swaps", type=int, default=None, help="... or K random swaps")
+    ap.add_argument(
+        "--pace",
+        choices=["share", "model"],
+        default="share",
+        help="QP rate: its NIC-port/NVLink share (no congestion control), or the model's rate",
+    )
     ap.add_argument("--mtu", type=int, default=4096)
     ap.add_argument("--end-us", type=int, default=3000)
     ap.add_argument("--warm-us", type=int, default=1000)

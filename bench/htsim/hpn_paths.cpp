@@ -9,6 +9,9 @@
 // queue (pause above pfc_high, resume below pfc_low, per ingress port, one priority), so a full
 // egress port pauses the upstream port and everything queued behind it (head-of-line blocking).
 // A link out of a host is the NIC port: a host queue that forwards PAUSE to its senders.
+// PAUSE reaches the upstream port at once (no wire delay: slightly less buffer than a real
+// switch needs). No ACKs: the network is lossless, nothing is retransmitted, and ACK bytes
+// would be 1.5 % of the reverse links.
 // A flow is paced at <rate_bps> (its share of the NIC port). With ring >= 0 it is one edge of a
 // pipelined ring: it may send byte x only once its upstream edge <up> has delivered
 // x - allow bytes (data) and its downstream edge <down> has delivered x - credit bytes
