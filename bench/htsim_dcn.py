@@ -3,24 +3,30 @@
 The flow model routes the ring AllReduce (``hpn collective --gpus 448 --sizes 4G``); this script
 takes the network edges it routed (one flow per QP: 896 on both fabrics), with the model's own
 paths link by link, and replays them in csg-htsim (RoCE data packets, PFC on every switch
-ingress port, FIFO egress ports, one priority) through ``bench/htsim/hpn_paths.cpp``. Each QP
-is paced at its share of its NIC port (the NIC's scheduler) and at the NVLink share the model
-gives its sub-ring. Two modes:
+ingress port, FIFO egress ports, one priority, no congestion control) through
+``bench/htsim/hpn_paths.cpp``. Each QP is paced at its share of its NIC port (the NIC's
+scheduler) and at the NVLink share the model gives its sub-ring (``--pace model``: at the
+model's max-min rate instead, as an ideal congestion control would hold it). Two modes:
 
 - ``free``: every QP always has data: per-flow rates against the model's max-min rates of the
   same flows (uncoupled);
 - ``ring``: each QP is one edge of its pipelined sub-ring, as NCCL's Simple protocol runs it:
   it sends only data its upstream edge has delivered (plus one step per rank of the host) and
   only into free receive buffers (NCCL's 4 MiB per connection per rank), in 512 KiB RDMA
-  writes (split over the QPs): the sub-ring's steady rate against the model's.
+  writes (split over the QPs): the sub-ring's rate (its slowest edge) against the model's.
 
-Rates are measured over ``[warm, end]`` and scaled by the header overhead (64 B per MTU), so
-1.0 means the packet network carries what the fluid model says.
+Rates are measured over ``[warm, end]`` (and each half of it, to show drift) and scaled by the
+header overhead (64 B per MTU), so 1.0 means the packet network carries what the fluid model
+says. ``--order-seed``/``--swaps`` put the hosts in another rank order (see
+``dcn_plus_gap.py``); ``--pfc-high``/``--pfc-low`` set XOFF/XON per ingress port.
 
     PYTHONPATH=src .venv/bin/python bench/htsim_dcn.py --htsim-src DIR [--presets dcn-plus,hpn]
+        [--modes free,ring] [--end-us 9000 --warm-us 3000] [--order-seed 1 --swaps 16]
+        [--pace model] [--pfc-high 100000 --pfc-low 80000]
 
-``DIR`` is a csg-htsim checkout (github.com/Broadcom/csg-htsim); it is built once into
-``build/htsim`` (git-ignored). Never run by the tests or CI.
+``DIR`` is a csg-htsim checkout (github.com/Broadcom/csg-htsim); its ``sim/`` is copied into
+``build/htsim`` (git-ignored) and built once (a few minutes), then the driver. One DCN+ run of
+6 ms simulated takes 2-6 minutes of one core. Never run by the tests or CI.
 """
 
 from __future__ import annotations
