@@ -4,10 +4,11 @@ Prints, on defaults (``--algo auto --proto auto``, H800), for HPN and DCN+ at 44
 Fig 17a AllReduce, Fig 17b AllGather, Fig 17c Multi-AllReduce, Fig 19 dual-plane vs
 single-plane (4 GiB AllReduce over 2 segments) and the 1 MiB AllReduce latency scaling
 448 -> 3,584 GPUs; each row the model's busbw, the paper's (docs: hpn-facts.md), the ratio,
-and what ran (algorithm/protocol/channels). ``--no-nvls`` adds the run with NCCL_ALGO=
-^nvls,nvlstree (NCCL before NVLink SHARP, 2.17/2.18). Nothing here is fitted to the paper.
+and what ran (algorithm/protocol/channels). ``--nccl`` picks the tuner's release: 2.18.3
+(default here: the paper's, hpn-facts.md) or 2.30.7 (``hpn collective``'s default).
+``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree. Nothing here is fitted to the paper.
 
-    .venv/bin/python bench/bench_nccl_curves.py [--no-nvls] [--quick]
+    .venv/bin/python bench/bench_nccl_curves.py [--nccl 2.18.3|2.30.7] [--no-nvls] [--quick]
 """
 
 from __future__ import annotations
@@ -91,9 +92,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-nvls", action="store_true", help="also NCCL_ALGO=^nvls,nvlstree")
     ap.add_argument("--quick", action="store_true", help="Fig 17a only")
+    ap.add_argument("--nccl", default="2.18.3", help="NCCL release (default: the paper's)")
     a = ap.parse_args()
     t0 = time.perf_counter()
-    p = Params()
+    p = Params(nccl=a.nccl)
+    print(f"# NCCL {a.nccl} tuner, H800, defaults")
     variants: list[str | None] = [None] + (["^nvls,nvlstree"] if a.no_nvls else [])
     for algo in variants:
         r = np.array(curve("Fig 17a", "allreduce", FIG17A, algo, p))

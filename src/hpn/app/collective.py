@@ -42,6 +42,10 @@ class CollectiveOptions(Model):
         "auto", description="auto, or NCCL_PROTO syntax over simple, ll, ll128 (^ excludes)"
     )
     gpu: str = Field("H800", description="GPU type NCCL's model reads: H800, H100, H20, A100, L40S")
+    nccl: str = Field(
+        "2.30.7",
+        description="NCCL release whose tuner runs: 2.30.7 (current) or 2.18.3 (the paper's)",
+    )
     model: str = Field(
         "nccl",
         description="nccl (NCCL's tuner: algorithm, protocol, channels, latency) or alpha "
@@ -96,11 +100,13 @@ class CollectiveResult(Result):
     results: list[SizeResult]
     wall_s: float
     preset: str | None
+    nccl: str = "2.30.7"
 
     def lines(self) -> list[str]:
         out = [
-            f"# {self.op} (algo {self.algo}, proto {self.proto}, {self.model} model, "
-            f"{self.gpu}) on {self.preset}: {self.gpus} GPUs = "
+            f"# {self.op} (algo {self.algo}, proto {self.proto}, {self.model} model"
+            f"{' NCCL ' + self.nccl if self.model == 'nccl' else ''}, {self.gpu}) "
+            f"on {self.preset}: {self.gpus} GPUs = "
             f"{self.hosts} hosts x {self.per_host}, routing {self.routing} (seed {self.seed}), "
             f"jobs {self.jobs}",
             f"#{'size':>11} {'count':>11} {'type':>6} {'time (us)':>11} {'algbw (GB/s)':>13} "
@@ -138,6 +144,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         model=p.model,
         proto=p.proto,
         gpu=p.gpu,
+        nccl=p.nccl,
     )
     out = sweep(
         fabric,

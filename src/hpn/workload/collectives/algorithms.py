@@ -108,6 +108,7 @@ def comm_of(ctx: Ctx, ranks: np.ndarray, p: Params) -> tu.Comm:
         nvlink=bool((ctx.nvlink_up[ranks] >= 0).all()),
         min_channels=ch or 0,
         max_channels=ch or tu.MAXCHANNELS,
+        nccl=tu.VERSIONS.get(p.nccl),
     )
 
 
@@ -152,7 +153,8 @@ def nccl_choice(
         if p.proto not in ("auto", "simple"):
             raise InputError("proto", f"{op} runs point-to-point with simple, not {p.proto}")
         hw = tu.NET if c.nodes > 1 else tu.NVLINK if c.nvlink else tu.PCI
-        lat = tu.BASE_LAT[tu.RING][tu.SIMPLE] + tu.HW_LAT[hw][tu.RING][tu.SIMPLE]
+        v = c.nccl
+        lat = v.base_lat[tu.RING][tu.SIMPLE] + v.hw_lat[hw][tu.RING][tu.SIMPLE]
         return tu.Choice(algo or "direct", "simple", p.conns, lat, 0.0, 1.0, float("inf"))
     algos, protos = _masks(algo, p, op)
     try:

@@ -23,6 +23,7 @@ class Params:
     the latency, :mod:`~hpn.workload.collectives.tuning`) or ``"alpha"`` (the alpha-beta
     model: ``alpha`` per algorithm step, no protocol; the default algorithm per op).
     ``proto``: NCCL_PROTO syntax (``auto``: all). ``gpu``: the GPU type NCCL's model reads.
+    ``nccl``: the NCCL release whose tuner runs (:mod:`~hpn.workload.collectives.versions`).
     ``channels``: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (nccl model) or parallel
     rings/trees (alpha model; default one per GPU of a host); ``conns``: connections (QPs,
     each its own 5-tuple) per GPU pair, the bytes split evenly; ``alpha``: software latency
@@ -44,6 +45,7 @@ class Params:
     gpu: str = "H800"
     eff: float = 1.0
     flow_channels: int | None = None
+    nccl: str = "2.30.7"
 
     def __post_init__(self) -> None:
         if self.channels is not None and not 1 <= self.channels <= 64:
@@ -52,6 +54,9 @@ class Params:
             )
         if self.model not in ("nccl", "alpha"):
             raise InputError("model", f"must be nccl or alpha, got {self.model!r}")
+        from hpn.workload.collectives.versions import VERSIONS
+
+        VERSIONS.get(self.nccl)
         if self.conns < 1:
             raise InputError("conns", f"must be >= 1, got {self.conns}")
         if not self.alpha >= 0:

@@ -118,6 +118,7 @@ def sweep(
         "proto": p.proto if p.model == "nccl" else "-",
         "model": p.model,
         "gpu": p.gpu,
+        "nccl": p.nccl,
         "routing": router.name,
         "routing_detail": describe(router),
         "seed": seed,

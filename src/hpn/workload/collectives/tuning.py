@@ -1,7 +1,8 @@
 """NCCL's tuning model: per (operation, algorithm, protocol) a latency and a bandwidth, the
 time ``latency + bytes / bandwidth``, and the choice of the fastest enabled pair.
 
-Ported from NCCL 2.30.7 (NVIDIA/nccl at 5067397c): constants and formulas of
+Ported from NCCL 2.30.7 (NVIDIA/nccl at 5067397c; 2.18.3, the paper's release, in
+:mod:`.tuning218` and :mod:`.versions`, chosen by ``Comm.nccl``): constants and formulas of
 ``src/graph/tuning.cc`` (``ncclTopoTuneModel`` lines 243-438, ``ncclTopoGetAlgoTime``
 630-655), the channel and thread choice of ``src/enqueue.cc`` (``topoGetAlgoInfo``
 2070-2116), the channel duplication of ``src/graph/connect.cc`` (460, 481) and of
@@ -19,36 +20,48 @@ from dataclasses import dataclass, field, replace
 
 from hpn.errors import InputError
 from hpn.registry import Registry
+from hpn.workload.collectives.tuning218 import cost_218
+from hpn.workload.collectives.versions import (  # noqa: F401 (re-exported names)
+    ALGOS,
+    AMPERE,
+    BLACKWELL,
+    CNCHAIN,
+    CNDIRECT,
+    FUNCS,
+    HOPPER,
+    LL,
+    LL128,
+    NET,
+    NET_OVERHEAD,
+    NVLINK,
+    NVLS,
+    NVLSTREE,
+    PAT,
+    PCI,
+    PROTOS,
+    RING,
+    SIMPLE,
+    SPEED_INTER,
+    SPEED_INTRA,
+    TREE,
+    V2_30_7,
+    VOLTA,
+    Cost,
+    Version,
+    log2i,
+)
+from hpn.workload.collectives.versions import (  # noqa: F401 (re-exported names)
+    VERSIONS as VERSIONS,
+)
 
 # NCCL's orders (src/include/device.h: NCCL_ALGO_*, NCCL_PROTO_*)
-ALGOS = ("tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
-PROTOS = ("ll", "ll128", "simple")
-FUNCS = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
-TREE, RING, CNDIRECT, CNCHAIN, NVLS, NVLSTREE, PAT = range(7)
-LL, LL128, SIMPLE = range(3)
-NVLINK, PCI, NET = range(3)
-VOLTA, AMPERE, HOPPER, BLACKWELL = range(4)
 MAXCHANNELS = 64  # device.h:91
 
-# tuning.cc:139-212
-NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)
-BASE_LAT = (
-    (6.8, 14.0, 8.4), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0),
-    (8.0, 8.0, 8.0),
-)  # fmt: skip
-HW_LAT = (
-    ((0.6, 1.25, 4.0), (0.6, 1.9, 3.4), (0, 0, 3.7), (0, 0, 2.8), (0, 0, 25), (0, 0, 25),
-     (0, 0, 4.0)),  # NVLink
-    ((1.0, 1.9, 4.0), (1.0, 2.5, 5.7), (0, 0, 3.7), (0, 0, 2.8), (0, 0, 0), (0, 0, 0),
-     (0, 0, 4.0)),  # PCI
-    ((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 31), (0, 0, 30), (0, 0, 18), (0, 0, 20.9),
-     (0, 0, 14)),  # NET
-)  # fmt: skip
-LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))
-PER_CH_RING_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)
-PER_CH_TREE_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
-PER_CH_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
-PER_CH_NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))
+# NCCL 2.30.7's tables (tuning.cc:139-212); per release: :mod:`.versions`
+BASE_LAT, HW_LAT, LL_MAX_BW = V2_30_7.base_lat, V2_30_7.hw_lat, V2_30_7.ll_max_bw
+PER_CH_RING_LL128, PER_CH_TREE_LL128 = V2_30_7.per_ch_ring_ll128, V2_30_7.per_ch_tree_ll128
+PER_CH_TREE, PER_CH_NVLS_TREE = V2_30_7.per_ch_tree, V2_30_7.per_ch_nvls_tree or ()
+NVLS_EFFICIENCY = V2_30_7.nvls_efficiency or ()
 # tuning.cc:623-627: powers of two from 64 B
 TREE_CORRECTION = (
     (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
@@ -58,18 +71,10 @@ TREE_CORRECTION = (
     (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9,
      .9),
 )  # fmt: skip
-# search.cc:1051-1059
-SPEED_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
-SPEED_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0,
-               3.0, 2.4, 1.2, 0.24, 0.12)  # fmt: skip
-SM90_SPEED_INTRA = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
-SM90_SPEED_INTER = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
-                    2.4, 1.2, 0.24, 0.12)  # fmt: skip
 # comm.h:49-51, device.h:93-114
 THREAD_THRESHOLD = (8, 8, 64)
 MAX_NTHREADS, SIMPLE_MAX_NTHREADS, LL_MAX_NTHREADS, LL128_MAX_NTHREADS = 640, 512, 512, 640
 NVLS_NCHANNELS_SM90 = 16  # transport/nvls.cc:155
-NET_OVERHEAD = 1.0  # tuning.cc:228-233, Intel x86 hosts (us)
 # the wire cost of each protocol (LL: 8-byte lines of 4 data + 4 flag bytes; LL128: 120 of 128)
 WIRE = (2.0, 128 / 120, 1.0)
 
@@ -91,9 +96,9 @@ class Gpu:
         c = self.compcap
         return BLACKWELL if c >= 100 else HOPPER if c >= 90 else AMPERE if c >= 80 else VOLTA
 
-    @property
-    def nvlink_GBps(self) -> float:
-        per = 40.1 if self.compcap >= 100 else 20.6 if self.compcap >= 90 else 20.0
+    def nvlink_GBps(self, v: Version = V2_30_7) -> float:
+        """NVLink GB/s to the NVSwitch as release ``v`` counts it (topo.h)."""
+        per = 40.1 if self.compcap >= 100 else v.nvlink_sm90 if self.compcap >= 90 else 20.0
         return self.nvlinks * per
 
     @property
@@ -137,6 +142,7 @@ class Comm:
     collnet: bool = False  # the fabric reduces in the network (SHARP)
     min_channels: int = 0
     max_channels: int = MAXCHANNELS
+    nccl: Version = V2_30_7  # the release whose tuner runs
     graphs: dict[int, Graph] = field(default_factory=dict, compare=False)
 
     @property
@@ -162,14 +168,14 @@ def search(c: Comm, tree: bool, channels: int = 0) -> Graph:
     ``ncclTopoDupChannels`` doubles the channels at half the speed (search.cc:1036). Trees
     search exactly the ring's channel count (init.cc:1184-1185), at the best speed that fits.
     """
-    k, g = c.ppn, c.gpu
+    k, g, v = c.ppn, c.gpu, c.nccl
     inter = c.nodes > 1
     speeds: tuple[float, ...]
     if g.arch >= HOPPER:
-        speeds = SM90_SPEED_INTER if inter else SM90_SPEED_INTRA
+        speeds = v.sm90_speed_inter if inter else v.sm90_speed_intra
     else:
         speeds = SPEED_INTER if inter else SPEED_INTRA
-    nvl = g.nvlink_GBps if c.nvlink else g.pcie_GBps
+    nvl = g.nvlink_GBps(v) if c.nvlink else g.pcie_GBps
     path = min(c.nic_GBps, g.pcie_GBps)
     max_bw = path if inter else (nvl if k > 1 else 5000.0)
     total = max(nvl, g.pcie_GBps) if k > 1 or inter else 5000.0
@@ -217,34 +223,26 @@ def nvls_graph(c: Comm) -> Graph:
     if not (g.nvls and c.nvlink) or k < 2:
         return Graph(0, 0.0, 0.0)
     n = min(k, 32)
-    speeds = SM90_SPEED_INTER if c.nodes > 1 else SM90_SPEED_INTRA
-    limit = min(c.nic_GBps, g.pcie_GBps) if c.nodes > 1 else g.nvlink_GBps / n
+    v = c.nccl
+    speeds = v.sm90_speed_inter if c.nodes > 1 else v.sm90_speed_intra
+    limit = min(c.nic_GBps, g.pcie_GBps) if c.nodes > 1 else g.nvlink_GBps(v) / n
     s = next((x for x in speeds if x <= limit), speeds[-1])
     return Graph(n, s, s)
 
 
 def comm_channels(c: Comm) -> int:
     """``comm->nChannels``: the ring/tree channels, doubled (connect.cc:460), doubled again
-    on SM90+ across hosts above 45 GB/s (481), then NCCL_MIN/MAX_NCHANNELS."""
+    on SM90+ across hosts above 45 GB/s (481: below 16 channels; 2.18.3 connect.cc:405: on
+    SM90 exactly, while 2n <= 64), then NCCL_MIN/MAX_NCHANNELS."""
     r, t = c.graphs[RING], c.graphs[TREE]
     n = min(MAXCHANNELS, 2 * min(r.channels, t.channels))
-    if c.gpu.compcap >= 90 and c.nodes > 1 and r.bw_intra > 45.0 and n < 16:
+    if c.nccl.v218:
+        if c.gpu.compcap == 90 and c.nodes > 1 and r.bw_intra > 45.0 and 2 * n <= MAXCHANNELS:
+            n *= 2
+    elif c.gpu.compcap >= 90 and c.nodes > 1 and r.bw_intra > 45.0 and n < 16:
         n *= 2
     n = min(n, c.max_channels)
     return max(n, c.min_channels)
-
-
-@dataclass(frozen=True)
-class Cost:
-    """One (algorithm, protocol) of an operation: NCCL's latency (us) and bandwidth (GB/s,
-    algorithm bandwidth: bytes / time), the multiplicative efficiency NCCL applies to the
-    link bandwidth (what the flows pay) and the bandwidth its caps allow (what bounds the
-    flows from below; inf: no cap)."""
-
-    lat: float
-    bw: float
-    eff: float
-    cap: float
 
 
 def _index2(c: Comm) -> int:
@@ -252,9 +250,12 @@ def _index2(c: Comm) -> int:
 
 
 def cost(c: Comm, op: str, a: int, p: int) -> Cost | None:
-    """``ncclTopoTuneModel`` for one entry (None where NCCL skips or disables it)."""
+    """``ncclTopoTuneModel`` for one entry (None where NCCL skips or disables it), as the
+    communicator's release computes it (2.18.3: :func:`.tuning218.cost_218`)."""
     if op not in FUNCS:
         return None
+    if c.nccl.v218:
+        return cost_218(c, op, a, p)
     n, nodes, ppn = c.ranks, c.nodes, c.ranks / c.nodes
     if n <= 1:
         return None
@@ -339,7 +340,7 @@ def cost(c: Comm, op: str, a: int, p: int) -> Cost | None:
             lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
     elif a == TREE:
         if op == "allreduce":
-            lat += 2 * ((n // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
+            lat += 2 * ((n // nodes - 1) * intra_lat + log2i(nodes) * inter_lat)
     elif a == CNDIRECT:
         lat += 2 * (min(1, n // nodes - 1) * intra_lat + (n // nodes - 1) * 0.4) + inter_lat
     elif a == CNCHAIN:
@@ -347,19 +348,15 @@ def cost(c: Comm, op: str, a: int, p: int) -> Cost | None:
     elif a == NVLS:
         lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
     elif a == NVLSTREE:
-        lat += intra_lat + 2 * _log2i(nodes) * inter_lat
+        lat += intra_lat + 2 * log2i(nodes) * inter_lat
     elif a == PAT:
-        lat += _log2i(nodes) * (inter_lat / 3.5) + n * 2.8
+        lat += log2i(nodes) * (inter_lat / 3.5) + n * 2.8
     return Cost(lat, bw, eff, cap)
-
-
-def _log2i(n: int) -> int:
-    return max(int(n).bit_length() - 1, 0)
 
 
 def correction(op: str, a: int, p: int, nbytes: float) -> float:
     """``treeCorrectionFactor`` (tuning.cc:640): Tree AllReduce at 64 B .. 256 MiB."""
-    log = _log2i(int(nbytes) >> 6) if int(nbytes) >> 6 else -1
+    log = log2i(int(nbytes) >> 6) if int(nbytes) >> 6 else -1
     if a == TREE and op == "allreduce" and 0 <= log < 23:
         return TREE_CORRECTION[p][log]
     return 1.0
@@ -388,7 +385,9 @@ def enabled(c: Comm, op: str, algos: list[bool], protos: list[bool]) -> list[tup
     enqueue.cc:1998-2008) among those the user enabled."""
     out = []
     for a in range(len(ALGOS)):
-        if not algos[a]:
+        if not algos[a] and not (c.nccl.v218 and a == RING and op != "allreduce"):
+            continue  # 2.18.3 never disables Ring outside AllReduce (tuning.cc:296-297)
+        if a == PAT and c.nccl.v218:
             continue
         if a == NVLSTREE and c.nodes == 1:
             continue

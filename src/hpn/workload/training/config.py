@@ -80,6 +80,7 @@ class CommCfg(Model):
     tp_algo: str = Field("auto", description="TP collectives: auto (NCCL's tuner) or NCCL_ALGO")
     proto: str = Field("auto", description="auto or NCCL_PROTO syntax (simple, ll, ll128)")
     model: str = Field("nccl", description="nccl (NCCL's tuner) or alpha (alpha per step)")
+    nccl: str = Field("2.30.7", description="NCCL release whose tuner runs: 2.30.7 or 2.18.3")
     conns: int = Field(2, ge=1, description="connections (QPs) per GPU pair")
     channels: int | None = Field(None, ge=1, le=64, description="NCCL_MIN/MAX_NCHANNELS")
     alpha: Duration = Field("2us", description="software latency per step (alpha model)")

@@ -80,6 +80,7 @@ def add_job(ctx: Ctx, plan: JobPlan, tp_timer: TpTimer | None, comm: bool = True
         model=cc.model,
         proto=cc.proto,
         gpu=cfg.gpu.preset,
+        nccl=cc.nccl,
         flow_channels=1,  # one flow group per NIC: the flow budget of cluster-scale jobs
     )
     pp_lat = _p2p_latency(ctx, grid, p)
