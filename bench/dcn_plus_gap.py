@@ -37,6 +37,7 @@ from hpn.workload.collectives import Params
 from hpn.workload.collectives.algorithms import add_collective, comm_size
 from hpn.workload.collectives.context import Ctx
 from hpn.workload.collectives.ops import bandwidths
+from hpn.workload.collectives.placement import host_order as placement_order
 from hpn.workload.collectives.placement import place
 
 PAPER = {  # Fig 17a / 17c at 1 GiB and 4 GiB (hpn-facts.md §11 rows 5 and 7)
@@ -68,17 +69,10 @@ def bound_tiers(f, res) -> dict[str, int]:
 
 def host_order(n: int, seed: int | None, swaps: int | None) -> np.ndarray:
     """Fabric order; with ``seed``: a random order (``swaps=None``) or ``swaps`` random
-    transpositions of the fabric order (a host list that mostly follows the segments)."""
-    order = np.arange(n)
+    transpositions of the fabric order (``hpn collective --host-order``)."""
     if seed is None:
-        return order
-    rng = np.random.default_rng(seed)
-    if swaps is None:
-        return rng.permutation(n)
-    for _ in range(swaps):
-        i, j = rng.choice(n, 2, replace=False)
-        order[[i, j]] = order[[j, i]]
-    return order
+        return np.arange(n)
+    return placement_order(n, "random" if swaps is None else f"swaps={swaps}", seed)
 
 
 def run(

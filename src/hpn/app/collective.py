@@ -65,6 +65,12 @@ class CollectiveOptions(Model):
     conns: int = Field(2, description="connections (QPs) per GPU pair")
     alpha: str = Field("2us", description="software latency per algorithm step")
     jobs: int = Field(1, description="identical jobs at once on consecutive hosts")
+    host_order: str = Field(
+        "fabric",
+        description="the launcher's host list, which NCCL chains in rank order: fabric, random "
+        "or swaps=K (K random transpositions of fabric order)",
+    )
+    order_seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for --host-order")
     stepwise: bool = Field(False, description="one flow per step (validation; small jobs)")
 
     @field_validator("sizes")
@@ -101,6 +107,8 @@ class CollectiveResult(Result):
     wall_s: float
     preset: str | None
     nccl: str = "2.30.7"
+    host_order: str = "fabric"
+    order_seed: int = 1
 
     def lines(self) -> list[str]:
         out = [
@@ -108,7 +116,12 @@ class CollectiveResult(Result):
             f"{' NCCL ' + self.nccl if self.model == 'nccl' else ''}, {self.gpu}) "
             f"on {self.preset}: {self.gpus} GPUs = "
             f"{self.hosts} hosts x {self.per_host}, routing {self.routing} (seed {self.seed}), "
-            f"jobs {self.jobs}",
+            f"jobs {self.jobs}"
+            + (
+                f", hosts {self.host_order} (seed {self.order_seed})"
+                if self.host_order != "fabric"
+                else ""
+            ),
             f"#{'size':>11} {'count':>11} {'type':>6} {'time (us)':>11} {'algbw (GB/s)':>13} "
             f"{'busbw (GB/s)':>13}  {'algo':<9} {'proto':<6} {'ch':>3} {'model (us)':>11}",
         ]
@@ -130,6 +143,9 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     p = cfg.collective
     if p.jobs < 1:
         raise InputError("jobs", f"must be >= 1, got {p.jobs}")
+    from hpn.workload.collectives.placement import host_order
+
+    host_order(2, p.host_order)  # the flag's syntax, before the fabric is built
     fabric = build(cfg.fabric)
     from hpn.workload.collectives.tuning import GPUS
 
@@ -158,6 +174,8 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         knobs,
         p.jobs,
         hashing=cfg.routing.hashing(),
+        host_order=p.host_order,
+        order_seed=p.order_seed,
     )
     out["preset"] = getattr(fabric.spec, "preset", None)
     result = CollectiveResult.from_dict(out)

@@ -5,6 +5,11 @@ Megatron's order). Hosts are taken contiguously in fabric order (pod, segment, h
 backup hosts, starting at ``first_host``. Rail-aware: local rank ``i`` of a host is its GPU
 ``i``, whose NIC sits on rail ``i`` in a rail-optimized fabric, so the same job lands on HPN
 within one segment's rails and on DCN+ over consecutive 16-host segments, as each cluster would.
+
+The host order is the launcher's host list, which NCCL follows when it chains hosts into rings
+(NCCL 2.30.7 ``src/init.cc`` 1291-1301, ``src/graph/connect.cc`` 95-113): ``fabric`` (the
+default), ``random`` (a random permutation) or ``swaps=K`` (K random transpositions of fabric
+order: a host list that mostly follows the segments), drawn from ``order_seed``.
 """
 
 from __future__ import annotations
@@ -55,8 +60,34 @@ def host_gpus(fabric: Fabric) -> np.ndarray:
     return ids.reshape(len(hosts), counts[0])
 
 
-def place(fabric: Fabric, gpus: int, per_host: int | None = None, first_host: int = 0) -> Placement:
-    """``gpus`` GPUs, ``per_host`` on each host (default: all of a host), hosts contiguous."""
+def host_order(n: int, order: str = "fabric", seed: int = 1) -> np.ndarray:
+    """A permutation of ``n`` hosts: ``fabric`` (identity), ``random`` or ``swaps=K``."""
+    what = "fabric, random or swaps=K (K >= 0 random transpositions of fabric order)"
+    kind, _, arg = str(order).partition("=")
+    if kind == "fabric" and not arg:
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    if kind == "random" and not arg:
+        return rng.permutation(n)
+    if kind != "swaps" or not arg.isdigit():
+        raise InputError("host_order", f"must be {what}, got {order!r}")
+    out = np.arange(n)
+    for _ in range(int(arg) if n > 1 else 0):
+        i, j = rng.choice(n, 2, replace=False)
+        out[[i, j]] = out[[j, i]]
+    return out
+
+
+def place(
+    fabric: Fabric,
+    gpus: int,
+    per_host: int | None = None,
+    first_host: int = 0,
+    order: str = "fabric",
+    order_seed: int = 1,
+) -> Placement:
+    """``gpus`` GPUs, ``per_host`` on each host (default: all of a host), on contiguous hosts
+    listed in ``order`` (:func:`host_order`, seeded by ``order_seed``)."""
     grid = host_gpus(fabric)
     k = grid.shape[1] if per_host is None else per_host
     if not 1 <= k <= grid.shape[1]:
@@ -70,4 +101,5 @@ def place(fabric: Fabric, gpus: int, per_host: int | None = None, first_host: in
             f"{gpus} GPUs at {k} per host need hosts {first_host}..{first_host + need - 1}; "
             f"the fabric has {len(grid)} active hosts",
         )
-    return Placement(grid[first_host : first_host + need, :k].copy())
+    hosts = grid[first_host : first_host + need, :k]
+    return Placement(hosts[host_order(need, order, order_seed)].copy())

@@ -40,13 +40,16 @@ def collective_dag(
     algo: str | None = None,
     params: Params | None = None,
     jobs: int = 1,
+    order: str = "fabric",
+    order_seed: int = 1,
 ):
-    """(ctx, [(start, end) per job], ranks of job 0): ``jobs`` jobs on consecutive hosts."""
+    """(ctx, [(start, end) per job], ranks of job 0): ``jobs`` jobs on consecutive hosts,
+    each listing its hosts in ``order`` (:func:`~.placement.host_order`)."""
     ctx = Ctx(fabric)
     marks, ranks0 = [], None
     first = 0
     for _ in range(jobs):
-        pl = place(fabric, gpus, per_host, first_host=first)
+        pl = place(fabric, gpus, per_host, first, order, order_seed)
         first += pl.hosts
         marks.append(add_collective(ctx, op, pl.gpus, size, algo, params))
         ranks0 = pl.gpus if ranks0 is None else ranks0
@@ -54,11 +57,11 @@ def collective_dag(
 
 
 def _one(
-    fabric, op, size, gpus, per_host, algo, router, seed, params, jobs
+    fabric, op, size, gpus, per_host, algo, router, seed, params, jobs, order
 ) -> tuple[SizeResult, np.ndarray]:
     from hpn.engine import simulate
 
-    ctx, marks, ranks = collective_dag(fabric, op, size, gpus, per_host, algo, params, jobs)
+    ctx, marks, ranks = collective_dag(fabric, op, size, gpus, per_host, algo, params, jobs, *order)
     res = simulate(fabric, ctx.dag, router, seed=seed)
     n = comm_size(op, ranks)
     times = [float(res.task_finish[e] - res.task_start[s]) for s, e in marks]
@@ -94,12 +97,15 @@ def sweep(
     params: Params | None = None,
     jobs: int = 1,
     hashing: Any = None,
+    host_order: str = "fabric",
+    order_seed: int = 1,
 ) -> dict[str, Any]:
     """Simulate ``op`` at every size; nccl-tests' algbw/busbw (GB/s = 1e9 bytes/s).
 
     ``algo``: None or ``"auto"``: NCCL's tuner chooses per size (``params.model="nccl"``);
     else NCCL_ALGO syntax or a non-NCCL algorithm. Every row says what ran. ``routing``: a
-    policy name (None: the fabric's default); ``hashing``: its hash settings."""
+    policy name (None: the fabric's default); ``hashing``: its hash settings; ``host_order``
+    / ``order_seed``: the launcher's host list (:func:`~.placement.host_order`)."""
     from hpn.routing import describe, router_for
 
     t0 = time.perf_counter()
@@ -110,7 +116,8 @@ def sweep(
     if not sizes:
         raise InputError("sizes", "at least one size")
     for size in sizes:
-        row, ranks = _one(fabric, op, size, gpus, per_host, algo, router, seed, p, jobs)
+        order = (host_order, order_seed)
+        row, ranks = _one(fabric, op, size, gpus, per_host, algo, router, seed, p, jobs, order)
         rows.append(row)
     return {
         "op": op,
@@ -119,6 +126,8 @@ def sweep(
         "model": p.model,
         "gpu": p.gpu,
         "nccl": p.nccl,
+        "host_order": host_order,
+        "order_seed": order_seed,
         "routing": router.name,
         "routing_detail": describe(router),
         "seed": seed,
