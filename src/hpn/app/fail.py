@@ -119,6 +119,7 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
         recovery=c.recovery(c.since_checkpoint),
         duration=c.duration,
         router=router,
+        failover=c.failover(),
         progress=progress,
     )
     res = FailResult.from_dict(result)

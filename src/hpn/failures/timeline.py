@@ -50,27 +50,49 @@ class _States:
         self.fabric, self.it, self.router, self.seed = fabric, it, router, seed
         self.cap0 = fabric.links.capacity
         self.reach = Reach(fabric, it.gpus)
-        self.cache: dict[tuple[int, ...], float] = {}
+        self.cache: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
         self.simulations = 0
+        self._used: np.ndarray | None = None
 
-    def down(self, t: float, outs: list[Outage]) -> np.ndarray:
+    def state(self, t: float, outs: list[Outage]) -> tuple[np.ndarray, np.ndarray]:
+        """(links down, links down whose flows are held) at time ``t``."""
         d = np.zeros(self.fabric.num_links, bool)
+        h = np.zeros(self.fabric.num_links, bool)
         for o in outs:
             if o.start <= t < o.end:
                 d[o.links] = True
-        return d
+                h[o.held(t)] = True
+        return d, h
+
+    def down(self, t: float, outs: list[Outage]) -> np.ndarray:
+        return self.state(t, outs)[0]
 
     @staticmethod
     def changes(outs: list[Outage]) -> np.ndarray:
-        t = [x for o in outs for x in (o.start, o.end) if math.isfinite(x)]
+        t = [x for o in outs for x in o.changes()]
         return np.unique(np.asarray(t, float))
 
+    @property
+    def used(self) -> np.ndarray:
+        """Bool per link: some flow of the iteration crosses it when nothing is down."""
+        if self._used is None:
+            from hpn.engine.sim import route_flows
+
+            tasks = self.it.dag.tasks
+            path = route_flows(self.fabric, self.router, tasks)
+            _, links = path.entries(np.arange(len(tasks.size)))
+            self._used = np.zeros(self.fabric.num_links, bool)
+            self._used[links] = True
+        return self._used
+
     def cut_offs(self, outs: list[Outage]) -> list[tuple[float, float]]:
-        """Maximal [a, b) intervals in which some GPU of the job is cut off."""
+        """Maximal [a, b) intervals in which some GPU of the job is cut off (all its ports
+        down) or some flow of it blackholed (crossing a held link)."""
         pts = self.changes(outs)
         spans: list[list[float]] = []
         for i, c in enumerate(pts):
-            if self.reach.cut_off(self.down(c, outs)).any():
+            down, held = self.state(c, outs)
+            if self.reach.cut_off(down).any() or (held.any() and (held & self.used).any()):
                 end = pts[i + 1] if i + 1 < len(pts) else math.inf
                 if spans and spans[-1][1] == c:
                     spans[-1][1] = end
@@ -80,21 +102,23 @@ class _States:
 
     def duration(self, t: float, outs: list[Outage], limit: float = math.inf) -> float:
         """Time of the iteration starting at ``t`` (changes at or after ``limit`` ignored)."""
-        down = self.down(t, outs)
-        key = tuple(np.flatnonzero(down).tolist())
+        down, held = self.state(t, outs)
+        key = (tuple(np.flatnonzero(down).tolist()), tuple(np.flatnonzero(held).tolist()))
         pts = self.changes(outs)
         pts = pts[(pts > t + _EPS) & (pts < limit)]
         known = self.cache.get(key)
         if known is not None and not (pts <= t + known).any():
             return known
         ev = [(0.0, int(lk), 0.0) for lk in np.flatnonzero(down)]
-        prev = down
+        hold = [bool(held[lk]) for lk in np.flatnonzero(down)]
+        prev, prev_h = down, held
         for c in pts:
-            now = self.down(c, outs)
-            for lk in np.flatnonzero(now != prev):
+            now, now_h = self.state(c, outs)
+            for lk in np.flatnonzero((now != prev) | (now_h != prev_h)):
                 ev.append((float(c - t), int(lk), 0.0 if now[lk] else float(self.cap0[lk])))
-            prev = now
-        events = CapacityEvents.of(ev, reroute=True) if ev else None
+                hold.append(bool(now_h[lk]))
+            prev, prev_h = now, now_h
+        events = CapacityEvents.of(ev, reroute=True, hold=hold) if ev else None
         res = simulate(
             self.fabric, self.it.dag, self.router, seed=self.seed, capacity_events=events
         )
