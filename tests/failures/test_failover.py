@@ -117,3 +117,30 @@ def test_failover_bounds():
     for bad in ({"probe": -1.0}, {"withdraw": math.inf}, {"search": math.nan}):
         with pytest.raises(InputError):
             Failover(**bad)
+
+
+def test_silent_failure_holds_everything_until_detected():
+    """Carrier up, packets dropped: even the host waits for LACP (3 s by default), then the
+    dual-plane re-selection (0.3 s) for the flows toward the dead port."""
+    f = fabric(True)
+    (o,) = outages(f, [parse_fault("silent:host=0,nic=0,port=0,at=1s,repair=10s")], "dual-tor",
+                   "hpn", FO)  # fmt: skip
+    up = nic_link(f, 0, 0, 0)
+    hold = dict(zip(o.links.tolist(), o.hold.tolist(), strict=True))
+    assert hold[up] == pytest.approx(3.0) and hold[up ^ 1] == pytest.approx(3.3)
+    (o,) = outages(f, [parse_fault("silent:host=0,nic=0,at=0,detect=900ms")], "dual-tor", "ecmp")
+    assert math.isinf(max(o.hold)) and min(o.hold) == pytest.approx(0.9)
+
+
+def test_gray_failure_is_a_capacity_share_never_detected():
+    from hpn.failures import SimpleStep, run_fail, simple_iteration
+
+    f = build("hpn", segments=1, gpus_per_host=2)
+    it = simple_iteration(f, SimpleStep(gpus=8, per_host=2, compute="20ms", allreduce="64MB"))
+    with pytest.raises(InputError, match="loss"):
+        parse_fault("gray:host=1,nic=0,at=0,loss=1.5")
+    r10, _ = run_fail(f, it, ["gray:host=1,nic=0,port=0,at=1s,repair=2s,loss=0.1"], routing="hpn")
+    r50, _ = run_fail(f, it, ["gray:host=1,nic=0,port=0,at=1s,repair=2s,loss=0.5"], routing="hpn")
+    assert r10["halted_s"] == r10["blackholed_s"] == 0 and not r10["crashed"]
+    assert 0 < r10["throughput_loss"] < r50["throughput_loss"] < 0.9
+    assert r10["faults"][0]["moved_by_host"] == 0  # nobody sees it

@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 from hpn.failures.checkpoint import Recovery
 from hpn.failures.failover import Failover
 from hpn.failures.faults import Fault, parse_fault
-from hpn.failures.semantics import design_of, fault_down_links, outages
+from hpn.failures.semantics import design_of, outages
 from hpn.failures.timeline import run_timeline
 from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
@@ -79,10 +79,11 @@ def _summary(fabric, it, router, f: Fault, design: str, fo: Failover) -> FaultSu
     import numpy as np
 
     from hpn.engine.sim import route_flows
-    from hpn.failures.failover import hold_times
 
-    links = fault_down_links(fabric, f, design)
-    hold, who = hold_times(fabric, links, router.name, fo)
+    o = outages(fabric, [f], design, router.name, fo)[0]
+    links = o.links
+    hold = np.zeros(len(links)) if o.hold is None else o.hold
+    who = np.full(len(links), -1) if o.who is None else o.who  # gray: nobody moves them
     lk0 = int(links[0])
     ends = (
         fabric.node_name(int(fabric.links.src[lk0])),

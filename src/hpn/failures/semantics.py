@@ -47,6 +47,7 @@ class Outage:
     label: str
     hold: np.ndarray | None = None
     who: np.ndarray | None = None
+    scale: float = 0.0  # capacity left on ``links`` (0: down; gray failures: 1 - loss)
 
     def held(self, t: float) -> np.ndarray:
         """The links whose flows are held at time ``t`` (none outside the outage)."""
@@ -116,12 +117,17 @@ def outages(
     for f in faults:
         links = fault_down_links(fabric, f, design)
         hold = who = None
-        if routing is not None:
+        if routing is not None and f.kind != "gray":
             hold, who = hold_times(fabric, links, routing, failover or Failover())
+            if f.kind == "silent":  # nobody moves anything until the failure is detected
+                hold = hold + f.detect
+        elif f.kind == "silent":
+            hold = np.full(len(links), f.detect)
+        scale = 1.0 - f.loss if f.kind == "gray" else 0.0
         for i, (a, b) in enumerate(f.windows()):
             label = f.text or f.kind
             label = label if f.count == 1 else f"{label} #{i + 1}"
-            out.append(Outage(a, b, links, label, hold, who))
+            out.append(Outage(a, b, links, label, hold, who, scale))
     return out
 
 

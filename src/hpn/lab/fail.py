@@ -29,6 +29,11 @@ from hpn.lab.udp import FlowSet, run_flows
 from hpn.topology.fabric import NodeKind
 
 _TARGET = re.compile(r"^(link|tor|flap):(.*)$")
+_KEYS = {
+    "link": ("host", "nic", "port"),
+    "flap": ("host", "nic", "port", "period", "count"),
+    "tor": ("segment", "rail", "plane"),
+}
 
 
 def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, float]]:
@@ -39,12 +44,24 @@ def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, fl
         raise InputError("target", f"expected link:..., tor:... or flap:..., got {text!r}")
     kind, body = m.groups()
     kv: dict[str, float] = {}
+    allowed = _KEYS[kind]
     for part in filter(None, body.split(",")):
         k, _, v = part.partition("=")
+        k = k.strip()
+        if k not in allowed:
+            raise InputError("target", f"{kind} takes {', '.join(allowed)}; not {k!r}")
         try:
-            kv[k.strip()] = float(v)
+            kv[k] = float(v)
         except ValueError:
             raise InputError("target", f"{k}: expected a number, got {v!r}") from None
+        if not np.isfinite(kv[k]) or (k != "period" and kv[k] != int(kv[k])) or kv[k] < 0:
+            raise InputError("target", f"{k}: expected a whole number >= 0, got {v!r}")
+    if kind == "flap":
+        period, count = kv.get("period", 0.4), kv.get("count", 3)
+        if not 0.05 <= period <= 10:
+            raise InputError("target", f"flap period must be 0.05..10 s, got {period:g}")
+        if not 1 <= count <= 50:
+            raise InputError("target", f"flap count must be 1..50, got {count:g}")
     f = plan.fabric
     nd, lk = f.nodes, f.links
     if kind in ("link", "flap"):
@@ -132,7 +149,7 @@ def fail(
     target: str = "link:host=0,nic=0,port=0",
     repair: float = 2.0,
     before: float = 1.0,
-    after: float = 1.0,
+    after: float | None = None,
     connections: int = 4,
     routing: str = "ecmp",
     rate: float = 1e6,
@@ -143,11 +160,27 @@ def fail(
     """Run flows to and from the NICs the failure touches; fail at ``before`` s, repair
     ``repair`` s later; report gaps, losses and recovery per direction. With ``routing="hpn"``
     the hosts re-learn their connections' paths every ``probe`` s and move a connection whose
-    path no longer reaches its peer to a live one (HPN's selection, re-run)."""
+    path no longer reaches its peer to a live one (HPN's selection, re-run). ``after``:
+    seconds of traffic after the repair (default 1, 3 for a ToR, which holds its NIC ports
+    down until BGP is back). A lab with links down (a killed ``fail``) is refused: repair it."""
     if not 0.2 <= repair <= 60:
         raise InputError("repair", f"must be 0.2..60 s, got {repair}")
     plan, _ = load(name)
     kind, links, kv = parse_target(plan, target)
+    if after is None:  # a repaired ToR holds its NIC ports down until BGP is back (~1.3 s)
+        after = 3.0 if kind == "tor" else 1.0
+    with netns.locked(plan.prefix, "name"):
+        from hpn.lab.ops import link_state
+
+        if link_state(plan)[1]:
+            raise InputError("name", f"lab {name!r} has links down: hpn lab repair --name {name}")
+        return _fail(plan, name, target, kind, links, kv, repair, before, after, connections,
+                     routing, rate, payload, seed, probe)  # fmt: skip
+
+
+def _fail(plan, name, target, kind, links, kv, repair, before, after, connections, routing,
+          rate, payload, seed, probe) -> dict[str, Any]:  # fmt: skip
+    """:func:`fail` once the lab is locked and whole."""
     nics = affected_nics(plan, links)
     f = plan.fabric
     others = [int(n) for n in plan.endpoints if f.nodes.segment[n] != f.nodes.segment[nics[0]]]
