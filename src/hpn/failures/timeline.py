@@ -14,8 +14,8 @@ around it) wait at rate 0; ``blackholed_s`` is the time some flow of the job was
 
 A crash: when some GPU of the job is cut off (all its NIC ports down), or some flow of it
 blackholed, for longer than the timeout, the job dies at ``cut-off + timeout``, restarts
-``restart`` seconds later on healthy hosts (faults that began before the crash no longer touch it) and redoes the work since its
-last checkpoint (:mod:`hpn.failures.checkpoint`).
+``restart`` seconds later on healthy hosts (faults that began before the crash no longer
+touch it) and redoes the work since its last checkpoint (:mod:`hpn.failures.checkpoint`).
 """
 
 from __future__ import annotations
