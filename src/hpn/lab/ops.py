@@ -8,6 +8,7 @@ lab's own FRR daemons through their vty sockets under ``/run/hpn-lab/<prefix>/<n
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -51,24 +52,47 @@ def link_state(plan: LabPlan) -> tuple[list[dict[str, Any]], list[str]]:
     up: dict[str, bool] = {}
     for ns in plan.namespaces:
         for name, st in netns.link_stats(ns).items():
-            up[name] = st["up"]
+            up[f"{_short(plan, ns)}:{name}"] = st["up"]
     rows, down = [], []
     lk = plan.fabric.links
     for ln in plan.links[0::2]:
         ln = int(ln)
-        a, b = plan.ifname[ln], plan.ifname[ln ^ 1]
+        a, b = end_name(plan, ln), end_name(plan, ln ^ 1)
         ok = up.get(a, False) and up.get(b, False)
         rows.append(
             {
                 "link": f"{plan.fabric.node_name(int(lk.src[ln]))} - "
                 f"{plan.fabric.node_name(int(lk.dst[ln]))}",
-                "interfaces": [a, b],
+                "ends": [a, b],
                 "up": ok,
             }
         )
         if not ok:
             down.append(a)
     return rows, down
+
+
+def _short(plan: LabPlan, ns: str) -> str:
+    return ns.removeprefix(plan.prefix + "-")
+
+
+def end_name(plan: LabPlan, link: int) -> str:
+    """``node:interface`` of the end of a lab link that ``link`` leaves by (``h0:hl0n0p0``)."""
+    ns = plan.namespaces[int(plan.ns_of_node[int(plan.fabric.links.src[link])])]
+    return f"{_short(plan, ns)}:{plan.ifname[link]}"
+
+
+def find_end(plan: LabPlan, text: str) -> int:
+    """The directed link whose sending end is ``node:interface`` (or a unique interface)."""
+    ends = {end_name(plan, int(ln)): int(ln) for ln in plan.links}
+    if text in ends:
+        return ends[text]
+    hits = [e for e in ends if e.split(":", 1)[1] == text]
+    if len(hits) == 1:
+        return ends[hits[0]]
+    if hits:
+        raise InputError("link", f"{text!r} is in several nodes: give one of {', '.join(hits)}")
+    raise InputError("link", f"no interface {text!r}; `hpn lab status --json` lists link ends")
 
 
 def vtysh(plan: LabPlan, node: str, command: str | None = None, timeout: float = 30.0) -> str:
@@ -140,8 +164,7 @@ def repair(plan: LabPlan) -> dict[str, Any]:
 
     t0 = time.monotonic()
     _, down = link_state(plan)
-    by_name = {plan.ifname[int(ln)]: int(ln) for ln in plan.links}
-    links = [by_name[d] for d in down]
+    links = [find_end(plan, d) for d in down]
     hops = switch_next_hops(plan)
     converge = None
     if links:
@@ -184,24 +207,22 @@ def exec_in(plan: LabPlan, node: str, command: list[str], timeout: float = 30.0)
 def capture(
     plan: LabPlan, link: str, out: str, seconds: float = 5.0, packets: int = 1000
 ) -> dict[str, Any]:
-    """``tcpdump`` on one end of a lab link (an interface name, as ``status`` lists them)
-    inside its namespace, for at most ``seconds`` and ``packets``, written to ``out``."""
+    """``tcpdump`` on one end of a lab link (``node:interface`` as ``status`` lists them, or
+    an interface name only one node has) inside its namespace, for at most ``seconds`` and ``packets``, written to ``out``."""
     if shutil.which("tcpdump") is None:
         raise InputError("capture", "tcpdump is not installed (apt-get install tcpdump)")
     if not 0 < seconds <= MAX_CAPTURE_S:
         raise InputError("seconds", f"must be in (0, {MAX_CAPTURE_S:g}], got {seconds}")
     if not 1 <= packets <= MAX_CAPTURE_PACKETS:
         raise InputError("packets", f"must be 1..{MAX_CAPTURE_PACKETS}, got {packets}")
-    names = {plan.ifname[int(ln)]: int(ln) for ln in plan.links}
-    if link not in names:
-        raise InputError("link", f"no interface {link!r}; `hpn lab status` lists them")
+    ln = find_end(plan, link)
     path = Path(out)
     if path.exists() and path.is_dir():
         raise InputError("out", f"{out} is a directory")
-    if not path.parent.is_dir():
-        raise InputError("out", f"{path.parent} is not a directory")
-    ln = names[link]
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
+        raise InputError("out", f"{out}: {path.parent} is not a directory this user can write to")
     ns = plan.namespaces[int(plan.ns_of_node[int(plan.fabric.links.src[ln])])]
+    link = plan.ifname[ln]
     tmp = path.with_name(f".{path.name}.part")
     args = ["ip", "netns", "exec", ns, "tcpdump", "-i", link, "-U", "-n", "-c", str(packets),
             "-w", str(tmp), "-Z", "root"]  # fmt: skip
@@ -225,7 +246,7 @@ def capture(
         raise InputError("out", f"{out}: {e.strerror}") from None
     got = [ln for ln in (err or "").splitlines() if "packets captured" in ln]
     return {
-        "link": link,
+        "link": end_name(plan, ln),
         "namespace": ns,
         "out": str(path),
         "packets": int(got[0].split()[0]) if got else None,
