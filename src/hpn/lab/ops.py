@@ -208,7 +208,8 @@ def capture(
     plan: LabPlan, link: str, out: str, seconds: float = 5.0, packets: int = 1000
 ) -> dict[str, Any]:
     """``tcpdump`` on one end of a lab link (``node:interface`` as ``status`` lists them, or
-    an interface name only one node has) inside its namespace, for at most ``seconds`` and ``packets``, written to ``out``."""
+    an interface name only one node has) inside its namespace, for at most ``seconds`` and
+    ``packets``, written to ``out``."""
     if shutil.which("tcpdump") is None:
         raise InputError("capture", "tcpdump is not installed (apt-get install tcpdump)")
     if not 0 < seconds <= MAX_CAPTURE_S:
