@@ -14,7 +14,7 @@ from hpn.config import Model
 from hpn.routing.config import DEFAULT_SEEDS
 
 if TYPE_CHECKING:  # the lab is imported when a command runs (a fast ``hpn --help``)
-    from hpn.lab.fail import DirectionSummary
+    from hpn.lab.fail import DirectionSummary, ModelCheck
     from hpn.lab.measure import LinkComparison, PortBalance
     from hpn.lab.select import SelectionInfo
 
@@ -39,6 +39,9 @@ class LabOptions(LabName):
         DEFAULT_SEEDS, description="kernel hash seed per switch (same: polarization)"
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="base of the hash seeds")
+    bfd: bool = Field(False, description="BFD on every BGP session (off: the paper is silent)")
+    bfd_interval_ms: int = Field(300, ge=10, le=10_000, description="BFD tx/rx interval, ms")
+    bfd_multiplier: int = Field(3, ge=2, le=255, description="BFD detect multiplier")
 
 
 class UpOptions(LabOptions):
@@ -130,7 +133,9 @@ class FailOptions(LabName):
     target: str = Field(
         "link:host=0,nic=0,port=0",
         description="link:host=H,nic=N,port=P | tor:segment=S,rail=R,plane=P | "
-        "flap:host=H,nic=N,port=P,period=0.4,count=3",
+        "flap:host=H,nic=N,port=P,period=0.4,count=3 | uplink:segment=S,rail=R,plane=P,"
+        "uplink=U | agg:plane=P,index=I | silent:<link or uplink keys>,dir=both|down|up | "
+        "gray:<same>,loss=0.1",
     )
     repair: float = Field(2.0, ge=0.2, le=60, description="seconds until repair")
     before: float = Field(1.0, ge=0.2, le=10, description="seconds of traffic before failing")
@@ -204,6 +209,7 @@ class StatusResult(_Tables):
     converge_s: float | None = field(default=None, metadata=OMIT)
     subnets: list[str] | None = field(default=None, metadata=OMIT)
     links_down: list[str] | None = field(default=None, metadata=OMIT)
+    links_dropping: list[str] | None = field(default=None, metadata=OMIT)
     bgp_sessions: int | None = field(default=None, metadata=OMIT)
     bgp_established: int | None = field(default=None, metadata=OMIT)
     routes: dict[str, int] | None = field(default=None, metadata=OMIT)
@@ -227,6 +233,7 @@ class StatusResult(_Tables):
 class RepairResult(_Tables):
     name: str
     links_repaired: list[str]
+    drops_removed: list[str]
     converge_s: float | None
     took_s: float
 
@@ -333,6 +340,7 @@ class FailResult(_Tables):
     loop_stall_max_s: float
     to_nic: DirectionSummary
     from_nic: DirectionSummary
+    model: ModelCheck
     flows_keep_going: bool
     nic_cut_off: bool
 

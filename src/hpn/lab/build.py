@@ -81,7 +81,9 @@ def up(spec: LabSpec, wait_s: float = 60.0, replace: bool = False) -> dict[str, 
     if spec.control == "bgp":
         from hpn.lab import bgp
 
-        bgp.require()
+        bgp.require(spec.bfd)
+    elif spec.bfd:
+        raise InputError("bfd", "BFD runs with BGP: drop --control static")
     with netns.locked(plan.prefix, "name"):
         st = status(spec.name)
         if st["status"] == "up" and not replace:
@@ -165,18 +167,20 @@ def status(name: str = "0") -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if st == "up":
         from hpn.lab import ops
+        from hpn.lab.impair import impaired
 
         rows, down = ops.link_state(plan)
         sessions = ops.bgp_sessions(plan)
         extra = {
             "links_down": down,
+            "links_dropping": impaired(plan),
             "bgp_sessions": len(sessions),
             "bgp_established": sum(x["state"] == "Established" for x in sessions),
             "routes": ops.route_counts(plan),
             "link_state": rows,
             "sessions": sessions,
         }
-        if down or extra["bgp_established"] < len(sessions):
+        if down or extra["links_dropping"] or extra["bgp_established"] < len(sessions):
             st = "degraded"  # `hpn lab repair` brings the links back
     return {
         "name": name,

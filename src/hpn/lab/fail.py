@@ -28,28 +28,56 @@ from hpn.lab.sports import sports_for
 from hpn.lab.udp import FlowSet, run_flows
 from hpn.topology.fabric import NodeKind
 
-_TARGET = re.compile(r"^(link|tor|flap):(.*)$")
+_TARGET = re.compile(r"^(link|tor|flap|uplink|agg|silent|gray):(.*)$")
+_NIC = ("host", "nic", "port")
+_UP = ("segment", "rail", "plane", "uplink")
 _KEYS = {
-    "link": ("host", "nic", "port"),
-    "flap": ("host", "nic", "port", "period", "count"),
+    "link": _NIC,
+    "flap": (*_NIC, "period", "count"),
     "tor": ("segment", "rail", "plane"),
+    "uplink": _UP,
+    "agg": ("plane", "index"),
+    "silent": (*_NIC, *_UP, "dir"),
+    "gray": (*_NIC, *_UP, "dir", "loss"),
 }
+_DIRS = ("both", "down", "up")
+BGP_HOLD_S = 3.0  # ``timers bgp 1 3`` (hpn.lab.bgp)
 
 
 def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, float]]:
     """``link:host=H,nic=N,port=P`` / ``tor:segment=S,rail=R,plane=P`` /
-    ``flap:host=H,nic=N,port=P[,period=0.4,count=3]`` -> (kind, ToR-side links, extras)."""
+    ``flap:host=H,nic=N,port=P[,period=0.4,count=3]`` / ``uplink:segment=S,rail=R,plane=P,
+    uplink=U`` (a ToR's U-th Agg link) / ``agg:plane=P,index=I`` / ``silent:`` and
+    ``gray:`` on a NIC link or (with ``uplink=``) a ToR uplink, ``dir=both|down|up``, gray
+    ``loss=0.1`` -> (kind, links, extras): carrier failures give the links by their upper
+    (ToR, Agg) side, silent and gray the directed links that drop."""
     m = _TARGET.match(text.strip())
     if not m:
-        raise InputError("target", f"expected link:..., tor:... or flap:..., got {text!r}")
+        raise InputError(
+            "target", f"expected one of {', '.join(_KEYS)} then :key=value,..., got {text!r}"
+        )
     kind, body = m.groups()
     kv: dict[str, float] = {}
     allowed = _KEYS[kind]
+    direction = "both"
     for part in filter(None, body.split(",")):
         k, _, v = part.partition("=")
         k = k.strip()
         if k not in allowed:
             raise InputError("target", f"{kind} takes {', '.join(allowed)}; not {k!r}")
+        if k == "dir":
+            if v.strip() not in _DIRS:
+                raise InputError("target", f"dir must be one of {', '.join(_DIRS)}, got {v!r}")
+            direction = v.strip()
+            continue
+        if k == "loss":
+            try:
+                kv[k] = float(v)
+            except ValueError:
+                raise InputError("target", f"loss: expected a number, got {v!r}") from None
+            if not 0 < kv[k] < 1:
+                raise InputError("target", f"loss must be in (0, 1), got {v!r}")
+            continue
         try:
             kv[k] = float(v)
         except ValueError:
@@ -62,8 +90,24 @@ def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, fl
             raise InputError("target", f"flap period must be 0.05..10 s, got {period:g}")
         if not 1 <= count <= 50:
             raise InputError("target", f"flap count must be 1..50, got {count:g}")
+    if kind == "gray" and "loss" not in kv:
+        raise InputError("target", "gray needs loss=SHARE (0 < SHARE < 1)")
+    if kind in ("silent", "gray"):
+        base = "uplink" if "uplink" in kv else "link"
+        _, (ln,), _ = parse_target(plan, base + ":" + ",".join(
+            f"{k}={int(v)}" for k, v in kv.items() if k in _KEYS[base]))  # fmt: skip
+        # ln leaves the upper end (ToR -> NIC, Agg -> ToR): "down" is that direction
+        dirs = {"both": [ln, ln ^ 1], "down": [ln], "up": [ln ^ 1]}[direction]
+        return kind, dirs, {**kv, "dir": float(_DIRS.index(direction))}
     f = plan.fabric
     nd, lk = f.nodes, f.links
+    if kind == "agg":
+        plane, index = int(kv.get("plane", 0)), int(kv.get("index", 0))
+        aggs = np.flatnonzero((nd.kind == NodeKind.AGG) & (np.maximum(nd.plane, 0) == plane))
+        if not 0 <= index < len(aggs):
+            raise InputError("target", f"plane {plane} has Aggs 0..{len(aggs) - 1}, not {index}")
+        agg = int(aggs[index])
+        return kind, [int(ln) for ln in f.out_links(agg) if int(ln) in plan.ifname], kv
     if kind in ("link", "flap"):
         host, nic, port = (int(kv.get(k, 0)) for k in ("host", "nic", "port"))
         gpu = [
@@ -89,6 +133,13 @@ def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, fl
     if not len(tors):
         raise InputError("target", f"no ToR segment={seg},rail={rail},plane={plane}")
     tor = int(tors[0])
+    if kind == "uplink":
+        ups = [int(ln) for ln in f.out_links(tor)
+               if int(ln) in plan.ifname and nd.kind[lk.dst[ln]] == NodeKind.AGG]  # fmt: skip
+        u = int(kv.get("uplink", 0))
+        if not 0 <= u < len(ups):
+            raise InputError("target", f"the ToR has uplinks 0..{len(ups) - 1}, not {u}")
+        return kind, [ups[u] ^ 1], kv  # by its upper (Agg) side
     return "tor", [int(ln) for ln in f.out_links(tor) if int(ln) in plan.ifname], kv
 
 
@@ -140,8 +191,17 @@ def _set_now(plan: LabPlan, links: list[int], state: str, hops: dict) -> None:
 
 
 def affected_nics(plan: LabPlan, links: list[int]) -> list[int]:
-    lk = plan.fabric.links
-    return sorted({int(lk.dst[ln]) for ln in links if int(lk.dst[ln]) in set(plan.endpoints)})
+    """The NICs a failure touches: those on its links, else those under its ToRs, else (an
+    Agg) those of segment 0."""
+    lk, nd = plan.fabric.links, plan.fabric.nodes
+    ends = set(plan.endpoints)
+    nics = {int(x) for ln in links for x in (lk.src[ln], lk.dst[ln]) if int(x) in ends}
+    if nics:
+        return sorted(nics)
+    tors = {int(x) for ln in links for x in (lk.src[ln], lk.dst[ln]) if nd.kind[x] == NodeKind.TOR}
+    under = sorted({int(n) for n in plan.endpoints for ln in plan.nic_ports(int(n))
+                    if int(lk.dst[ln]) in tors})  # fmt: skip
+    return under or sorted(int(n) for n in plan.endpoints if nd.segment[n] == 0)
 
 
 def fail(
@@ -170,9 +230,10 @@ def fail(
     if after is None:  # a repaired ToR holds its NIC ports down until BGP is back (~1.3 s)
         after = 3.0 if kind == "tor" else 1.0
     with netns.locked(plan.prefix, "name"):
+        from hpn.lab.impair import impaired
         from hpn.lab.ops import link_state
 
-        if link_state(plan)[1]:
+        if link_state(plan)[1] or impaired(plan):
             raise InputError("name", f"lab {name!r} has links down: hpn lab repair --name {name}")
         return _fail(plan, name, target, kind, links, kv, repair, before, after, connections,
                      routing, rate, payload, seed, probe)  # fmt: skip
@@ -212,8 +273,18 @@ def _fail(plan, name, target, kind, links, kv, repair, before, after, connection
             ]
             t += period
         t_repair = t - period / 2
+    elif kind in ("silent", "gray"):
+        from hpn.lab import impair
+
+        impair.require()
+        loss = kv.get("loss", 1.0)
+        events = [
+            (t_fail, _impair(plan, links, "down", loss)),
+            (t_repair, _impair(plan, links, "up", loss)),
+        ]
     else:
         events = [(t_fail, _action(plan, links, "down")), (t_repair, _action(plan, links, "up"))]
+    predicted = _predict(plan, src, dst, sport, links, routing, probe, kind)
     flows = FlowSet(src, dst, sport.copy(), size)
     rebinds: queue.SimpleQueue = queue.SimpleQueue()
     if routing == "hpn":  # the hosts re-run path selection every `probe` seconds
@@ -243,11 +314,82 @@ def _fail(plan, name, target, kind, links, kv, repair, before, after, connection
     for d in ("to_nic", "from_nic"):
         idx = np.flatnonzero(direction == d)
         out[d] = _summary(tr, idx, t_fail, t_repair, interval)
+    out["model"] = _compare(tr, predicted, t_fail, t_repair, kind)
     out["flows_keep_going"] = all(out[d]["flows_cut_off"] == 0 for d in ("to_nic", "from_nic"))
     out["nic_cut_off"] = all(
         out[d]["flows_cut_off"] == out[d]["flows"] for d in ("to_nic", "from_nic")
     )
     return out
+
+
+class ModelCheck(TypedDict):
+    """The model's failure layer (:mod:`hpn.failures.failover`) on the kernel's own paths of
+    this run's connections, against what the packets did: the connections it says only their
+    sender can move (their path crosses a link no switch of their plane routes around), how
+    long it holds them, and per connection whether the lab agrees (cut off until repair with
+    ``ecmp``, a gap of at least the probe period with ``hpn``)."""
+
+    flows_sender_must_move: int
+    flows_measured: int
+    flows_agree: int
+    flows: int
+    hold_s: float | None
+    measured_gap_s: float | None
+
+
+def _predict(plan: LabPlan, src, dst, sport, links, routing, probe, kind) -> dict[str, Any]:
+    """Which connections the model's failover says are blackholed until their sender moves
+    (silent: every one crossing a dropping link, until BGP's hold time or BFD detects it;
+    gray: none)."""
+    from hpn.failures.failover import Failover, who_moves
+    from hpn.lab.learn import learn_paths
+
+    both = np.unique(np.concatenate([np.asarray(links), np.asarray(links) ^ 1]))
+    hold = Failover(probe=probe).reselect(routing)
+    if kind == "silent":
+        blocked = {int(x) for x in links}
+        s = plan.spec
+        hold = s.bfd_interval_ms * s.bfd_multiplier / 1e3 if s.bfd else BGP_HOLD_S
+    elif kind == "gray":
+        blocked = set()
+    else:
+        who = who_moves(plan.fabric, both)
+        blocked = set(both[who == 2].tolist())
+    paths, _ = learn_paths(plan, src, dst, sport)
+    off = paths.offsets
+    cut = np.array(
+        [
+            bool(blocked.intersection(paths.links[off[i] : off[i + 1]].tolist()))
+            for i in range(len(src))
+        ]
+    )
+    return {"cut": cut, "hold": hold}
+
+
+def _compare(tr, predicted: dict, t_fail: float, t_repair: float, kind: str) -> ModelCheck:
+    cut, hold = predicted["cut"], predicted["hold"]
+    measured = np.zeros(len(cut), bool)
+    gaps: list[float] = []
+    grace = min(0.2, (t_repair - t_fail) / 4)
+    for i, a in enumerate(tr.arrivals):
+        during = a[(a > t_fail + grace) & (a < t_repair)]
+        w = a[(a > t_fail - 0.2) & (a < t_repair)]
+        gap = float(np.diff(w).max()) if len(w) > 1 else float(t_repair - t_fail)
+        if not len(during):
+            gap = float(t_repair - t_fail)
+        # the sender had to move it: cut off for good (ecmp), or a gap past the BGP
+        # withdrawal's 0.14 s that only a re-selection ends (hpn)
+        measured[i] = not len(during) or gap >= 0.2
+        if cut[i]:
+            gaps.append(gap)
+    return ModelCheck(
+        flows_sender_must_move=int(cut.sum()),
+        flows_measured=int(measured.sum()),
+        flows_agree=int((cut == measured).sum()),
+        flows=int(len(cut)),
+        hold_s=None if not cut.any() else (None if np.isinf(hold) else round(hold, 4)),
+        measured_gap_s=round(max(gaps), 4) if gaps else None,
+    )
 
 
 def _reselect(plan: LabPlan, flows: FlowSet, rebinds: queue.SimpleQueue, seed: int):
@@ -276,6 +418,23 @@ def _reselect(plan: LabPlan, flows: FlowSet, rebinds: queue.SimpleQueue, seed: i
         return {
             "action": "reselect",
             "moved": int(len(bad)),
+            "took_s": round(time.monotonic() - t, 4),
+        }
+
+    return run
+
+
+def _impair(plan: LabPlan, links: list[int], state: str, loss: float):
+    from hpn.lab import impair
+
+    def run() -> dict:
+        t = time.monotonic()
+        if state == "down":
+            impair.drop(plan, links, loss)
+        else:
+            impair.clear(plan, links)
+        return {
+            "action": "drop" if state == "down" else "undrop",
             "took_s": round(time.monotonic() - t, 4),
         }
 

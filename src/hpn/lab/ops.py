@@ -159,10 +159,12 @@ def route_counts(plan: LabPlan) -> dict[str, int]:
 def repair(plan: LabPlan) -> dict[str, Any]:
     """Bring up every lab link that is down (a killed ``fail`` leaves them so), put back the
     routes the kernel flushed, and wait until BGP has converged again."""
+    from hpn.lab import impair
     from hpn.lab.fail import _set
     from hpn.lab.routes import switch_next_hops
 
     t0 = time.monotonic()
+    undropped = impair.clear(plan)
     _, down = link_state(plan)
     links = [find_end(plan, d) for d in down]
     hops = switch_next_hops(plan)
@@ -180,6 +182,7 @@ def repair(plan: LabPlan) -> dict[str, Any]:
         converge = bgp.wait_converged(plan, hops, 30.0)
     return {
         "links_repaired": down,
+        "drops_removed": undropped,
         "converge_s": converge,
         "took_s": round(time.monotonic() - t0, 3),
     }
