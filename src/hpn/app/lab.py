@@ -309,6 +309,7 @@ class TrafficResult(_Tables):
     send_errors: int
     duration_s: float
     flows_routed: int
+    paths_predicted_as_kernel: int  # the model's paths (kernel hash) equal to ip route get's
     flows_unroutable: int
     selection: SelectionInfo
     fct_s: dict[str, float | None]

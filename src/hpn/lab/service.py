@@ -129,10 +129,19 @@ def _traffic(plan, name, pattern, size, connections, routing, rate, payload, see
             raise InputError("pattern", "no connection of this pattern has a path in the lab")
         src, dst, nbytes, sport = src[ok], dst[ok], nbytes[ok], sport[ok]
         paths, ok = paths.take(np.flatnonzero(ok)), ok[ok]
+    from hpn.lab.kernelhash import predict_paths
+
+    # the model's own paths: the kernel's hash (from its source) over the route tables
+    own, own_ok = predict_paths(plan, src, dst, sport)
+    same = int(sum(
+        np.array_equal(paths.links[paths.offsets[i] : paths.offsets[i + 1]],
+                       own.links[own.offsets[i] : own.offsets[i + 1]])
+        for i in range(len(src))
+    ))  # fmt: skip
     before = snapshot(plan)
     tr = run_flows(plan, FlowSet(src, dst, sport, nbytes), rate, payload)
     measured = snapshot(plan) - before
-    model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), paths, ok)
+    model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), own, own_ok)
     receivers = np.unique(dst)
     floor = control_floor(tr.wire_bytes().astype(float))
     if tables is not None:
@@ -160,6 +169,7 @@ def _traffic(plan, name, pattern, size, connections, routing, rate, payload, see
         "send_errors": int(tr.send_errors.sum()),
         "duration_s": round(tr.duration, 3),
         "flows_routed": int(ok.sum()),
+        "paths_predicted_as_kernel": same,
         "flows_unroutable": unroutable,
         "selection": sel,
         "fct_s": _fct(tr.last_rx),
