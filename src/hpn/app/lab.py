@@ -59,6 +59,18 @@ class ConfigsOptions(LabOptions):
     out: str = Field("lab-configs", description="directory for the per-switch configurations")
 
 
+class ExportOptions(LabOptions):
+    out: str = Field("lab-export", description="directory to write the files into")
+    format: Literal["containerlab", "frr", "json"] = Field(
+        "containerlab", description="containerlab topology, FRR configs, or one JSON document"
+    )
+
+
+class ExportConfig(Model):
+    fabric: FabricSpec = fabric_field()
+    lab: ExportOptions = Field(default_factory=ExportOptions)
+
+
 class ConfigsConfig(Model):
     fabric: FabricSpec = fabric_field()
     lab: ConfigsOptions = Field(default_factory=ConfigsOptions)
@@ -230,6 +242,17 @@ class StatusResult(_Tables):
 
 
 @dataclass
+class ExportResult(_Tables):
+    out: str
+    format: str
+    files: list[str]
+    nodes: int
+    links: int
+
+    title = "hpn lab export"
+
+
+@dataclass
 class RepairResult(_Tables):
     name: str
     links_repaired: list[str]
@@ -365,6 +388,13 @@ def up(cfg: UpConfig) -> Outcome:
     return Outcome(StatusResult.from_dict(service.up(spec, replace=cfg.lab.replace)))
 
 
+def export(cfg: ExportConfig) -> Outcome:
+    from hpn.lab.export import export as run_export
+
+    spec = lab_spec(cfg.fabric, cfg.lab)
+    return Outcome(ExportResult.from_dict(run_export(spec, cfg.lab.out, cfg.lab.format)))
+
+
 def repair(cfg: NameConfig) -> Outcome:
     from hpn.lab import service
 
@@ -467,6 +497,7 @@ STATUS = Command("lab status", NameConfig, status, flags=("lab",), stored=False)
 DOWN = Command("lab down", NameConfig, down, flags=("lab",), stored=False)
 TRAFFIC = Command("lab traffic", TrafficConfig, traffic, flags=("lab",))
 FAIL = Command("lab fail", FailConfig, fail, flags=("lab",))
+EXPORT = Command("lab export", ExportConfig, export, flags=("fabric", "lab"), stored=False)
 REPAIR = Command("lab repair", NameConfig, repair, flags=("lab",), stored=False)
 EXEC = Command("lab exec", ExecConfig, exec_cmd, flags=("lab",), stored=False)
 VTYSH = Command("lab vtysh", VtyshConfig, vtysh, flags=("lab",), stored=False)

@@ -239,7 +239,9 @@ def configs(spec, out) -> dict[str, Any]:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("out", f"{out} exists and is not a directory")
-    parent = out if out.is_dir() else out.parent
+    from hpn.lab.export import writable_base
+
+    parent = writable_base(out)
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise InputError("out", f"{out}: {parent} is not a directory this user can write to")
     try:
