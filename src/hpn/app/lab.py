@@ -409,10 +409,10 @@ def exec_cmd(cfg: ExecConfig) -> Outcome:
 
     try:
         argv = shlex.split(cfg.lab.command)
-    except ValueError as e:
-        raise InputError("command", f"cannot split it into words: {e}") from None
-    e = cfg.lab
-    return Outcome(ExecResult.from_dict(service.exec_in(e.name, e.node, argv, e.timeout)))
+    except ValueError as err:
+        raise InputError("command", f"cannot split it into words: {err}") from None
+    x = cfg.lab
+    return Outcome(ExecResult.from_dict(service.exec_in(x.name, x.node, argv, x.timeout)))
 
 
 def vtysh(cfg: VtyshConfig) -> Outcome:

@@ -160,7 +160,7 @@ def repair(plan: LabPlan) -> dict[str, Any]:
     """Bring up every lab link that is down (a killed ``fail`` leaves them so), put back the
     routes the kernel flushed, and wait until BGP has converged again."""
     from hpn.lab import impair
-    from hpn.lab.fail import _set
+    from hpn.lab.linkctl import _set
     from hpn.lab.routes import switch_next_hops
 
     t0 = time.monotonic()
