@@ -82,3 +82,18 @@ def test_silent_and_gray_uplink_failures(lab_name, frr):
              before=0.5, after=0.5)  # fmt: skip
     lost = g["to_nic"]["packets_lost"] + g["from_nic"]["packets_lost"]
     assert lost > 0 and g["flows_keep_going"]  # never detected: a share lost all along
+
+
+def test_tor_failure_with_default_after_reports_recovery(lab_name, frr):
+    service.up(LabSpec(name=lab_name, control="bgp", fabric={"dual_plane": False}))
+    r = fail(lab_name, "tor:segment=0,rail=0,plane=1", repair=1.0, before=0.5)
+    # the repaired ToR holds its NIC ports down ~1.3 s; the default 3 s after a ToR covers it
+    assert r["to_nic"]["recovered_by_end"] and r["from_nic"]["recovered_by_end"]
+
+
+def test_agg_and_uplink_failures_keep_flows_going(lab_name, frr):
+    service.up(LabSpec(name=lab_name, control="bgp"))
+    for target in ("agg:plane=0,index=0", "uplink:segment=0,rail=0,plane=0,uplink=1"):
+        r = fail(lab_name, target, repair=1.0, before=0.5, after=0.8)
+        assert r["flows_keep_going"], target  # ToRs re-hash over their other uplinks
+        assert r["model"]["flows_sender_must_move"] == 0
