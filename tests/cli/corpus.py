@@ -574,6 +574,35 @@ CORPUS += cases(
     ],
 )
 CORPUS += cases("lab configs", [("--preset nope", ("--preset",)), ("--segments 0", ("segments",))])
+CORPUS += cases("lab repair", [("--name zz9", ("lab", "no lab")), ("--name X!", ("name",))])
+CORPUS += cases(
+    "lab exec",
+    [
+        ("--name zz9 --node t0 --command ls", ("lab", "no lab")),
+        ("--command ls", ("node", "required")),
+        ("--node t0 --command ls --timeout 999", ("timeout",)),
+    ],
+)
+CORPUS += cases(
+    "lab vtysh",
+    [("--name zz9 --node t0", ("lab", "no lab")), ("--command x", ("node", "required"))],
+)
+CORPUS += cases(
+    "lab capture",
+    [
+        ("--name zz9 --link t0:x --out {F}/c.pcap", ("lab", "no lab")),
+        ("--link t0:x --out {F}/c.pcap --seconds 100", ("seconds",)),
+        ("--link t0:x --out {F}/c.pcap --packets 0", ("packets",)),
+    ],
+)
+CORPUS += cases(
+    "lab export",
+    [
+        ("--format gns3 --out {F}/ex", ("format",)),
+        ("--out {F}/afile", ("out", "not a directory")),
+        ("--segments 0 --out {F}/ex", ("segments",)),
+    ],
+)
 CORPUS += cases(
     "pool validate",
     [
