@@ -3,12 +3,26 @@ and one-line messages for validation errors."""
 
 from __future__ import annotations
 
+import math
 import tomllib
+import types
+import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import tomli_w
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    ValidationError,
+    model_validator,
+)
 
 from hpn.errors import InputError
 from hpn.units import (
@@ -20,21 +34,38 @@ from hpn.units import (
     parse_size,
 )
 
-if TYPE_CHECKING:  # a unit field takes text ("400G") as well as a number; float at run time
+
+def _with_unit(parse: Any, kind: str, example: str) -> Any:
+    """``parse`` for config text: a bare number other than 0 is refused (``speed = 100``: 100
+    what?); the unit makes the value unambiguous."""
+
+    def check(value: object) -> float:
+        x = parse(value)
+        bare = isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(value, str):
+            bare = value.strip().lstrip("+-").replace(".", "", 1).replace("e", "", 1).isdigit()
+        if bare and x != 0:
+            raise InputError("", f"give a unit: a {kind} such as {example}, got {value!r}")
+        return x
+
+    return check
+
+
+if TYPE_CHECKING:  # a unit field takes text ("400G"); float at run time
     Bandwidth = Any
     Size = Any
     Duration = Any
 else:
     Bandwidth = Annotated[
         float,
-        BeforeValidator(parse_bandwidth),
+        BeforeValidator(_with_unit(parse_bandwidth, "bandwidth", "100G or 400Gbps")),
         PlainSerializer(format_bandwidth, return_type=str, when_used="json"),
     ]
     """bit/s; accepts ``400G``, ``200Gbps``, ``51.2T``."""
 
     Size = Annotated[
         float,
-        BeforeValidator(parse_size),
+        BeforeValidator(_with_unit(parse_size, "size", "2MB or 1GiB")),
         PlainSerializer(format_size, return_type=str, when_used="json"),
     ]
     """bytes; accepts ``4GB``, ``4GiB``, ``2MB``."""
@@ -47,12 +78,95 @@ else:
     """seconds; accepts ``10us``, ``2ms``, ``5min``."""
 
 
+# --- fields that name a file: the CLI takes any path, the dashboard only those inside --data
+_FILES: ContextVar[tuple[bool, Path | None]] = ContextVar("hpn_files", default=(False, None))
+
+
+@contextmanager
+def files_within(root: str | Path | None) -> Iterator[None]:
+    """While active, a :data:`FilePath` field must resolve (symlinks resolved) inside ``root``;
+    with ``root`` None, no config may name a file at all (the dashboard without ``--data``)."""
+    token = _FILES.set((True, Path(root).resolve() if root is not None else None))
+    try:
+        yield
+    finally:
+        _FILES.reset(token)
+
+
+def allowed_path(value: str) -> str:
+    """``value`` as given (the CLI), or inside :func:`files_within`'s root: its resolved path
+    (relative to the root); a ValueError, which never says whether the file exists, if not."""
+    guarded, root = _FILES.get()
+    if not guarded:
+        return value
+    if root is None:
+        raise ValueError(
+            "names a file on the server, which this dashboard does not read "
+            "(start it with hpn dash --data DIR to allow files inside DIR)"
+        )
+    try:
+        target = (root / value).resolve()
+    except (OSError, RuntimeError, ValueError):
+        raise ValueError("not a usable path inside the --data folder") from None
+    if not target.is_relative_to(root):
+        raise ValueError("must name a file inside the dashboard's --data folder")
+    return str(target)
+
+
+FilePath = Annotated[str, AfterValidator(allowed_path)]
+"""A path to a file or folder the command reads or writes (see :func:`files_within`)."""
+
+
+class _FieldError(InputError):
+    """An error of one field of the model that raised it (:func:`one_line` prefixes its
+    location)."""
+
+
+def _strict(annotation: Any, value: Any) -> str | None:
+    """Why ``value`` is not a strict value of an ``int`` or ``bool`` field (None: it is): a
+    bool is no integer (``segments = true``), a float no integer (``gpus = 8.0``), and only
+    ``true``/``false`` are bools."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) != 1:
+            return None
+        annotation = args[0]
+    if annotation is int and isinstance(value, bool | float):
+        return f"must be a whole number, got {value!r}"
+    if annotation is int and isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return "must be a whole number of at most 19 digits"
+    if annotation is bool and value is not None and not isinstance(value, bool):
+        return f"must be true or false, got {value!r}"
+    if annotation is float and isinstance(value, bool):
+        return f"must be a number, got {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    return None
+
+
 class Model(BaseModel):
-    """Base for config models: unknown fields are errors; defaults and assignments validated."""
+    """Base for config models: unknown fields are errors; defaults and assignments validated;
+    ints and bools strict (:func:`_strict`); inf and nan refused in every float field."""
 
     model_config = ConfigDict(
-        extra="forbid", validate_assignment=True, validate_default=True, defer_build=True
+        extra="forbid",
+        validate_assignment=True,
+        validate_default=True,
+        defer_build=True,
+        allow_inf_nan=False,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, info in cls.model_fields.items():
+                key = info.alias or name
+                if key in data:
+                    why = _strict(info.annotation, data[key])
+                    if why is not None:
+                        raise _FieldError(key, why)
+        return data
 
 
 def one_line(err: ValidationError, prefix: str = "") -> InputError:
@@ -66,7 +180,9 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
         inner = ctx["error"]
         msg = inner.message
         head = loc.split(".")[0] if loc else ""
-        if inner.field and (not loc or inner.field.split(".")[0] == head):
+        if isinstance(inner, _FieldError):
+            field = ".".join(p for p in (prefix, loc, inner.field) if p)
+        elif inner.field and (not loc or inner.field.split(".")[0] == head):
             field = ".".join(p for p in (prefix, inner.field) if p)  # it names the field already
     msg = msg.removeprefix("Value error, ")
     value = first.get("input")

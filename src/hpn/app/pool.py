@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.app.base import Command, Outcome, Result
-from hpn.config import Model
+from hpn.config import FilePath, Model, allowed_path
 from hpn.errors import InputError
 from hpn.pool.result import PoolResult as SimulateResult
 from hpn.units import parse_duration
@@ -92,7 +92,9 @@ def _options(p: PolicyKnobs, policy: str) -> dict[str, Any]:
 
 class _SimulateFields(Model):
     policy: str = Field("aegaeon", description=_POLICY)
-    trace: str | None = Field(None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder")
+    trace: FilePath | None = Field(
+        None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder"
+    )
     models: int | None = Field(None, ge=1, description="synthetic market: number of models")
     rate: float = Field(0.1, gt=0, description="synthetic market: req/s per model")
     duration: str = Field("300s", description="synthetic market / ServeGen window")
@@ -262,6 +264,11 @@ class _CapacityFields(Model):
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline or artifact")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
+
+    @field_validator("mix")
+    @classmethod
+    def _mix_file(cls, value: str) -> str:
+        return value if value == "production" else allowed_path(value)
 
 
 class CapacityOptions(PolicyKnobs, _CapacityFields):

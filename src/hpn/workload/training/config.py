@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from hpn.config import Duration, Model, Size, load_toml, one_line
+from hpn.config import Duration, FilePath, Model, Size, load_toml, one_line
 from hpn.errors import InputError
 from hpn.workload.training.gpus import GPU_PEAK_TFLOPS
 
@@ -96,7 +96,7 @@ class JobConfig(Model):
     name: str = "job"
     gpus: int | None = Field(None, ge=1, description="default: tp x pp x dp")
     model: ModelCfg | None = None
-    aicb: str | None = Field(None, description="AICB/SimAI workload file instead of a model")
+    aicb: FilePath | None = Field(None, description="AICB/SimAI workload file instead of a model")
     parallel: ParallelCfg = Field(default_factory=lambda: ParallelCfg(global_batch=1))
     gpu: GpuCfg = Field(default_factory=GpuCfg)
     precision: Literal["bf16", "fp16", "fp32"] = "bf16"
