@@ -34,13 +34,28 @@ from hpn.units import (
     parse_size,
 )
 
+_USER: ContextVar[bool] = ContextVar("hpn_user_input", default=False)
+
+
+@contextmanager
+def user_input() -> Iterator[None]:
+    """While active, size and bandwidth fields need a unit (a config a user wrote); Python
+    callers outside it pass SI numbers (``build("fat-tree", speed=100e9)``)."""
+    token = _USER.set(True)
+    try:
+        yield
+    finally:
+        _USER.reset(token)
+
 
 def _with_unit(parse: Any, kind: str, example: str) -> Any:
-    """``parse`` for config text: a bare number other than 0 is refused (``speed = 100``: 100
-    what?); the unit makes the value unambiguous."""
+    """``parse`` for config text: in :func:`user_input`, a bare number other than 0 is refused
+    (``speed = 100``: 100 what?); the unit makes the value unambiguous."""
 
     def check(value: object) -> float:
         x = parse(value)
+        if not _USER.get():
+            return x
         bare = isinstance(value, int | float) and not isinstance(value, bool)
         if isinstance(value, str):
             bare = value.strip().lstrip("+-").replace(".", "", 1).replace("e", "", 1).isdigit()
@@ -48,6 +63,7 @@ def _with_unit(parse: Any, kind: str, example: str) -> Any:
             raise InputError("", f"give a unit: a {kind} such as {example}, got {value!r}")
         return x
 
+    check.__name__ = parse.__name__  # the reference names the unit by it
     return check
 
 

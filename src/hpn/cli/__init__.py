@@ -137,6 +137,11 @@ def _main() -> None:
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
+    except (OSError, MemoryError, RecursionError) as e:  # the system refused: one line
+        from hpn.errors import system_error
+
+        print(f"error: {system_error(e)}", file=sys.stderr)
+        sys.exit(2)
     except SystemError as e:  # Ctrl-C inside a compiled kernel surfaces as a SystemError
         if not _interrupted(e):
             raise

@@ -138,14 +138,17 @@ def compare(
 @app.command(cls=HelpCommand)
 def query(
     sql: Annotated[str, typer.Argument(help="One SQL statement over views runs and TABLE.")],
+    timeout: Annotated[float, typer.Option(help="Seconds before it is stopped (<= 3600).")] = 60,
     json_out: JsonOpt = False,
 ) -> None:
-    """Ad-hoc SQL (DuckDB) over all runs' Parquet tables: one view per table name, with run_id."""
+    """Ad-hoc SQL (DuckDB) over all runs' Parquet tables: one view per table name, with run_id.
+
+    At most: one SELECT, 10,000 rows back, --timeout seconds, 2 GB of memory."""
     from rich.table import Table
 
     from hpn.store.query import query as q
 
-    res = q(sql)
+    res = q(sql, timeout_s=timeout)
     if json_out:
         emit_json(res)
         return
@@ -159,8 +162,19 @@ def query(
 
 @app.command(cls=HelpCommand)
 def reindex() -> None:
-    """Add run folders missing from the index (e.g. copied in from elsewhere)."""
+    """Add run folders missing from the index; an unreadable index is rebuilt from them."""
     from hpn.store import Index, runs_root
 
-    n = Index(runs_root()).reindex()
+    n, aside = Index(runs_root()).rebuild()
+    if aside is not None:
+        stdout.print(f"the index was unreadable: moved to {aside}", highlight=False)
     stdout.print(f"indexed {n} run folder(s) in {runs_root()}", highlight=False)
+
+
+@app.command(cls=HelpCommand)
+def gc() -> None:
+    """Remove what killed runs left: staging folders of dead writers, unheld lock files."""
+    from hpn.store import claim, runs_root
+
+    c = claim.collect(runs_root())
+    stdout.print(f"removed {c['staging']} staging folder(s), {c['locks']} lock(s)", highlight=False)

@@ -76,5 +76,7 @@ def write_json(path: str | Path, obj: Any) -> Path:
 
 
 def is_temp(name: str) -> bool:
-    """A name :func:`write_with` or a run's staging folder uses while writing."""
-    return name.startswith(".") and (name.endswith(".tmp") or ".part-" in name)
+    """A name :func:`write_with`, a run's staging folder or its lock uses while writing."""
+    return name.startswith(".") and (
+        name.endswith(".tmp") or ".part-" in name or name.endswith(".lock")
+    )

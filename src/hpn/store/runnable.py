@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpn.errors import InputError
 from hpn.registry import Registry
+
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 APP = "hpn.app"
 """The module that registers the built-in commands (imported by :func:`load_plugins`)."""
@@ -84,7 +88,14 @@ def load_plugins() -> None:
     _plugins_loaded = True
     importlib.import_module(APP)
     for mod in filter(None, (m.strip() for m in os.environ.get("HPN_PLUGINS", "").split(","))):
-        importlib.import_module(mod)
+        if not _MODULE.match(mod):
+            _plugins_loaded = False
+            raise InputError("$HPN_PLUGINS", f"{mod!r} is not a module name (a.b.c)")
+        try:
+            importlib.import_module(mod)
+        except ImportError as e:
+            _plugins_loaded = False
+            raise InputError("$HPN_PLUGINS", f"cannot import {mod!r} ({e})") from None
 
 
 def get(name: str) -> Runnable:
