@@ -4,6 +4,7 @@ and one-line messages for validation errors."""
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 import types
 import typing
@@ -207,19 +208,49 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
     return InputError(field or "config", msg)
 
 
-def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML file; a missing or malformed file is an InputError naming the line."""
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(str(path), "is a folder, not a file")
-    if not p.is_file():
-        raise InputError(str(path), "no such file")
+MAX_CONFIG_BYTES = 16 * 2**20
+
+
+def read_input(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """The text of an input file: a regular file, a pipe (``--config <(...)``) or a device,
+    at most ``max_bytes``; a UTF-8 byte-order mark dropped. InputError naming the file when
+    it is missing, a folder, too large, not UTF-8 or unreadable (the OS's reason)."""
+    import stat
+
+    from hpn.errors import os_error
+
+    name = str(path)
     try:
-        return tomllib.loads(p.read_text())
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(name, "no such file") from None
+    except OSError as e:
+        raise os_error(e, path) from None
+    if stat.S_ISDIR(mode):
+        raise InputError(name, "is a folder, not a file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise os_error(e, path) from None
+    if len(data) > max_bytes:
+        raise InputError(name, f"is larger than {max_bytes:,} bytes, the limit for this input")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(name, "not a UTF-8 text file") from None
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file (:func:`read_input`); a malformed file is an InputError naming the
+    line; CRLF line ends and a byte-order mark are fine."""
+    text = read_input(path)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(str(path), f"malformed TOML: {e}") from None
-    except UnicodeDecodeError:
-        raise InputError(str(path), "not a UTF-8 text file") from None
+    except RecursionError:
+        raise InputError(str(path), "nested too deeply") from None
 
 
 def dump_toml(data: dict[str, Any]) -> str:

@@ -637,3 +637,20 @@ CORPUS += cases(
         ("--models {F}/adir --workers -1", ("--workers",)),
     ],
 )
+CORPUS += cases(
+    "runs gc", [("extra", ("extra",)), ("", ("HPN_RUNS_DIR", "not a folder"), {"env": RO})]
+)
+
+# the operating system, the store, numbers and file limits (issue 28): tests/cli/corpus_system.py
+from tests.cli import corpus_system as _system  # noqa: E402
+
+INPUTS.update(_system.INPUTS)
+SETUPS.update(_system.SETUPS)
+CORPUS += _system.CASES
+_make_plain = make_inputs
+
+
+def make_inputs(folder: Path) -> Path:  # noqa: F811 - the plain files, then the system table's
+    _make_plain(folder)
+    _system.make_inputs(folder)
+    return folder

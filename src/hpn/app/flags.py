@@ -30,6 +30,19 @@ TYPES = {"str": str, "int": int, "float": float, "bool": bool, "path": Path}
 """A flag's value type by name (names keep a description JSON-able)."""
 
 
+def whole_number(text: str) -> int:
+    """An int flag's text: digits only (``8.0``, ``1e3`` and ``true`` are refused)."""
+    if not text.strip().lstrip("+-").isdigit():
+        import typer
+
+        raise typer.BadParameter(f"{text!r} is not a valid integer")
+    return int(text)
+
+
+PARSERS = {"int": whole_number}
+"""Parsers of flag types stricter than typer's own (which reads ``8.0`` as 8)."""
+
+
 @dataclass(frozen=True)
 class Flag:
     """One option of a command, from one field of a config table.
@@ -63,6 +76,11 @@ class Flag:
     show: str | None
     panel: str
     invert: bool = False
+
+    @property
+    def parser(self) -> Any:
+        """A parser stricter than typer's for this flag's type (:data:`PARSERS`), or None."""
+        return PARSERS.get(self.type)
 
     @property
     def decl(self) -> str:

@@ -127,11 +127,21 @@ class SimulateConfig(Model):
     pool: SimulateOptions = Field(default_factory=SimulateOptions)
 
 
+def trace_of(p: SimulateOptions) -> Any:
+    """The trace file ``p`` names, read as ``pool simulate`` reads it (once: the limit check
+    and the run share it; :func:`hpn.pool.traces.load_for`)."""
+    from hpn.pool.traces import load_for
+
+    assert p.trace is not None
+    duration = parse_duration(p.duration, "duration")
+    return load_for(p.trace, models=p.trace_models, seed=p.seed, duration=duration)
+
+
 def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
     """Run a trace through a policy and report SLO attainment, TTFT/TBT, switches."""
     from hpn.pool.gpus import get_gpu
     from hpn.pool.simulate import simulate as run
-    from hpn.pool.traces import detect_format, load_trace, market
+    from hpn.pool.traces import market
 
     p = cfg.pool
     get_gpu(p.gpu)
@@ -140,13 +150,7 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
     if (p.trace is None) == (p.models is None):
         raise InputError("trace", "give either --trace FILE or --models M (synthetic market)")
     if p.trace is not None:
-        fmt = detect_format(p.trace)
-        per_format: dict[str, dict[str, Any]] = {
-            "azure": {"models": p.trace_models, "seed": p.seed},
-            "servegen": {"duration": span, "seed": p.seed},
-        }
-        opts = per_format.get(fmt, {})
-        tr = load_trace(p.trace, fmt, **opts)
+        tr = trace_of(p)
     else:
         assert p.models is not None
         tr = market(p.models, p.rate, span, seed=p.seed, zipf=p.zipf, cv=p.cv)

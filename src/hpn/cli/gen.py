@@ -50,7 +50,7 @@ def _option(f: Flag) -> inspect.Parameter:
         return inspect.Parameter(f.key, _KW, default=False, annotation=Annotated[bool, opt])
     typ = TYPES[f.type]
     ann = list[typ] | None if f.many else typ | None  # type: ignore[valid-type]
-    opt = typer.Option(f.decl, help=f.help, show_default=f.show or False)
+    opt = typer.Option(f.decl, help=f.help, show_default=f.show or False, parser=f.parser)
     opt.rich_help_panel = f.panel
     return inspect.Parameter(f.key, _KW, default=None, annotation=Annotated[ann, opt])
 
@@ -100,12 +100,14 @@ def invoke(flags: CommandFlags, kw: dict[str, Any]) -> None:
     out: Path | None = kw.pop("out", None)
     plot = kw.pop("plot", False)
     allow_large = kw.pop("allow_large", False)
+    from hpn.config import user_input
     from hpn.store.record import reserve_out
 
     with reserve_out(out if cmd.stored else None):  # held until saved: one writer per --out
         given = given_flags(flags, kw)
         try:
-            cfg = cmd.parse(config_data(cmd, flags, kw), allow_large)
+            with user_input():  # (sizes and bandwidths typed need units)
+                cfg = cmd.parse(config_data(cmd, flags, kw), allow_large)
             if cmd.progress:
                 with progress_bar() as bar:
                     outcome = cmd.run(cfg, progress=bar)

@@ -174,7 +174,7 @@ def reindex() -> None:
 @app.command(cls=HelpCommand)
 def gc() -> None:
     """Remove what killed runs left: staging folders of dead writers, unheld lock files."""
-    from hpn.store import claim, runs_root
+    from hpn.store import Index, claim, runs_root
 
-    c = claim.collect(runs_root())
+    c = claim.collect(Index(runs_root()).root)  # (a store that is a file: refused)
     stdout.print(f"removed {c['staging']} staging folder(s), {c['locks']} lock(s)", highlight=False)

@@ -14,11 +14,9 @@ checked before the compute is (a name too long, no space, read-only, a broken sy
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -75,7 +73,7 @@ def check_folder(path: Path, field: str) -> None:
         _check_names(path, anc, field)
         _probe(anc, path, field)
     except OSError as e:
-        raise os_error(e, path) from None
+        raise InputError(field, str(os_error(e, path))) from None
 
 
 def _check_names(path: Path, anc: Path, field: str) -> None:
@@ -93,26 +91,29 @@ def _check_names(path: Path, anc: Path, field: str) -> None:
         raise InputError(field, f"{path}: the path is too long (at most 4,000 bytes)")
 
 
-def _probe(anc: Path, path: Path, field: str) -> None:
-    """Create and remove a file in ``anc``: the file system's own answer to "can I write"."""
+def _read_only_fs(path: Path) -> bool:
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".hpn-probe-", suffix=".tmp", dir=anc)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as e:
-        why = {
-            errno.EROFS: "read-only file system",
-            errno.EACCES: "permission denied",
-            errno.EPERM: "permission denied",
-            errno.ENOSPC: "no space left on the device",
-        }.get(e.errno or 0, e.strerror or "cannot write there")
-        raise InputError(field, f"{anc} is not writable ({why})") from None
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _probe(anc: Path, path: Path, field: str) -> None:
+    """Whether ``anc`` takes new files, asked without writing (its mtime stays): permission,
+    a read-only or virtual file system (``/proc``), free space and inodes."""
+    if _read_only_fs(anc) or not os.access(anc, os.W_OK | os.X_OK):
+        why = "read-only file system" if _read_only_fs(anc) else "permission denied"
+        raise InputError(field, f"{anc} is not writable ({why})")
     try:
         st = os.statvfs(anc)
     except OSError:
         return
+    if st.f_blocks == 0:
+        raise InputError(field, f"{anc} is not writable (a virtual file system: no files)")
     if st.f_bavail * st.f_frsize < MIN_FREE:
         raise InputError(field, f"{anc}: no space left on the device (under 1 MiB free)")
+    if st.f_files and not st.f_favail:
+        raise InputError(field, f"{anc}: no space left on the device (no free inodes)")
 
 
 def resolve_out(out: str | Path) -> Path:
@@ -175,7 +176,11 @@ def reserve_out(out: Path | None) -> Iterator[None]:
     if out is None:
         yield
         return
-    with claim(resolve_out(out)):
+    folder = resolve_out(out)
+    if not folder.parent.is_dir():  # nothing to lock in yet: record_run claims it
+        yield
+        return
+    with claim(folder):
         check_out(out)  # a run that finished while another held it
         yield
 
@@ -185,13 +190,17 @@ def check_out_file(path: Path, field: str = "--out", suffixes: tuple[str, ...] =
     a missing or read-only folder above it, or (with ``suffixes``) a name the writer cannot
     make."""
     path = Path(path)
-    if path.is_dir():
-        raise InputError(field, f"{path} is a folder; give a file name")
-    if suffixes and path.suffix.lower() not in suffixes:
-        raise InputError(field, f"{path.name}: give a name ending in {', '.join(suffixes)}")
-    parent = path.absolute().parent
-    if not parent.is_dir():
-        raise InputError(field, f"folder {parent} does not exist")
+    try:
+        if path.is_dir():
+            raise InputError(field, f"{path} is a folder; give a file name")
+        if suffixes and path.suffix.lower() not in suffixes:
+            raise InputError(field, f"{path.name}: give a name ending in {', '.join(suffixes)}")
+        parent = path.absolute().parent
+        if not parent.is_dir():
+            raise InputError(field, f"folder {parent} does not exist")
+        _check_names(path.absolute(), parent, field)
+    except OSError as e:
+        raise InputError(field, str(os_error(e, path))) from None
     check_folder(parent, field)
     return path
 
@@ -220,6 +229,10 @@ def record_run(
     """
     root = Path(root) if root else runs_root()
     folder = resolve_out(out) if out else new_run_dir(command, root)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise os_error(e, folder.parent) from None
     with claim(folder):
         check_out(folder, root, overwrite=overwrite)  # again, under the claim
         return _record(

@@ -74,7 +74,7 @@ class Runnable:
 
 
 RUNNABLES: Registry[Runnable] = Registry("command")
-_plugins_loaded = False
+_plugins_loaded: str | None = None  # the $HPN_PLUGINS value last loaded
 
 
 def register(name: str, target: str, summary: str = "", **kw: Any) -> None:
@@ -82,20 +82,21 @@ def register(name: str, target: str, summary: str = "", **kw: Any) -> None:
 
 
 def load_plugins() -> None:
+    """Import the built-in commands and the modules ``$HPN_PLUGINS`` names (again when it
+    changed); a name that is no module name, or cannot be imported, is one line."""
     global _plugins_loaded
-    if _plugins_loaded:
+    wanted = os.environ.get("HPN_PLUGINS", "")
+    if _plugins_loaded == wanted:
         return
-    _plugins_loaded = True
     importlib.import_module(APP)
-    for mod in filter(None, (m.strip() for m in os.environ.get("HPN_PLUGINS", "").split(","))):
+    for mod in filter(None, (m.strip() for m in wanted.split(","))):
         if not _MODULE.match(mod):
-            _plugins_loaded = False
             raise InputError("$HPN_PLUGINS", f"{mod!r} is not a module name (a.b.c)")
         try:
             importlib.import_module(mod)
         except ImportError as e:
-            _plugins_loaded = False
             raise InputError("$HPN_PLUGINS", f"cannot import {mod!r} ({e})") from None
+    _plugins_loaded = wanted
 
 
 def get(name: str) -> Runnable:

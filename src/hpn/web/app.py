@@ -28,6 +28,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from hpn.config import dump_toml, files_within
 from hpn.errors import InputError
 from hpn.store import Index, Run, runs_root
+from hpn.store.atomic import json_text
 from hpn.store.run import META
 from hpn.web import pages
 from hpn.web.jobs import Jobs, withhold
@@ -106,6 +107,13 @@ def _no_constant(text: str) -> Any:
     raise InputError("body", f"{text} is not a number JSON allows")
 
 
+class StrictJSON(JSONResponse):
+    """JSON without NaN or Infinity (null instead), so every response parses as JSON."""
+
+    def render(self, content: Any) -> bytes:
+        return json_text(content, indent=None).encode()
+
+
 def create_app(
     root: Path | None = None,
     *,
@@ -132,7 +140,12 @@ def create_app(
         jobs.shutdown()
 
     app = FastAPI(
-        title="hpn dashboard", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+        title="hpn dashboard",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+        default_response_class=StrictJSON,
     )
     app.state.jobs = jobs
 
