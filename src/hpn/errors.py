@@ -26,9 +26,11 @@ def os_error(e: OSError, path: object = None) -> InputError:
     return InputError(str(where), why[:1].lower() + why[1:])
 
 
-def system_error(e: OSError | MemoryError | RecursionError) -> InputError:
-    """What the CLI says when the system refused: :func:`os_error`, or the input was too
-    large for memory or nested too deeply."""
+def system_error(e: InputError | OSError | MemoryError | RecursionError) -> InputError:
+    """What the CLI says: bad input as it is, or the system's refusal: :func:`os_error`, or
+    the input was too large for memory or nested too deeply."""
+    if isinstance(e, InputError):
+        return e
     if isinstance(e, OSError):
         return os_error(e)
     if isinstance(e, MemoryError):
