@@ -68,7 +68,7 @@ def test_a_matrix_csv_with_bom_and_crlf(tmp_path: Path):
     from hpn.workload.matrix import read_matrix
 
     p = tmp_path / "m.csv"
-    p.write_bytes((BOM + "src,dst,bytes\r\n0,1,1000\r\n\"1\",0,2000\r\n").encode())
+    p.write_bytes((BOM + 'src,dst,bytes\r\n0,1,1000\r\n"1",0,2000\r\n').encode())
     m = read_matrix(p)
     assert list(m.src) == [0, 1] and list(m.size) == [1000, 2000]
 
@@ -77,7 +77,9 @@ def test_a_mix_with_bom(tmp_path: Path):
     from hpn.pool.mixes import load_mix
 
     p = tmp_path / "mix.toml"
-    p.write_bytes((BOM + '[[model]]\r\nmodel = "qwen2.5-7b"\r\nrate = 0.5\r\ncount = 2\r\n').encode())
+    p.write_bytes(
+        (BOM + '[[model]]\r\nmodel = "qwen2.5-7b"\r\nrate = 0.5\r\ncount = 2\r\n').encode()
+    )
     assert load_mix(p).rates == (0.5, 0.5)
 
 

@@ -96,8 +96,16 @@ def test_submitting_anything_is_never_a_500(client, command, config, as_toml, se
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     path=st.sampled_from(
-        ["/api/runs", "/api/fabric", "/api/fabric/pod", "/api/compare", "/api/jobs/x",
-         "/api/fabric/switch/3", "/api/runs/x", "/api/commands"]
+        [
+            "/api/runs",
+            "/api/fabric",
+            "/api/fabric/pod",
+            "/api/compare",
+            "/api/jobs/x",
+            "/api/fabric/switch/3",
+            "/api/runs/x",
+            "/api/commands",
+        ]
     ),  # fmt: skip
     params=st.dictionaries(
         st.sampled_from(["preset", "run", "pod", "segment", "limit", "command", "a", "b"]),

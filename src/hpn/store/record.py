@@ -280,8 +280,8 @@ def _record(
             write_table(stage / TABLES, name, table)
         write_json(stage / RESULT, result)
         meta["figures"] = key_figures(result)
-        write_json(stage / META, meta)  # before the plots: their titles name the run, not stage
         if plots is not None:
+            write_json(stage / META, meta)  # first: the plots' titles name the run, not stage
             plots(Run(stage))
         meta["finished"] = time.time()
         write_json(stage / META, meta)

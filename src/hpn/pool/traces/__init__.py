@@ -76,9 +76,25 @@ def load_trace(path: str | Path, fmt: str | None = None, **options: Any) -> Trac
 
 
 def load_for(path: str | Path, *, models: int, seed: int, duration: float) -> Trace:
-    """Read a trace as ``pool simulate`` does (Azure: requests spread over ``models`` models;
-    ServeGen: its rates over ``duration`` s; ``seed`` for both). The last one read is kept
-    (keyed by path, size, mtime and options), so the limit check and the run read it once."""
+    """Read a trace as ``pool simulate`` does; the last one read is kept (keyed by path,
+    size, mtime and options), so the limit check and the run read it once.
+
+    Parameters
+    ----------
+    path
+        The trace file (or ServeGen folder).
+    models
+        Azure traces: the models its requests are spread over.
+    seed
+        Azure and ServeGen: the seed of the spreading and the arrivals.
+    duration
+        ServeGen: seconds of arrivals drawn from its rates.
+
+    Returns
+    -------
+    Trace
+        The requests.
+    """
     import os
 
     fmt = detect_format(path)

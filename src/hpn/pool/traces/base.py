@@ -118,7 +118,18 @@ def read_text(path: str | Path) -> str:
 
 
 def split_csv(line: str) -> list[str]:
-    """One CSV line's fields; quoted fields (``"a,b"``) as CSV reads them."""
+    """One CSV line's fields; quoted fields (``"a,b"``) as CSV reads them.
+
+    Parameters
+    ----------
+    line
+        The line, without its line end.
+
+    Returns
+    -------
+    list of str
+        The fields.
+    """
     if '"' not in line:
         return line.split(",")
     import csv
