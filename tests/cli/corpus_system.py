@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.cli.corpus import TRACE_HEAD, cases
+from tests.cli.case import cases
+
+TRACE_HEAD = "Request Time,Model Name,Input Length,Output Length\n"
 
 _JOB = (
     '[[job]]\nname = "j"\n[job.model]\nlayers = 2\nhidden = {hidden}\nheads = 2\n'

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from hpn.store.atomic import finite, json_text
 from tests.cli.harness import invoke
 
 BOM = "\ufeff"
@@ -85,6 +84,8 @@ def test_a_mix_with_bom(tmp_path: Path):
 
 def test_json_output_has_no_nan_or_infinity():
     import numpy as np
+
+    from hpn.store.atomic import finite, json_text
 
     obj = {"a": math.inf, "b": [1.0, math.nan, -math.inf], "c": np.float64("inf"), "d": 2.5}
     assert finite(obj) == {"a": None, "b": [1.0, None, None], "c": None, "d": 2.5}

@@ -13,7 +13,6 @@ import pytest
 
 from hpn.errors import InputError
 from hpn.store import Index, Run, record_run, runs_root
-from hpn.store.claim import claim, collect, lock_path
 from hpn.store.record import check_out
 from tests.cli.harness import invoke
 
@@ -49,6 +48,8 @@ def test_eight_runs_into_one_out_at_once_one_result(tmp_path: Path):
 
 
 def test_a_held_out_is_refused_before_the_compute(tmp_path: Path):
+    from hpn.store.claim import claim, lock_path
+
     out = tmp_path / "held"
     with claim(out.absolute()):
         pid = os.getpid()
@@ -204,6 +205,8 @@ def test_plots_are_drawn_with_the_runs_name_not_its_staging_folder(tmp_path: Pat
 
 
 def test_collect_leaves_a_held_lock(tmp_path: Path):
+    from hpn.store.claim import claim, collect, lock_path
+
     folder = (tmp_path / "x").absolute()
     with claim(folder):
         assert collect(tmp_path) == {"staging": 0, "locks": 0}

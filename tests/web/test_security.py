@@ -19,8 +19,6 @@ with warnings.catch_warnings():
 
 from hpn.store import runs_root  # noqa: E402
 from hpn.web import create_app  # noqa: E402
-from hpn.web.app import host_name  # noqa: E402
-from hpn.web.jobs import withhold  # noqa: E402
 
 LOCAL = "http://127.0.0.1"
 SECRET = "root:x:0:0:secret-line"
@@ -110,6 +108,8 @@ def test_a_file_inside_data_runs_and_its_contents_are_never_quoted(tmp_path):
 
 
 def test_withhold_keeps_only_what_the_client_sent():
+    from hpn.web.jobs import withhold
+
     msg = "x.csv:1: expected a header, got 'root:x:0' for 'hpn'"
     assert withhold(msg, '{"preset": "hpn"}') == "x.csv:1: expected a header, got '...' for 'hpn'"
 
@@ -131,6 +131,8 @@ def test_host_allow_list(host, ok):
         assert (r.status_code == 200) == ok, (host, r.status_code)
         if not ok:
             assert r.status_code == 403
+    from hpn.web.app import host_name
+
     assert host_name("[::1]:80") == "::1" and host_name("LOCALHOST:1") == "localhost"
 
 
