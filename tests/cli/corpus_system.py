@@ -180,21 +180,6 @@ CASES += cases(
     ],
 )
 CASES += cases(
-    "sweep",
-    [
-        (
-            "{F}/sweep-key.toml",
-            ("HPN_PLUGINS", "module name"),
-            {"env": {"HPN_PLUGINS": "../../etc"}},
-        ),
-        (
-            "{F}/sweep-key.toml",
-            ("HPN_PLUGINS", "cannot import"),
-            {"env": {"HPN_PLUGINS": "no_such_mod"}},
-        ),
-    ],
-)
-CASES += cases(
     "dash",
     [
         ("--host 0.0.0.0", ("--host", "--allow-remote")),

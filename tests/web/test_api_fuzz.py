@@ -15,8 +15,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from fastapi.testclient import TestClient
 
+from hpn.app import runnables as names  # noqa: E402
 from hpn.store import runs_root  # noqa: E402
-from hpn.store.runnable import names  # noqa: E402
 from hpn.web import create_app  # noqa: E402
 from hpn.web.jobs import Jobs  # noqa: E402
 

@@ -7,7 +7,7 @@ error messages quote nothing the client did not send (:func:`withhold`); the ``H
 must name the bound address or loopback (against DNS rebinding) and a state-changing request
 must come from the dashboard's own origin; with a ``token`` every request must carry it; request
 bodies are bounded in size and nesting; POSTs must be JSON, so another web page cannot post a
-form to it; runs go through the runnable registry in worker processes with a memory and time
+form to it; runs go through :func:`hpn.app.run` in worker processes with a memory and time
 cap each (:mod:`hpn.web.jobs`), never through a shell.
 """
 
@@ -285,19 +285,18 @@ def create_app(
 
     @app.get("/api/commands")
     def api_commands() -> dict[str, Any]:
-        from hpn.store.runnable import RUNNABLES, load_plugins
+        from hpn.app import COMMANDS, example, limits_text, runnables
 
-        load_plugins()
         return {
             "commands": [
                 {
-                    "name": r.name,
-                    "summary": r.summary,
-                    "example": r.example,
-                    "example_toml": dump_toml(r.example),
-                    "limits": list(r.limits),
+                    "name": name,
+                    "summary": COMMANDS.summary(name) or COMMANDS.get(name).summary,
+                    "example": example(name),
+                    "example_toml": dump_toml(example(name) or {}),
+                    "limits": list(limits_text(name)),
                 }
-                for r in RUNNABLES.values()
+                for name in runnables()
             ],
             "jobs": jobs.limits(),
             "request": {"max_body_bytes": MAX_BODY, "max_depth": MAX_DEPTH},
