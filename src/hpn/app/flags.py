@@ -307,7 +307,7 @@ def config_data(cmd: Command[Any], flags: CommandFlags, values: dict[str, Any]) 
         The config tables: the ``--config`` file, then the files, then the flags.
     """
     from hpn.app.common import FabricFlags
-    from hpn.config import load_toml
+    from hpn.config import load_toml, user_input
 
     data: dict[str, Any] = {}
     file = values.get("config")
@@ -319,7 +319,8 @@ def config_data(cmd: Command[Any], flags: CommandFlags, values: dict[str, Any]) 
     for f in cmd.files:
         path = values.get(f"file{SEP}{f.name}")
         if path is not None:
-            data = _merge(data, f.load(path))
+            with user_input():  # a file's sizes and bandwidths need units too
+                data = _merge(data, f.load(path))
     if flags.fabric:
         given = {f.key[len(FABRIC + SEP) :]: values.get(f.key) for f in flags.fabric}
         spec = FabricFlags(**{k: v for k, v in given.items() if v is not None})

@@ -94,20 +94,17 @@ def typer_command(flags: CommandFlags) -> Callable[..., None]:
 def invoke(flags: CommandFlags, kw: dict[str, Any]) -> None:
     """Parse, run, record and print one command."""
     from hpn.app import COMMANDS
+    from hpn.store.record import reserve_out
 
     cmd = COMMANDS.get(flags.name)
     json_out = kw.pop("json_out", False)
     out: Path | None = kw.pop("out", None)
     plot = kw.pop("plot", False)
     allow_large = kw.pop("allow_large", False)
-    from hpn.config import user_input
-    from hpn.store.record import reserve_out
-
     with reserve_out(out if cmd.stored else None):  # held until saved: one writer per --out
         given = given_flags(flags, kw)
         try:
-            with user_input():  # (sizes and bandwidths typed need units)
-                cfg = cmd.parse(config_data(cmd, flags, kw), allow_large)
+            cfg = cmd.parse(config_data(cmd, flags, kw), allow_large)
             if cmd.progress:
                 with progress_bar() as bar:
                     outcome = cmd.run(cfg, progress=bar)

@@ -30,8 +30,7 @@ def plot(
     from hpn.errors import InputError
     from hpn.plots import FORMATS, available, draw, write_chart
     from hpn.plots.kinds import xy
-    from hpn.store import open_run, runs_root
-    from hpn.store.record import check_folder
+    from hpn.store import check_folder, open_run, runs_root
 
     formats = FORMATS if fmt == "both" else (fmt,)
     if fmt not in (*FORMATS, "both"):

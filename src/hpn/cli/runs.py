@@ -138,12 +138,10 @@ def compare(
 @app.command(cls=HelpCommand)
 def query(
     sql: Annotated[str, typer.Argument(help="One SQL statement over views runs and TABLE.")],
-    timeout: Annotated[float, typer.Option(help="Seconds before it is stopped (<= 3600).")] = 60,
+    timeout: Annotated[float, typer.Option(help="Seconds at most (<= 3600; 10,000 rows).")] = 60,
     json_out: JsonOpt = False,
 ) -> None:
-    """Ad-hoc SQL (DuckDB) over all runs' Parquet tables: one view per table name, with run_id.
-
-    At most: one SELECT, 10,000 rows back, --timeout seconds, 2 GB of memory."""
+    """Ad-hoc SQL (DuckDB) over all runs' Parquet tables: one view per table name, with run_id."""
     from rich.table import Table
 
     from hpn.store.query import query as q
@@ -166,9 +164,8 @@ def reindex() -> None:
     from hpn.store import Index, runs_root
 
     n, aside = Index(runs_root()).rebuild()
-    if aside is not None:
-        stdout.print(f"the index was unreadable: moved to {aside}", highlight=False)
-    stdout.print(f"indexed {n} run folder(s) in {runs_root()}", highlight=False)
+    note = f"the index was unreadable: moved to {aside}\n" if aside else ""
+    stdout.print(f"{note}indexed {n} run folder(s) in {runs_root()}", highlight=False)
 
 
 @app.command(cls=HelpCommand)
@@ -176,5 +173,4 @@ def gc() -> None:
     """Remove what killed runs left: staging folders of dead writers, unheld lock files."""
     from hpn.store import Index, claim, runs_root
 
-    c = claim.collect(Index(runs_root()).root)  # (a store that is a file: refused)
-    stdout.print(f"removed {c['staging']} staging folder(s), {c['locks']} lock(s)", highlight=False)
+    stdout.print(claim.report(Index(runs_root()).root), highlight=False)  # (a file: refused)

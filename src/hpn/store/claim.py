@@ -143,3 +143,9 @@ def collect(root: Path, depth: int = 3) -> dict[str, int]:
                     nxt.append(p)
         folders = nxt
     return {"staging": staging, "locks": locks}
+
+
+def report(root: Path) -> str:
+    """:func:`collect` under ``root``, said in one line (``hpn runs gc``)."""
+    c = collect(root)
+    return f"removed {c['staging']} staging folder(s), {c['locks']} lock(s) in {root}"
