@@ -28,7 +28,8 @@ def _one_line(r) -> str:
 def test_eight_runs_into_one_out_at_once_one_result(tmp_path: Path):
     out, store = tmp_path / "shared", tmp_path / "store"
     env = {**os.environ, "HPN_RUNS_DIR": str(store), "PYTHONPATH": str(SRC)}
-    args = [sys.executable, "-m", "hpn", "topo", "summary", "--preset", "hpn", "--pods", "4"]
+    # a few seconds of compute each, so that the runs overlap (before: several "saved")
+    args = [sys.executable, "-m", "hpn", "reliability", "--trials", "20000"]
     procs = [
         subprocess.Popen(
             [*args, "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -45,6 +46,43 @@ def test_eight_runs_into_one_out_at_once_one_result(tmp_path: Path):
         assert len(lines) == 1 and ("another run" in err or "already holds run" in err), err
     assert (Run(out).meta["status"], len(Index(store).rows())) == ("done", 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared", "store"]  # no lock, no stage
+
+
+def _record_after(barrier, out: Path, value: int, conn) -> None:
+    """In a child: record a run into ``out``, its plots step waiting for the others'."""
+    import threading
+
+    def meet(run) -> None:  # wait for the sibling; a refused one never comes
+        try:
+            barrier.wait(5)
+        except threading.BrokenBarrierError:
+            pass
+
+    try:
+        record_run("x", {"v": value}, {"v": value}, out=out, plots=meet)
+        conn.send("saved")
+    except InputError as e:
+        conn.send(f"refused: {e}")
+
+
+def test_runs_that_reach_the_rename_together_one_wins(tmp_path: Path):
+    """Deterministic: both runs pass every check, then write at the same moment (before: both
+    said saved and one result was gone)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    out, barrier = tmp_path / "shared", ctx.Barrier(2)
+    pipes = [ctx.Pipe(duplex=False) for _ in range(2)]
+    procs = [
+        ctx.Process(target=_record_after, args=(barrier, out, i, pipes[i][1])) for i in range(2)
+    ]
+    for p in procs:
+        p.start()
+    said = sorted(pipes[i][0].recv() for i in range(2))
+    for p in procs:
+        p.join(30)
+    assert said[1] == "saved" and said[0].startswith("refused: "), said
+    assert "another run" in said[0] and len(Index(runs_root()).rows()) == 1
 
 
 def test_a_held_out_is_refused_before_the_compute(tmp_path: Path):
