@@ -50,13 +50,12 @@ def test_eight_runs_into_one_out_at_once_one_result(tmp_path: Path):
 
 def _record_after(barrier, out: Path, value: int, conn) -> None:
     """In a child: record a run into ``out``, its plots step waiting for the others'."""
+    import contextlib
     import threading
 
     def meet(run) -> None:  # wait for the sibling; a refused one never comes
-        try:
+        with contextlib.suppress(threading.BrokenBarrierError):
             barrier.wait(5)
-        except threading.BrokenBarrierError:
-            pass
 
     try:
         record_run("x", {"v": value}, {"v": value}, out=out, plots=meet)
