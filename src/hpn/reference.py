@@ -54,7 +54,12 @@ def _models() -> list[tuple[str, type[BaseModel], str]]:
     ]
 
 
-_UNITS = {"parse_bandwidth": "bandwidth", "parse_size": "size", "parse_duration": "duration"}
+_UNITS = {
+    "parse_bandwidth": "bandwidth",
+    "parse_size": "size",
+    "parse_duration": "duration",
+    "allowed_path": "path",
+}
 
 
 def _unit(metadata: Any) -> str | None:
