@@ -44,7 +44,7 @@ from typing import Any
 CACHE_RACE = "no compiled object yet"
 RETRIES = 8  # a kernel's callees may each hit it once while the kernel compiles
 NOTICE = "compiling kernels once"
-EXPECTED_S = {"hpn.routing.kernels": 60.0, "hpn.engine.kernels": 15.0, "hpn.engine.steps": 25.0}
+EXPECTED_S = {"hpn.routing.kernels": 60.0, "hpn.engine.kernels": 6.0, "hpn.engine.steps": 8.0}
 """Compile time of each kernel module on one core of a 2-core machine (measured cold), for the
 notice before this machine has timed one itself; other modules: :data:`DEFAULT_S`."""
 DEFAULT_S = 20.0
