@@ -140,10 +140,12 @@ def source_key(fn: Any) -> str:
     import numpy
 
     h = hashlib.sha256(f"{numba.__version__} {numpy.__version__} {sys.version}".encode())
-    for path in sorted(source_files(fn)):
-        h.update(path.encode())
+    digests = []
+    for path in source_files(fn):  # contents, not paths: equal checkouts share the cache
         with open(path, "rb") as fh:
-            h.update(hashlib.sha256(fh.read()).digest())
+            digests.append(hashlib.sha256(fh.read()).digest())
+    for d in sorted(digests):
+        h.update(d)
     return h.hexdigest()[:20]
 
 
