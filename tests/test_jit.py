@@ -131,3 +131,19 @@ def test_the_source_key_follows_callees_across_modules(tmp_path, monkeypatch):
 
     names = {Path(p).name for p in source_files(keya.f)}
     assert names == {"keya.py", "keyb.py", "keyc.py"}
+
+
+def test_old_key_folders_are_pruned(tmp_path):
+    import os
+    import time
+
+    from hpn.jit import KEEP_DAYS, _prune
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    (tmp_path / "timings.json").write_text("{}")
+    past = time.time() - (KEEP_DAYS + 1) * 86_400
+    os.utime(old, (past, past))
+    _prune(str(tmp_path))
+    assert not old.exists() and new.exists() and (tmp_path / "timings.json").exists()

@@ -159,12 +159,35 @@ def cache_root() -> str:
     return os.path.join(user_cache_dir("hpn"), "kernels")
 
 
+KEEP_DAYS = 30
+"""A key's folder unused (not written) for this long is removed: edits leave old keys behind."""
+
+
+def _prune(root: str, now: float | None = None) -> None:
+    """Remove the key folders under ``root`` not written for :data:`KEEP_DAYS` days."""
+    import shutil
+
+    now = time.time() if now is None else now
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for e in entries:
+        try:
+            if e.is_dir() and now - e.stat().st_mtime > KEEP_DAYS * 86_400:
+                shutil.rmtree(e.path, ignore_errors=True)
+        except OSError:
+            continue
+
+
 def _install_locator() -> None:
-    """Put :class:`SourceKeyLocator` first among numba's cache locators (once)."""
+    """Put :class:`SourceKeyLocator` first among numba's cache locators (once), and prune
+    old keys (:func:`_prune`)."""
     global _installed
     if _installed:
         return
     _installed = True
+    _prune(cache_root())
     from numba.core import caching
 
     class SourceKeyLocator(caching._CacheLocator):
