@@ -185,10 +185,10 @@ def _micro_batches(cfg: Any) -> float:
 
 
 def _sizes(cfg: Any) -> list[float]:
-    from hpn.units import parse_size_list
+    from hpn.units import parse_sizes
 
     try:
-        return parse_size_list(cfg.collective.sizes, "sizes")
+        return parse_sizes(cfg.collective.sizes, "sizes")
     except InputError:
         return []
 
