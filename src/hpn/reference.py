@@ -218,9 +218,6 @@ def write(folder: Path) -> list[Path]:
         p = folder / name
         p.write_text(text + "\n")
         paths.append(p)
-    from hpn.app import flagcache
-
-    paths.append(Path(flagcache.write()))  # the flags `hpn CMD --help` is built from
     return paths
 
 

@@ -34,10 +34,16 @@ def _policy_help() -> str:
 def _gpu_help() -> str:
     from hpn.pool.gpus import GPUS
 
-    return _names(GPUS)
+    return f"GPU type: {_names(GPUS)}"
 
 
-_POLICY, _GPU = _policy_help(), _gpu_help()
+def _split_help() -> str:
+    from hpn.pool.policies import POLICIES
+
+    return _names(n for n, c in POLICIES.items() if c.split)
+
+
+_POLICY, _GPU, _SPLIT = _policy_help(), _gpu_help(), _split_help()
 
 
 def _slo(ttft: str, tbt: str) -> Any:
@@ -149,10 +155,14 @@ class _SimulateFields(Model):
     )
     cv: float = Field(1.0, description="synthetic: inter-arrival CV (1 = Poisson, else Gamma)")
     trace_models: int = Field(10, description="Azure trace: models to spread requests over")
-    prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
-    decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
+    prefill_gpus: int | None = Field(
+        None, description=f"prefill partition (policies that split: {_SPLIT})"
+    )
+    decode_gpus: int | None = Field(
+        None, description=f"decode partition (policies that split: {_SPLIT})"
+    )
     gpus: int | None = Field(
-        None, description="GPUs (policies without a split; aegaeon splits 3:5)"
+        None, description=f"GPUs (policies without a split; {_SPLIT} split them 3:5)"
     )
     gpu: str = Field("h800", description=_GPU)
     ttft_slo: str = Field("10s", description="TTFT SLO")
@@ -224,9 +234,13 @@ class _GoodputFields(Model):
 
     policy: str = Field("aegaeon", description=_POLICY)
     rate: float = Field(0.1, gt=0, description="req/s per model")
-    prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
-    decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
-    gpus: int | None = Field(None, description="GPUs (aegaeon splits 3:5)")
+    prefill_gpus: int | None = Field(
+        None, description=f"prefill partition (policies that split: {_SPLIT})"
+    )
+    decode_gpus: int | None = Field(
+        None, description=f"decode partition (policies that split: {_SPLIT})"
+    )
+    gpus: int | None = Field(None, description=f"GPUs ({_SPLIT} split them 3:5)")
     gpu: str = Field("h800", description=_GPU)
     duration: str = Field("300s", description="length of each simulated trace")
     ttft_slo: str = Field("10s", description="TTFT SLO")

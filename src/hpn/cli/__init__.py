@@ -41,7 +41,7 @@ def _app_command(name: str) -> Any:
     from hpn.cli import gen
 
     one = typer.Typer(add_completion=False)
-    gen.add(one, flagcache.cached(name) or flagcache.flags_of(name))
+    gen.add(one, flagcache.get(name))
     return typer.main.get_command(one)
 
 
