@@ -113,11 +113,11 @@ def main() -> int:
     def engine():
         seqs = [Seq(i, info.name, p, n) for i, p in enumerate(prompts)]
         for s, t in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
-            s.take(t)
+            s.take(*t)
         b = DecodeBatch(dm.module, seqs, dev)
         while b.seqs:
             for s, t in zip(b.seqs, b.step(), strict=True):
-                s.take(t)
+                s.take(*t)
             b.drop([i for i, s in enumerate(b.seqs) if not s.finished])
 
     generate()

@@ -73,6 +73,7 @@ class Engine:
         options: dict | None = None,
         sink=None,
         timeline: bool = False,
+        kv_blocks: int | None = None,
     ):
         self.hosts, self.spec, self.slo, self.cluster = hosts, spec, slo, cluster
         if profile is None:
@@ -89,7 +90,7 @@ class Engine:
             from hpn.serve.timeline import traced
 
             backend_cls = traced(EngineBackend)
-        self.backend = backend_cls(cluster, self.sink, hosts, spec, self.cold_start)
+        self.backend = backend_cls(cluster, self.sink, hosts, spec, self.cold_start, kv_blocks)
         self.kv_bytes_per_token = {
             m: float(h.info.kv_bytes_per_token(spec.elem_bytes)) for m, h in hosts.items()
         }
@@ -142,6 +143,16 @@ class Engine:
 
         self.backend.post(arrive)
         return rid
+
+    def abort(self, rid: int, reason: str = "abort") -> None:
+        """End request `rid` at its next step boundary (thread-safe; see
+        `EngineBackend.abort`)."""
+        self.backend.post(self.backend.abort, rid, reason)
+
+    def max_len(self, model: str) -> int:
+        """Context tokens a request of `model` may reach: the model's own length
+        (``max_position_embeddings``), at most what one instance's KV pool holds."""
+        return min(self.hosts[model].info.max_len, self.backend.max_context)
 
     def stop(self) -> None:
         self.backend.stop()

@@ -209,14 +209,14 @@ def _measure_shape(
                 _sync(spec)
                 t0 = time.perf_counter()
                 for s, tok in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
-                    s.take(tok)
+                    s.take(*tok)
                 _sync(spec)
                 pre.append(time.perf_counter() - t0)
                 db = DecodeBatch(dm.module, seqs, dev)
                 for _ in range(DECODE_STEPS):
                     t0 = time.perf_counter()
                     for s, tok in zip(db.seqs, db.step(), strict=True):
-                        s.take(tok)
+                        s.take(*tok)
                     _sync(spec)
                     steps.append(time.perf_counter() - t0)
             pts.append((L, B, statistics.median(pre[1:]), statistics.median(steps[DECODE_STEPS:])))
