@@ -196,7 +196,7 @@ class ChatBody(_Common):
         for i, m in enumerate(self.messages):
             where = f"messages.{i}"
             if m.role == "tool" or m.tool_calls or m.tool_call_id:
-                raise Refused(f"{where}.role", f"{where}: tool messages are not served")
+                raise Refused(f"{where}.role", f"{where}.role: tool messages are not served")
             if m.content is None:
                 raise Refused(f"{where}.content", f"{where}.content: required")
             if isinstance(m.content, str):
