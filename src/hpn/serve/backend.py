@@ -303,16 +303,15 @@ class EngineBackend(Backend):
         def job():
             t0 = time.perf_counter()
             self.post(self._scheduled, reqs, self.now())
-            live = [s for s in seqs if not s.cancelled]
-            admit(self, inst.iid, live)
-            toks = prefill(w.module(model), live, self.spec.torch_device) if live else []
             res: dict[int, tuple] = {}
-            for s, (tok, lp) in zip(live, toks, strict=True):
-                s.kv_on = inst.iid
-                s.take(tok, lp)
-                res[s.rid] = (tok, s.finished)
-                if s.finished:
-                    self._release(s)
+            for chunk in admit(self, inst.iid, [s for s in seqs if not s.cancelled]):
+                toks = prefill(w.module(model), chunk, self.spec.torch_device)
+                for s, (tok, lp) in zip(chunk, toks, strict=True):
+                    s.kv_on = inst.iid
+                    s.take(tok, lp)
+                    res[s.rid] = (tok, s.finished)
+                    if s.finished:
+                        self._release(s)
             t = self.now()
             took = time.perf_counter() - t0
             out = [res.get(r.rid) for r in reqs]

@@ -25,30 +25,40 @@ import time
 from hpn.serve.runner import DecodeBatch, Seq, prefill
 
 
-def admit(be, iid: int, seqs: list[Seq]) -> None:
-    """Blocks for the prompts of `seqs` on instance `iid` (its compute lane)."""
+def admit(be, iid: int, seqs: list[Seq]):
+    """Prefill `seqs` on instance `iid` in chunks whose prompts' blocks are free (a
+    generator: the caller prefills each chunk before the next is admitted). A prompt that
+    finds no free block waits for KV already leaving the instance, else preempts the
+    instance's newest resident request (those of earlier chunks included)."""
     kvm = be.kv[iid]
-    mine = {s.rid for s in seqs}
-    for s in seqs:
-        while not kvm.allocate_slots(s.rid, len(s.prompt)):
-            victims, leaving = [], False
-            for rid in list(kvm.tables):
-                v = be.seqs.get(rid)
-                if v is None or rid in mine:
-                    continue
-                if v.moving is not None and not v.moving.is_set():
-                    leaving = True  # freed when its copy out lands
-                else:
-                    victims.append(v)
-            if victims:
-                v = max(victims, key=lambda x: (be.reqs[x.rid].arrival, x.rid))
-                preempt(be, v)
-            elif leaving:
-                kvm.wait_freed(0.05)
-            else:
-                raise RuntimeError(
-                    f"request {s.rid}: {len(s.prompt)} prompt tokens exceed the KV pool"
-                )
+    pending = list(seqs)
+    while pending:
+        chunk = []
+        for s in pending:
+            if not kvm.allocate_slots(s.rid, len(s.prompt)):
+                break
+            chunk.append(s)
+        if not chunk:
+            s = pending[0]
+            while not kvm.allocate_slots(s.rid, len(s.prompt)):
+                if not _evict_other(be, kvm, {x.rid for x in pending}):
+                    if not _leaving(be, kvm):
+                        raise RuntimeError(
+                            f"request {s.rid}: {len(s.prompt)} prompt tokens exceed the KV pool"
+                        )
+                    kvm.wait_freed(0.05)
+            chunk = [s]
+        yield chunk
+        pending = pending[len(chunk) :]
+
+
+def _leaving(be, kvm) -> bool:
+    """Whether KV of this instance is being copied out (its blocks free when it lands)."""
+    for rid in list(kvm.tables):
+        v = be.seqs.get(rid)
+        if v is not None and v.moving is not None and not v.moving.is_set():
+            return True
+    return False
 
 
 def preempt(be, s: Seq) -> None:
