@@ -102,8 +102,12 @@ def main() -> int:
         help="profile one instance alone (default: all instances busy at once)",
     )
     a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hpn-serve-check-") as tmp:
+        return run(a, tmp)
 
-    tmp = tempfile.mkdtemp(prefix="hpn-serve-check-")
+
+def run(a, tmp: str) -> int:
+    """The check, with generated models and profiles in `tmp` (removed afterwards)."""
     models = a.models
     if models is None:
         models = os.path.join(tmp, "models")
