@@ -279,22 +279,25 @@ def _value(m, name, **labels):
     return sum(v for (n, ls), v in m.items() if n == name and set(labels.items()) <= set(ls))
 
 
-def test_disconnect_aborts_within_one_step_and_frees_everything(server, names):
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
+def test_disconnect_aborts_within_one_step_and_frees_everything(server, names, stream):
     import httpx
 
     eng, _, port = server
     be = eng.backend
-    body = {"model": names[1], "prompt": [3, 4, 5], "max_tokens": 350, "stream": True,
+    body = {"model": names[1], "prompt": [3, 4, 5], "max_tokens": 350, "stream": stream,
             "ignore_eos": True, "temperature": 0}  # fmt: skip
-    with (
-        httpx.Client(timeout=30) as h,
-        h.stream("POST", f"http://127.0.0.1:{port}/v1/completions", json=body) as r,
-    ):
-        n = 0
-        for line in r.iter_lines():
-            n += line.startswith("data: {")
-            if n == 3:
-                break
+    url = f"http://127.0.0.1:{port}/v1/completions"
+    if stream:
+        with httpx.Client(timeout=30) as h, h.stream("POST", url, json=body) as r:
+            n = 0
+            for line in r.iter_lines():
+                n += line.startswith("data: {")
+                if n == 3:
+                    break
+    else:
+        with httpx.Client(timeout=0.5) as h, pytest.raises(httpx.ReadTimeout):
+            h.post(url, json=body)  # the client gives up, closing its connection
     deadline = time.time() + 10
     rid = max(be.seqs)
     seq = be.seqs[rid]

@@ -307,19 +307,23 @@ def create_app(engine: Engine, limits: Limits = Limits()):
                 "total_tokens": n_prompt + done,
             }
 
-        async def events(poll: bool):
+        async def watch():
+            """Wait for the client to go away (a plain request: the body is read, so the
+            next message is the disconnect); a stream's is watched by Starlette."""
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            q.put_nowait((-1, None, None, True))
+
+        async def events(watched: bool):
             """(choice, text delta, new tokens' logprobs, finished now) per token."""
             open_ = len(choices)
             released = False
+            watcher = asyncio.create_task(watch()) if watched else None
             try:
                 while open_:
-                    try:
-                        item = await asyncio.wait_for(q.get(), 0.25) if poll else await q.get()
-                    except TimeoutError:
-                        if await request.is_disconnected():
-                            return
-                        continue
-                    idx, token, lp, last = item
+                    idx, token, lp, last = await q.get()
+                    if idx < 0:
+                        return  # the client left
                     c = choices[idx]
                     if c.finish is not None:
                         continue  # tokens of a request already stopped
@@ -341,6 +345,8 @@ def create_app(engine: Engine, limits: Limits = Limits()):
                 live["n"] -= n_req
                 released = True
             finally:
+                if watcher is not None:
+                    watcher.cancel()
                 if not released:
                     live["n"] -= n_req
                     for c in choices:
@@ -362,7 +368,7 @@ def create_app(engine: Engine, limits: Limits = Limits()):
                 media_type="text/event-stream",
             )
         try:
-            async for _ in events(poll=True):
+            async for _ in events(watched=True):
                 pass
         except _Failed:
             return _error(
@@ -432,7 +438,7 @@ async def _sse(body, chat, choices, events, logprobs_of, usage, oid, created, ki
         elif echo:
             yield chunk([item(c, echo[c.index // body.n], None, None)])
     try:
-        async for c, delta, finished in events(poll=False):
+        async for c, delta, finished in events(watched=False):
             n = len(c.lps)
             yield chunk([item(c, delta, logprobs_of(c, n, n - 1), None)])
             if finished:
