@@ -175,6 +175,18 @@ class ServeOptions(DeviceOptions):
     kv_blocks: int | None = Field(
         None, ge=1, description="KV blocks (16 tokens) per instance at most (default: memory)"
     )
+    startup: str | None = Field(
+        None,
+        description="serverless: engine start-up per scale-up, e.g. 22.3s as the pool "
+        "charges (default: the model build alone, as measured)",
+    )
+
+    @field_validator("startup")
+    @classmethod
+    def _startup(cls, value: str | None) -> str | None:
+        if value is not None and parse_duration(value, "startup") < 0:
+            raise ValueError("must be >= 0")
+        return value
 
 
 class ServeConfig(Model):
@@ -212,6 +224,7 @@ def serve(cfg: ServeConfig) -> Outcome[ServeResult]:
         _slo(o.ttft_slo, o.tbt_slo),
         Limits(max_model_len=o.max_model_len, max_tokens=o.max_tokens),
         kv_blocks=o.kv_blocks,
+        startup=None if o.startup is None else parse_duration(o.startup, "startup"),
     )
     return Outcome(ServeResult())
 

@@ -92,6 +92,9 @@ class EngineBackend(Backend):
         as an engine start-up does (for policies with their own loader, e.g. serverless).
     blocks
         KV blocks per instance at most (default: what the memory budget holds).
+    startup_s
+        A cold scale-up lasts at least this long before its weights are copied (the
+        policy's configured engine start-up; 0: the build alone, as measured).
     """
 
     def __init__(
@@ -102,9 +105,11 @@ class EngineBackend(Backend):
         spec: DeviceSpec,
         cold_start: bool = False,
         blocks: int | None = None,
+        startup_s: float = 0.0,
     ):
         super().__init__(cluster, sink)
         self.cold_start = cold_start
+        self.startup_s = startup_s
         self.hosts = hosts
         self.spec = spec
         self.workers = {
@@ -264,7 +269,7 @@ class EngineBackend(Backend):
 
         def copy():
             if model not in w.ready:
-                w.copy_in(model, self.cold_start)
+                w.copy_in(model, self.cold_start, self.startup_s)
             self.post(self._done, self._loaded, inst, model, on_done)
 
         w.h2d.submit(copy)  # behind a running pre-load of `model`: waits for it, no copy

@@ -49,6 +49,12 @@ def cluster_for(policy: str, prefill: int, decode: int, workers: int) -> Cluster
     return cl
 
 
+def startup_s(cls, options: dict) -> float:
+    """The engine start-up a policy's options configure (``startup_s``), 0 if not given:
+    the engine then starts as long as building the model takes (what it measures)."""
+    return float(options.get("startup_s", 0.0)) if cold_start(cls, options) else 0.0
+
+
 def cold_start(cls, options: dict) -> bool:
     """Whether a policy's system starts an engine per scale-up (its own `loader` charges
     a start-up), so the engine builds the model afresh instead of reusing one."""
@@ -90,11 +96,16 @@ class Engine:
             from hpn.serve.timeline import traced
 
             backend_cls = traced(EngineBackend)
-        self.backend = backend_cls(cluster, self.sink, hosts, spec, self.cold_start, kv_blocks)
+        self.startup_s = startup_s(cls, options or {})
+        self.backend = backend_cls(
+            cluster, self.sink, hosts, spec, self.cold_start, kv_blocks, self.startup_s
+        )
         self.kv_bytes_per_token = {
             m: float(h.info.kv_bytes_per_token(spec.elem_bytes)) for m, h in hosts.items()
         }
-        self.predictor = profiles.predictor(profile, self.kv_bytes_per_token, self.cold_start)
+        self.predictor = profiles.predictor(
+            profile, self.kv_bytes_per_token, self.cold_start, self.startup_s
+        )
         rates = rates or {m: 1.0 for m in hosts}
         self.policy = cls(self.backend, self.predictor, cluster, rates, slo, **(options or {}))
         self._rid = 0

@@ -527,9 +527,11 @@ def serve_models(
     limits: Limits = Limits(),
     timeline: str | None = None,
     kv_blocks: int | None = None,
+    startup: float | None = None,
 ) -> None:
     """The service behind ``hpn serve``: load `models`, build the engine, serve it.
-    `timeline`: write the engine's event log (`hpn.serve.timeline`) there at shutdown."""
+    `timeline`: write the engine's event log (`hpn.serve.timeline`) there at shutdown;
+    `startup`: a policy that starts engines (serverless) waits this long per scale-up."""
     from hpn.pool.policies.base import Slo
     from hpn.serve import profile as profiles
     from hpn.serve.device import default_spec
@@ -556,6 +558,7 @@ def serve_models(
         sink=ServeMetrics(),
         timeline=timeline is not None,
         kv_blocks=kv_blocks,
+        options=None if startup is None else {"startup_s": startup},
     )
     try:
         serve(eng, port, limits)
