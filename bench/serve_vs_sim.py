@@ -156,7 +156,7 @@ def run(a, tmp: str) -> int:
             prof, prof_path = measure_profile(pol)
         cl = cluster_for(pol, a.prefill, a.decode, a.workers)
         logs: list = []
-        opts = {"startup_s": a.startup} if a.startup is not None and pol == "serverless" else {}
+        opts = {"startup": a.startup} if a.startup is not None and pol == "serverless" else {}
         sim = predict(
             etr, pol, cl, prof, kvb, slo, timeline=logs if a.timeline else None, options=opts
         )
@@ -177,7 +177,7 @@ def run(a, tmp: str) -> int:
             link_bps=a.link if a.device == "cpu" else None,
             threads=1,
             slo=[slo.ttft, slo.tbt],
-            startup=opts.get("startup_s"),
+            startup=opts.get("startup"),
         )
         if a.timeline:
             args["timeline"] = str(Path(a.timeline, f"{pol}-engine.json").resolve())

@@ -87,7 +87,7 @@ def test_serverless_engine_waits_out_a_configured_start_up(hosts, spec):
     reqs = [Request(0, names[0], 0.0, 5, 2, 30.0, 0.5)]
     eng = Engine(
         hosts, spec, "serverless", cluster_for("serverless", 0, 0, 1),
-        profile=flat_profile(hosts), slo=Slo(30.0, 0.5), options={"startup_s": 1.5},
+        profile=flat_profile(hosts), slo=Slo(30.0, 0.5), options={"startup": 1.5},
     )  # fmt: skip
     try:
         eng.run(reqs, until=60)

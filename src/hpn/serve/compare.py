@@ -47,7 +47,7 @@ class EngineCost(CostModel):
         scale-up, as the engine then does: `engine.cold_start`).
     startup
         Such a start-up lasts at least this long before the weights' copy (the policy's
-        configured ``startup_s``, which the engine waits out: `engine.startup_s`).
+        configured ``startup``, which the engine waits out: `engine.startup_s`).
     """
 
     def __init__(

@@ -50,9 +50,9 @@ def cluster_for(policy: str, prefill: int, decode: int, workers: int) -> Cluster
 
 
 def startup_s(cls, options: dict) -> float:
-    """The engine start-up a policy's options configure (``startup_s``), 0 if not given:
+    """The engine start-up a policy's options configure (``startup``), 0 if not given:
     the engine then starts as long as building the model takes (what it measures)."""
-    return float(options.get("startup_s", 0.0)) if cold_start(cls, options) else 0.0
+    return float(options.get("startup", 0.0)) if cold_start(cls, options) else 0.0
 
 
 def cold_start(cls, options: dict) -> bool:

@@ -558,7 +558,7 @@ def serve_models(
         sink=ServeMetrics(),
         timeline=timeline is not None,
         kv_blocks=kv_blocks,
-        options=None if startup is None else {"startup_s": startup},
+        options=None if startup is None else {"startup": startup},
     )
     try:
         serve(eng, port, limits)
