@@ -14,36 +14,9 @@ case's working folder first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Case:
-    command: str
-    args: tuple[str, ...]
-    fragments: tuple[str, ...]
-    env: dict[str, str] = field(default_factory=dict)
-    setup: str | None = None
-    known: str | None = None  # a known gap: why it fails today, and whose code it is in
-
-    @property
-    def id(self) -> str:
-        return " ".join(self.args).replace("{R}/examples/", "")
-
-
-def cases(command: str, rows: list[tuple]) -> list[Case]:
-    """Rows ``(args, fragments[, extra])``: ``args`` after the command, as one string (split
-    on spaces) or a tuple; ``extra``: ``{"env": {...}, "setup": "name"}``."""
-    out = []
-    for row in rows:
-        args, frags, extra = (*row, {})[:3]
-        argv = tuple(args.split()) if isinstance(args, str) else tuple(args)
-        if isinstance(frags, str):
-            frags = (frags,)
-        out.append(Case(command, tuple(command.split()) + argv, tuple(frags), **extra))
-    return out
-
+from tests.cli.case import Case, cases
 
 # --- input files -----------------------------------------------------------------------------
 TRACE_HEAD = "Request Time,Model Name,Input Length,Output Length\n"
@@ -239,6 +212,13 @@ CORPUS += cases(
         (("--sizes", ",".join(["1M"] * 65)), ("--sizes", "64")),
         ("--jobs 100", ("--jobs", "64")),
         ("--algo nope", ("algo", "ring")),
+        ("--algo collnetdirect", ("algo", "in-network reduction")),
+        ("--algo nvls --gpu A100", ("algo", "NVLink SHARP")),
+        ("--proto ll64", ("proto", "ll64")),
+        ("--gpu V1", ("gpu", "H800")),
+        ("--channels 65", ("channels", "<= 64|less than or equal to 64")),
+        ("--sizes 1K:2TiB:2", ("--sizes", "1TiB")),
+        ("--sizes 1M:4M:1", ("--sizes", "FACTOR")),
         ("--conns 0", ("conns", ">= 1|greater than or equal to 1")),
         ("--channels 0", ("channels", ">= 1|greater than or equal to 1")),
         ("--alpha -1us", ("alpha", ">= 0|greater than or equal to 0")),
@@ -567,6 +547,35 @@ CORPUS += cases(
     ],
 )
 CORPUS += cases("lab configs", [("--preset nope", ("--preset",)), ("--segments 0", ("segments",))])
+CORPUS += cases("lab repair", [("--name zz9", ("lab", "no lab")), ("--name X!", ("name",))])
+CORPUS += cases(
+    "lab exec",
+    [
+        ("--name zz9 --node t0 --command ls", ("lab", "no lab")),
+        ("--command ls", ("node", "required")),
+        ("--node t0 --command ls --timeout 999", ("timeout",)),
+    ],
+)
+CORPUS += cases(
+    "lab vtysh",
+    [("--name zz9 --node t0", ("lab", "no lab")), ("--command x", ("node", "required"))],
+)
+CORPUS += cases(
+    "lab capture",
+    [
+        ("--name zz9 --link t0:x --out {F}/c.pcap", ("lab", "no lab")),
+        ("--link t0:x --out {F}/c.pcap --seconds 100", ("seconds",)),
+        ("--link t0:x --out {F}/c.pcap --packets 0", ("packets",)),
+    ],
+)
+CORPUS += cases(
+    "lab export",
+    [
+        ("--format gns3 --out {F}/ex", ("format",)),
+        ("--out {F}/afile", ("out", "not a directory")),
+        ("--segments 0 --out {F}/ex", ("segments",)),
+    ],
+)
 CORPUS += cases(
     "pool validate",
     [
@@ -637,3 +646,20 @@ CORPUS += cases(
         ("--models {F}/adir --workers -1", ("--workers",)),
     ],
 )
+CORPUS += cases(
+    "runs gc", [("extra", ("extra",)), ("", ("HPN_RUNS_DIR", "not a folder"), {"env": RO})]
+)
+
+# the operating system, the store, numbers and file limits (issue 28): tests/cli/corpus_system.py
+from tests.cli import corpus_system as _system  # noqa: E402
+
+INPUTS.update(_system.INPUTS)
+SETUPS.update(_system.SETUPS)
+CORPUS += _system.CASES
+_make_plain = make_inputs
+
+
+def make_inputs(folder: Path) -> Path:  # noqa: F811 - the plain files, then the system table's
+    _make_plain(folder)
+    _system.make_inputs(folder)
+    return folder

@@ -221,3 +221,8 @@ _add("lab down", "hpn.app.lab:DOWN", "Remove a lab, also one a killed up left be
 _add("lab traffic", "hpn.app.lab:TRAFFIC", "Real UDP flows in a lab: counters vs the model.")
 _add("lab fail", "hpn.app.lab:FAIL", "Break a link or ToR under traffic: gaps, losses.")
 _add("lab configs", "hpn.app.lab:CONFIGS", "Per-switch FRR configurations and static routes.")
+_add("lab export", "hpn.app.lab:EXPORT", "The lab's fabric for containerlab, FRR or as JSON.")
+_add("lab repair", "hpn.app.lab:REPAIR", "Bring up every link a killed fail left down.")
+_add("lab exec", "hpn.app.lab:EXEC", "Run a command inside one node's namespace.")
+_add("lab vtysh", "hpn.app.lab:VTYSH", "A vtysh command on one switch's FRR daemons.")
+_add("lab capture", "hpn.app.lab:CAPTURE", "tcpdump on one lab interface to a pcap (bounded).")
