@@ -35,6 +35,7 @@ LAYERS: dict[str, float] = {
     "hpn.report": 10,
     "hpn.sweep": 10,
     "hpn.web": 11,
+    "hpn.reproduce": 11.5,
     "hpn.app": 12,
     "hpn.demo": 12,
     "hpn.cli": 13,

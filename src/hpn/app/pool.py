@@ -166,16 +166,24 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
 
 
 class _GoodputFields(Model):
-    policy: str = Field("aegaeon", description=_POLICY)
+    policy: str | None = Field(
+        None, description=_POLICY + " (default: all five, the paper's comparison)"
+    )
     rate: float = Field(0.1, gt=0, description="req/s per model")
     prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
     decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
-    gpus: int | None = Field(None, description="GPUs (aegaeon splits 3:5)")
+    gpus: int | None = Field(
+        None, description="GPUs (default 16, the paper's 2 x 8; aegaeon splits 3:5)"
+    )
     gpu: str = Field("h800", description="h20, h100, h800, a100 or a10")
     duration: str = Field("300s", description="length of each simulated trace")
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
-    metric: str = Field("deadline", description="deadline (per-token deadlines) or artifact")
+    metric: str | None = Field(
+        None,
+        description="deadline (per-token deadlines) or artifact "
+        "(default: deadline; the comparison shows both)",
+    )
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
@@ -206,9 +214,10 @@ class GoodputResult(Result):
         return f"pool goodput: {self.policy}"
 
     def rows(self) -> list[tuple[str, Any]]:
+        at_max = f"{self.attainment_at_max:.1%}" if self.max_models else "-"
         rows: list[tuple[str, Any]] = [
             ("max models", f"{self.max_models} at {self.rate:g} req/s each ({self.metric})"),
-            ("SLO attainment at max", f"{self.attainment_at_max:.1%}"),
+            ("SLO attainment at max", at_max),
             ("models per GPU", self.models_per_gpu),
         ]
         if self.models_per_decode_gpu is not None:
@@ -221,33 +230,51 @@ class GoodputResult(Result):
         return rows
 
 
-def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult]:
-    """Largest number of models (at ``rate`` each) served with >= 90 % SLO attainment."""
+DEFAULT_GPUS = 16  # the paper's testbed: 2 nodes x 8 GPUs (A §7.1)
+
+
+def _search(p: GoodputOptions, policy: str, metric: str) -> dict[str, Any]:
     from hpn.pool.search import goodput as search
 
-    p = cfg.pool
-    out = search(
-        p.policy,
+    unsized = p.gpus is None and p.prefill_gpus is None and p.decode_gpus is None
+    return search(
+        policy,
         p.rate,
         parse_duration(p.duration, "duration"),
         p.seed,
-        metric=p.metric,
+        metric=metric,
         gpu=p.gpu,
-        gpus=p.gpus,
+        gpus=DEFAULT_GPUS if unsized else p.gpus,
         prefill_gpus=p.prefill_gpus,
         decode_gpus=p.decode_gpus,
         slo=_slo(p.ttft_slo, p.tbt_slo),
         switch=p.switch,
-        options=_options(p, p.policy),
+        options=_options(p, policy),
     )
-    models = [int(k) for k in out["evaluated"]]
-    slo = {
-        "policy": [p.policy] * len(models),
-        "load": [m * p.rate for m in models],  # req/s over all models
-        "models": models,
-        "slo_attainment": [out["evaluated"][str(m)] for m in models],
-    }
-    return Outcome(GoodputResult.from_dict(out), {"slo": slo})
+
+
+def _slo_table(runs: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """The ``slo`` table (plot kind slo-load): attainment by load, one policy per run."""
+    table: dict[str, list[Any]] = {"policy": [], "load": [], "models": [], "slo_attainment": []}
+    for out in runs:
+        for m, att in out["evaluated"].items():
+            table["policy"].append(out["policy"])
+            table["load"].append(int(m) * out["rate"])  # req/s over all models
+            table["models"].append(int(m))
+            table["slo_attainment"].append(att)
+    return table
+
+
+def goodput(cfg: GoodputConfig) -> Outcome[Any]:
+    """Largest number of models (at ``rate`` each) served with >= 90 % SLO attainment; with
+    no policy, every policy side by side (:func:`hpn.app.pool_compare.compare`)."""
+    p = cfg.pool
+    if p.policy is None:
+        from hpn.app.pool_compare import compare
+
+        return compare(p, _search, _slo_table)
+    out = _search(p, p.policy, p.metric or "deadline")
+    return Outcome(GoodputResult.from_dict(out), {"slo": _slo_table([out])})
 
 
 # --- capacity ------------------------------------------------------------------------------
