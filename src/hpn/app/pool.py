@@ -14,6 +14,7 @@ from hpn.pool.result import PoolResult as SimulateResult
 from hpn.units import parse_duration
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
+    from hpn.app.pool_compare import ComparisonResult
     from hpn.pool.search import CapacityGroup
 
 # Size limits (models, GPUs, trace length, requests) are in hpn.app.limits, checked at parse.
@@ -253,6 +254,18 @@ def _search(p: GoodputOptions, policy: str, metric: str) -> dict[str, Any]:
     )
 
 
+def _own(p: GoodputOptions, policy: str) -> GoodputOptions:
+    """``p`` with the knobs of other policies cleared (in the comparison a knob applies to its
+    own policy), and a prefill/decode split given as plain GPUs to policies without one."""
+    from hpn.pool.policies import get_policy
+
+    update: dict[str, Any] = {f: None for f, (owner, _, _) in _KNOBS.items() if owner != policy}
+    if not get_policy(policy).split and p.gpus is None and p.prefill_gpus is not None:
+        update.update(gpus=p.prefill_gpus + (p.decode_gpus or 0), prefill_gpus=None)
+        update["decode_gpus"] = None
+    return p.model_copy(update=update)
+
+
 def _slo_table(runs: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """The ``slo`` table (plot kind slo-load): attainment by load, one policy per run."""
     table: dict[str, list[Any]] = {"policy": [], "load": [], "models": [], "slo_attainment": []}
@@ -265,14 +278,14 @@ def _slo_table(runs: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return table
 
 
-def goodput(cfg: GoodputConfig) -> Outcome[Any]:
+def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult | ComparisonResult]:
     """Largest number of models (at ``rate`` each) served with >= 90 % SLO attainment; with
     no policy, every policy side by side (:func:`hpn.app.pool_compare.compare`)."""
     p = cfg.pool
     if p.policy is None:
         from hpn.app.pool_compare import compare
 
-        return compare(p, _search, _slo_table)
+        return compare(p, lambda q, pol, m: _search(_own(q, pol), pol, m), _slo_table)
     out = _search(p, p.policy, p.metric or "deadline")
     return Outcome(GoodputResult.from_dict(out), {"slo": _slo_table([out])})
 

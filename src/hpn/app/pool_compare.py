@@ -68,8 +68,7 @@ class ComparisonResult(Result):
             row = f"{p['policy']:20s} {p['max_models']:>10d} {_att(p['attainment_at_max']):>10s}"
             if both:
                 row += (
-                    f" {p['max_models_artifact']:>9d} "
-                    f"{_att(p['attainment_at_max_artifact']):>10s}"
+                    f" {p['max_models_artifact']:>9d} {_att(p['attainment_at_max_artifact']):>10s}"
                 )
             out.append(f"{row}  {p['name']}")
         ratios = ", ".join(
@@ -94,10 +93,10 @@ def compare(
     Parameters
     ----------
     p
-        The ``[pool]`` table of ``pool goodput`` (its policy knobs must belong to the
-        policies they name; a knob applies to its policy only).
+        The ``[pool]`` table of ``pool goodput``.
     search
-        ``search(p, policy, metric) -> goodput dict`` (:func:`hpn.pool.search.goodput`).
+        ``search(p, policy, metric) -> goodput dict`` (:func:`hpn.pool.search.goodput`);
+        it applies each policy knob to its own policy only.
     slo_table
         Builds the ``slo`` table from the goodput dicts.
 
@@ -110,8 +109,7 @@ def compare(
     rows: list[PolicyGoodput] = []
     first: list[dict[str, Any]] = []
     for policy, name in COMPARED:
-        knobs = _own_knobs(p, policy)
-        runs = [search(knobs, policy, m) for m in metrics]
+        runs = [search(p, policy, m) for m in metrics]
         first.append(runs[0])
         second = runs[1] if len(runs) > 1 else None
         rows.append(
@@ -145,20 +143,6 @@ def compare(
 
 def _at_max(run: dict[str, Any]) -> float | None:
     return round(run["attainment_at_max"], 4) if run["max_models"] else None
-
-
-def _own_knobs(p: Any, policy: str) -> Any:
-    """``p`` with the knobs of other policies cleared (each applies to its own policy), and
-    a prefill/decode split given as GPUs for policies without one."""
-    from hpn.app.pool import _KNOBS
-
-    from hpn.pool.policies import get_policy
-
-    update: dict[str, Any] = {f: None for f, (owner, _, _) in _KNOBS.items() if owner != policy}
-    if not get_policy(policy).split and p.gpus is None and p.prefill_gpus is not None:
-        update.update(gpus=p.prefill_gpus + (p.decode_gpus or 0), prefill_gpus=None)
-        update["decode_gpus"] = None  # a pool without a split gets all the GPUs
-    return p.model_copy(update=update)
 
 
 __all__ = ["COMPARED", "ComparisonResult", "compare"]

@@ -106,7 +106,13 @@ def reproduce(cfg: ReproduceConfig, say: Any = None) -> Outcome[ReproduceResult]
     meta = {"paper": o.paper, "quick": o.quick, "only": o.only, "wall_s": wall}
     rows = [ClaimRow(**x.row()) for x in rep.outcomes]  # type: ignore[typeddict-item]
     res = ReproduceResult(
-        rows, o.paper, o.quick, rep.counts(), wall, str(folder / "report.html"), len(rep.context.runs)
+        rows,
+        o.paper,
+        o.quick,
+        rep.counts(),
+        wall,
+        str(folder / "report.html"),
+        len(rep.context.runs),
     )
     record_run(
         "reproduce",

@@ -49,7 +49,7 @@ def draw(claim: Claim, measured: Measured | None, verdict: str, path: Path) -> P
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.2, 4.4), dpi=100)
+    fig, ax = plt.subplots(figsize=(8.4, 4.6), dpi=100)
     kind = claim.figure.get("kind", "bars")
     series = measured.series if measured else {}
     if kind == "curve":
@@ -84,15 +84,31 @@ def _bars(ax: Any, claim: Claim, series: dict[str, list[list[Any]]]) -> None:
     cats = list(dict.fromkeys([*paper, *model]))
     xs = range(len(cats))
     w = 0.38
-    pb = ax.bar([x - w / 2 for x in xs], [paper.get(c, 0) for c in cats], w, label="paper",
-                color="#bbbbbb", edgecolor="#555555")
-    mb = ax.bar([x + w / 2 for x in xs], [_num(model.get(c)) for c in cats], w, label="model",
-                color=COLOURS[0])
+    pb = ax.bar(
+        [x - w / 2 for x in xs],
+        [paper.get(c, 0) for c in cats],
+        w,
+        label="paper",
+        color="#bbbbbb",
+        edgecolor="#555555",
+    )
+    mb = ax.bar(
+        [x + w / 2 for x in xs],
+        [_num(model.get(c)) for c in cats],
+        w,
+        label="model",
+        color=COLOURS[0],
+    )
     for bars, vals in ((pb, [paper.get(c) for c in cats]), (mb, [model.get(c) for c in cats])):
         for b, v in zip(bars, vals, strict=True):
             if v is not None:
-                ax.annotate(_fmt(v), (b.get_x() + b.get_width() / 2, b.get_height()),
-                            ha="center", va="bottom", fontsize=7.5)
+                ax.annotate(
+                    _fmt(v),
+                    (b.get_x() + b.get_width() / 2, b.get_height()),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7.5,
+                )
     ax.set_xticks(list(xs), cats, fontsize=8)
     ax.set_ylabel(claim.figure.get("ylabel", claim.unit))
     if claim.figure.get("log"):
@@ -121,7 +137,9 @@ def _curve(ax: Any, claim: Claim, series: dict[str, list[list[Any]]]) -> None:
     if claim.figure.get("xlog"):
         ax.set_xscale("log", base=2)
         if "bytes" in claim.figure.get("xlabel", ""):
-            ticks = sorted({x for pts in [*series.values(), *claim.points.values()] for x, _ in pts})
+            ticks = sorted(
+                {x for pts in [*series.values(), *claim.points.values()] for x, _ in pts}
+            )
             ax.set_xticks(ticks, [_size(t) for t in ticks], fontsize=8)
     ax.set_xlabel(claim.figure.get("xlabel", ""))
     ax.set_ylabel(claim.figure.get("ylabel", claim.unit))
@@ -145,13 +163,21 @@ def _goodput(ax: Any, claim: Claim, series: dict[str, list[list[Any]]]) -> None:
             ax.plot(xs, [y * 100 for y in ys], "-o", color=c, ms=3, lw=1.5, label=f"model {name}")
         for x, y in claim.points.get(name, []):
             ax.plot([x], [y * 100], "D", color=c, mfc="white", mew=1.8, ms=9)
-            ax.annotate(f"paper {name}: {x}", (x, y * 100), xytext=(4, 6),
-                        textcoords="offset points", fontsize=7.5, color=c)
+            ax.annotate(
+                f"paper {name}: {x}",
+                (x, y * 100),
+                xytext=(4, 6),
+                textcoords="offset points",
+                fontsize=7.5,
+                color=c,
+            )
     ax.axhline(90, color="#555", ls="--", lw=1, label="90 % (goodput threshold)")
     ax.set_xlabel(claim.figure.get("xlabel", "number of models"))
     ax.set_ylabel(claim.figure.get("ylabel", "SLO attainment") + " (%)")
     ax.set_ylim(0, 103)
-    ax.legend(fontsize=7.5, loc="lower left")
+    tried = [x for pts in [*series.values(), *claim.points.values()] for x, _ in pts]
+    ax.set_xlim(0, max(tried, default=1) * 1.18)
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
 __all__ = ["draw"]

@@ -69,30 +69,39 @@ def write_html(report: dict[str, Any], path: Path) -> Path:
         )
     parts.append("</table>")
     if report.get("uncovered"):
-        parts.append("<h2>Not computed by the model</h2><table><tr><th>id</th><th>source</th>"
-                     "<th>claim</th><th>why</th></tr>")
+        parts.append(
+            "<h2>Not computed by the model</h2><table><tr><th>id</th><th>source</th>"
+            "<th>claim</th><th>why</th></tr>"
+        )
         for u in report["uncovered"]:
-            parts.append(f"<tr><td>{_e(u['id'])}</td><td>{_e(u['source'])}</td>"
-                         f"<td>{_e(u['claim'])}</td><td>{_e(u['why'])}</td></tr>")
+            parts.append(
+                f"<tr><td>{_e(u['id'])}</td><td>{_e(u['source'])}</td>"
+                f"<td>{_e(u['claim'])}</td><td>{_e(u['why'])}</td></tr>"
+            )
         parts.append("</table>")
     for row in report["claims"]:
         x = d[row["id"]]
         parts.append(f"<h2 id='{_e(row['id'])}'>{_e(row['id'])}: {_e(x['title'])}</h2>")
-        parts.append(f"<p>paper {_e(row['paper'])} {_e(row['unit'])} ({_e(x['precision'])}, "
-                     f"{_e(row['source'])}) · model {_e(row['model'])} · band "
-                     f"{_e(x['band_text'])} · <span class={row['verdict']}>{row['verdict']}"
-                     f"</span> · {x['wall_s']:.1f} s</p>")
+        parts.append(
+            f"<p>paper {_e(row['paper'])} {_e(row['unit'])} ({_e(x['precision'])}, "
+            f"{_e(row['source'])}) · model {_e(row['model'])} · band "
+            f"{_e(x['band_text'])} · <span class={row['verdict']}>{row['verdict']}"
+            f"</span> · {x['wall_s']:.1f} s</p>"
+        )
         if x["detail"]:
             parts.append(f"<p class=muted>{_e(x['detail'])}</p>")
         if x["error"]:
             parts.append(f"<p class=fail>{_e(x['error'])}</p>")
         if x["figure"]:
             parts.append(f"<img src='{_e(x['figure'])}' alt='{_e(row['id'])}'>")
-    parts.append("<h2>Runs</h2><table><tr><th>command</th><th>label</th><th>s</th>"
-                 "<th>folder</th></tr>")
+    parts.append(
+        "<h2>Runs</h2><table><tr><th>command</th><th>label</th><th>s</th><th>folder</th></tr>"
+    )
     for r in report["runs"]:
-        parts.append(f"<tr><td>{_e(r['command'])}</td><td>{_e(r['label'])}</td>"
-                     f"<td class=v>{_e(r['wall_s'])}</td><td><code>{_e(r['folder'])}</code></td></tr>")
+        parts.append(
+            f"<tr><td>{_e(r['command'])}</td><td>{_e(r['label'])}</td>"
+            f"<td class=v>{_e(r['wall_s'])}</td><td><code>{_e(r['folder'])}</code></td></tr>"
+        )
     parts.append("</table></body></html>")
     return write_text(path, "\n".join(parts))
 

@@ -54,7 +54,9 @@ def fig11a_serverless(ctx: Context, jobs: Jobs) -> Measured:
     """The paper's ServerlessLLM (serverless-artifact): most models at >= 90 %."""
     by = _compare(ctx)
     sa = by["serverless-artifact"]
-    return Measured(sa["max_models"], _curves(by), f"artifact accounting: {sa['max_models_artifact']}")
+    return Measured(
+        sa["max_models"], _curves(by), f"artifact accounting: {sa['max_models_artifact']}"
+    )
 
 
 @measure("fig11a_ratio")

@@ -26,28 +26,35 @@ def _per_segment(s: dict[str, Any]) -> int:
 @measure("tab2_tier1")
 def tab2_tier1(ctx: Context, jobs: Jobs) -> Measured:
     """GPUs per segment as Table 2 adds dual-ToR, then rail-optimized wiring."""
-    steps = (
+    steps: tuple[tuple[str, dict[str, Any]], ...] = (
         ("51.2T Clos", {**CLOS, "agg_oversubscription": 1}),
         ("+ dual-ToR", {**CLOS, "dual_tor": True, "agg_oversubscription": 1}),
         ("+ rail-optimized", {"dual_plane": False, "agg_oversubscription": 1}),
     )
-    pts = [[name, _per_segment(_summary(ctx, f"tab2 {name}", **f))] for name, f in steps]
-    return Measured(pts[-1][1], {"model": pts}, ", ".join(f"{n}: {v}" for n, v in pts))
+    got = [(name, _per_segment(_summary(ctx, f"tab2 {name}", **f))) for name, f in steps]
+    pts: list[list[Any]] = [list(p) for p in got]
+    return Measured(got[-1][1], {"model": pts}, ", ".join(f"{n}: {v}" for n, v in got))
 
 
 @measure("tab2_tier2")
 def tab2_tier2(ctx: Context, jobs: Jobs) -> Measured:
     """GPUs per Pod as Table 2 adds dual-plane, then the 15:1 Agg-Core ratio."""
-    steps = (("+ dual-plane", {"agg_oversubscription": 1}), ("+ Agg-Core 15:1", {}))
-    pts = [[name, _summary(ctx, f"tab2 {name}", **f)["gpus"]] for name, f in steps]
-    return Measured(pts[-1][1], {"model": pts}, ", ".join(f"{n}: {v}" for n, v in pts))
+    steps: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("+ dual-plane", {"agg_oversubscription": 1}),
+        ("+ Agg-Core 15:1", {}),
+    )
+    got = [(name, int(_summary(ctx, f"tab2 {name}", **f)["gpus"])) for name, f in steps]
+    pts: list[list[Any]] = [list(p) for p in got]
+    return Measured(got[-1][1], {"model": pts}, ", ".join(f"{n}: {v}" for n, v in got))
 
 
 @measure("tab2_baseline_pod")
 def tab2_baseline_pod(ctx: Context, jobs: Jobs) -> Measured:
     """GPUs per Pod of the single-ToR, single-plane Clos with 1:1 Aggs."""
     s = _summary(ctx, "tab2 51.2T Clos", **CLOS, agg_oversubscription=1)
-    return Measured(s["gpus"], {"model": [["Clos baseline", s["gpus"]]]}, f"{s['segments']} segments")
+    return Measured(
+        s["gpus"], {"model": [["Clos baseline", s["gpus"]]]}, f"{s['segments']} segments"
+    )
 
 
 @measure("pod_tor_agg_links")
@@ -91,7 +98,9 @@ def _bom(ctx: Context, chip: str) -> dict[str, Any]:
 def chip_power(ctx: Context, jobs: Jobs) -> Measured:
     """Chip power of 51.2T over 25.6T (Fig 9a's curve, the model's input)."""
     new, old = _bom(ctx, "51.2T")["chip"]["power_w"], _bom(ctx, "25.6T")["chip"]["power_w"]
-    return Measured(gain(new, old), {"model": [["25.6T", old], ["51.2T", new]]}, f"{old} W -> {new} W")
+    return Measured(
+        gain(new, old), {"model": [["25.6T", old], ["51.2T", new]]}, f"{old} W -> {new} W"
+    )
 
 
 @measure("heat_sinks")
@@ -108,8 +117,8 @@ def heat_sinks(ctx: Context, jobs: Jobs) -> Measured:
 @measure("crashes_per_month")
 def crashes_per_month(ctx: Context, jobs: Jobs) -> Measured:
     """Crashes per month of a 3,072-GPU job on single-ToR, Monte Carlo over 12 months."""
-    cfg = {"fabric": {"preset": "hpn", "dual_tor": False}, "reliability": {"gpus": 3072}}
-    cfg["reliability"]["months"] = 12
+    rel = {"gpus": 3072, "months": 12}
+    cfg: dict[str, Any] = {"fabric": {"preset": "hpn", "dual_tor": False}, "reliability": rel}
     r = ctx.run("reliability", cfg, "3K-GPU job single-ToR")
     c = r["crashes_per_month"]
     dual = ctx.run("reliability", {**cfg, "fabric": {"preset": "hpn"}}, "3K-GPU job dual-ToR")
@@ -126,7 +135,9 @@ def _polarization(ctx: Context, dual_plane: bool) -> dict[str, Any]:
         "fabric": {"preset": "hpn", "segments": 2, "dual_plane": dual_plane},
         "polarization": {"routing": "ecmp", "seed": 1, "bond_hash": "rr"},
     }
-    return ctx.run("route polarization", cfg, "polarization " + ("dual" if dual_plane else "single") + "-plane")
+    return ctx.run(
+        "route polarization", cfg, "polarization " + ("dual" if dual_plane else "single") + "-plane"
+    )
 
 
 def _ratio(r: dict[str, Any]) -> float:
@@ -148,13 +159,20 @@ def dual_plane_balance(ctx: Context, jobs: Jobs) -> Measured:
     return Measured(dual, {"model": [["plain Clos", single], ["dual-plane", dual]]})
 
 
-def _train(ctx: Context, job: dict[str, Any], label: str) -> Measured:
+def _train(ctx: Context, job: dict[str, Any], label: str, dcn_pods: int = 1) -> Measured:
     per = {}
     for name, preset, routing in FABRICS:
-        cfg = {"fabric": {"preset": preset}, "train": {"routing": routing, "seed": 1}, "job": [job]}
+        fabric: dict[str, Any] = {"preset": preset}
+        if preset == "dcn-plus" and dcn_pods > 1:
+            fabric["pods"] = dcn_pods  # a DCN+ pod holds 512 GPUs
+        cfg = {"fabric": fabric, "train": {"routing": routing, "seed": 1}, "job": [job]}
         per[name] = ctx.run("train", cfg, f"{label} {preset}")["samples_per_s"]
     pts = [[n, round(v, 2)] for n, v in per.items()]
-    return Measured(gain(per["HPN"], per["DCN+"]), {"model": pts}, f"{per['DCN+']:.1f} -> {per['HPN']:.1f} samples/s")
+    return Measured(
+        gain(per["HPN"], per["DCN+"]),
+        {"model": pts},
+        f"{per['DCN+']:.1f} -> {per['HPN']:.1f} samples/s",
+    )
 
 
 @measure("fig15")
@@ -162,7 +180,7 @@ def fig15(ctx: Context, jobs: Jobs) -> Measured:
     """A 2,304-GPU LLaMa-13B job (TP 8 x DP 288) on each fabric."""
     job = {**jobs["llama-13b"], "parallel": {"tp": 8, "pp": 1, "dp": 288, "micro_batch": 1}}
     job["parallel"]["global_batch"] = 2304
-    return _train(ctx, job, "2,304 GPUs llama-13b")
+    return _train(ctx, job, "2,304 GPUs llama-13b", dcn_pods=5)
 
 
 @measure("fig16_llama7b")
@@ -221,7 +239,11 @@ def fig17a_hpn_4g(ctx: Context, jobs: Jobs) -> Measured:
 def fig17b(ctx: Context, jobs: Jobs) -> Measured:
     """AllGather busbw per size on each fabric; the gain at 4 GiB."""
     s = _busbw(ctx, "allgather", SIZES)
-    return Measured(gain(s["HPN"][-1][1], s["DCN+"][-1][1]), s, f"{s['DCN+'][-1][1]:.1f} -> {s['HPN'][-1][1]:.1f} GB/s")
+    return Measured(
+        gain(s["HPN"][-1][1], s["DCN+"][-1][1]),
+        s,
+        f"{s['DCN+'][-1][1]:.1f} -> {s['HPN'][-1][1]:.1f} GB/s",
+    )
 
 
 @measure("fig17c")
@@ -263,18 +285,30 @@ def fig18_link_single(ctx: Context, jobs: Jobs) -> Measured:
     r = _fail(ctx, jobs, LINK, False)
     s = r["throughput_loss"] * 100
     crash = ", crashed" if r["crashed"] else ""
-    return Measured(round(s, 3), {"model": [["dual-ToR", d], ["single-ToR", s]]}, f"halted {r['halted_s']:g} s{crash}")
+    return Measured(
+        round(s, 3),
+        {"model": [["dual-ToR", d], ["single-ToR", s]]},
+        f"halted {r['halted_s']:g} s{crash}",
+    )
 
 
 @measure("fig18_flap_single")
 def fig18_flap_single(ctx: Context, jobs: Jobs) -> Measured:
     """Seconds halted by one 10 s flap, single-ToR."""
     r = _fail(ctx, jobs, FLAP, False)
-    return Measured(r["halted_s"], {"model": [["single-ToR flap", r["halted_s"]]]}, f"job time lost {r['job_time_lost_s']:.2f} s")
+    return Measured(
+        r["halted_s"],
+        {"model": [["single-ToR flap", r["halted_s"]]]},
+        f"job time lost {r['job_time_lost_s']:.2f} s",
+    )
 
 
 @measure("fig18_flap_dual")
 def fig18_flap_dual(ctx: Context, jobs: Jobs) -> Measured:
     """Seconds halted by one 10 s flap, dual-ToR."""
     r = _fail(ctx, jobs, FLAP, True)
-    return Measured(r["halted_s"], {"model": [["dual-ToR flap", r["halted_s"]]]}, f"job time lost {r['job_time_lost_s']:.2f} s")
+    return Measured(
+        r["halted_s"],
+        {"model": [["dual-ToR flap", r["halted_s"]]]},
+        f"job time lost {r['job_time_lost_s']:.2f} s",
+    )

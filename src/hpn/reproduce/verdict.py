@@ -31,7 +31,8 @@ def band_range(value: float, band: dict[str, float]) -> tuple[float, float]:
     """
     if "rel" in band:
         r = band["rel"]
-        return (round(value * (1 - r), 9), round(value * (1 + r), 9))
+        a, b = round(value * (1 - r), 9), round(value * (1 + r), 9)
+        return (min(a, b), max(a, b))  # a negative value (a loss) keeps low <= high
     if "abs" in band:
         return (value - band["abs"], value + band["abs"])
     return (band.get("min", -math.inf), band.get("max", math.inf))
