@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -83,6 +84,7 @@ def simulate(
     switch: str = "optimized",
     drain: float = DRAIN_S,
     options: dict | None = None,
+    observe: Callable[[list[Request]], None] | None = None,
 ) -> PoolResult:
     """Simulate `trace` under `policy`; unfinished requests at trace end + `drain` score 0.
 
@@ -106,6 +108,8 @@ def simulate(
         Seconds served after the last arrival.
     options
         Policy knobs (:func:`~hpn.pool.knobs.validate_options`).
+    observe
+        Called with the run's requests when it ends (request-level validation).
 
     Returns
     -------
@@ -188,6 +192,8 @@ def simulate(
     ]
     end = trace.duration + drain
     backend.run(reqs, pol.on_arrival, until=end)
+    if observe is not None:
+        observe(reqs)
     res = summarize(
         reqs,
         sink.gaps,

@@ -168,4 +168,91 @@ def write_report(rep: Reproduction, folder: Path, meta: dict[str, Any]) -> dict[
     return report
 
 
-__all__ = ["ROW_KEYS", "Outcome", "Reproduction", "measure_all", "write_report"]
+def _n(v: float | None) -> str:
+    return "-" if v is None else f"{v:.6g}"
+
+
+def table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The terminal table of claim rows: id, paper, model, unit, band, verdict.
+
+    Parameters
+    ----------
+    rows
+        Claim rows (:meth:`Outcome.row`).
+
+    Returns
+    -------
+    list of str
+        A heading line, then one line per claim.
+    """
+    w = max([len(c["id"]) for c in rows] + [5])
+    out = [f"{'claim':{w}s} {'paper':>9s} {'model':>9s}  {'unit':16s} {'band':>16s}  verdict"]
+    for c in rows:
+        lo, hi = c["band"]
+        band = f"[{_n(lo)}, {_n(hi)}]"
+        out.append(
+            f"{c['id']:{w}s} {_n(c['paper']):>9s} {_n(c['model']):>9s}  "
+            f"{c['unit'][:16]:16s} {band:>16s}  {c['verdict']}"
+        )
+    return out
+
+
+def run_and_record(
+    claims: list[Claim],
+    folder: Path,
+    meta: dict[str, Any],
+    say: Callable[[str], None] = lambda _m: None,
+) -> tuple[Reproduction, dict[str, Any]]:
+    """Measure ``claims``, then record the report folder as a ``reproduce`` run.
+
+    Parameters
+    ----------
+    claims
+        The claims.
+    folder
+        The report folder (a new one, or a previous report run, which is replaced).
+    meta
+        Top-level fields of the result and report (``paper``, ``quick``, ``only``).
+    say
+        Progress lines.
+
+    Returns
+    -------
+    tuple
+        The reproduction and the run's result (``claims``, ``counts``, ``wall_s``, ...).
+    """
+    from hpn.store.record import record_run
+
+    t0 = time.perf_counter()
+    rep = measure_all(claims, Context(say=say), say)
+    wall = round(time.perf_counter() - t0, 1)
+    meta = {**meta, "wall_s": wall}
+    result = {
+        "claims": [o.row() for o in rep.outcomes],
+        **meta,
+        "counts": rep.counts(),
+        "report": str(folder / "report.html"),
+        "runs": len(rep.context.runs),
+    }
+    record_run(
+        "reproduce",
+        {"reproduce": {k: v for k, v in meta.items() if k != "wall_s"}},
+        result,
+        plots=lambda run: write_report(rep, run.path, meta),
+        out=folder,
+        wall_s=wall,
+        label=f"reproduce {meta.get('paper', 'all')}" + (" --quick" if meta.get("quick") else ""),
+        overwrite=True,
+    )
+    return rep, result
+
+
+__all__ = [
+    "ROW_KEYS",
+    "Outcome",
+    "Reproduction",
+    "measure_all",
+    "run_and_record",
+    "table_lines",
+    "write_report",
+]
