@@ -35,8 +35,16 @@ def test_default_is_the_papers_comparison():
 
 def test_table_shows_a_dash_for_zero_models():
     r = run_cli(
-        "pool", "goodput", "--gpus", "2", "--rate", "0.05", "--duration", "60s",
-        "--metric", "deadline",
+        "pool",
+        "goodput",
+        "--gpus",
+        "2",
+        "--rate",
+        "0.05",
+        "--duration",
+        "60s",
+        "--metric",
+        "deadline",
     )
     assert r.code == 0, r.err
     rows = {ln.split()[0]: ln.split() for ln in r.out.splitlines() if ln.split()}
@@ -56,8 +64,19 @@ def test_single_policy_zero_models_shows_a_dash():
 
 def test_a_knob_applies_to_its_own_policy_in_the_comparison():
     r = run_cli(
-        "pool", "goodput", "--gpus", "2", "--rate", "0.05", "--duration", "60s",
-        "--metric", "deadline", "--qs", "1", "--json",
+        "pool",
+        "goodput",
+        "--gpus",
+        "2",
+        "--rate",
+        "0.05",
+        "--duration",
+        "60s",
+        "--metric",
+        "deadline",
+        "--qs",
+        "1",
+        "--json",
     )
     assert r.code == 0, r.err
     assert len(json.loads(r.out)["policies"]) == 5

@@ -100,3 +100,20 @@ def test_list(tmp_path):
     r = run_cli("reproduce", "aegaeon", "--list")
     assert r.code == 0 and "aegaeon.fig11a.ratio" in r.out and "hpn.tab2" not in r.out
     assert not list(Path(tmp_path).iterdir())
+
+
+def test_quick_subset_end_to_end(tmp_path):
+    """What CI runs: every quick claim of both papers measured, none failing (a measure that
+    breaks, or a model change that moves a value out of its band without a documented
+    cause, fails here)."""
+    from hpn.reproduce import select
+
+    out = tmp_path / "quick"
+    r = run_cli("reproduce", "--quick", "--out", str(out), "--json", timeout=600)
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert [c["id"] for c in data["claims"]] == [c.id for c in select("all", quick=True)]
+    failed = [c["id"] for c in data["claims"] if c["verdict"] == "fail"]
+    assert not failed, failed
+    assert all(c["model"] is not None for c in data["claims"])
+    assert len(list((out / "figures").glob("*.png"))) == len(data["claims"])
