@@ -8,7 +8,10 @@ from hpn.errors import InputError
 from hpn.pool.requests import Request
 from hpn.pool.validate_requests import compare, read_requests, reference_file
 
-HEAD = "req_id,model,arrival_ms,input_len,output_len,state,first_token_ms,last_token_ms,tokens,token_ms\n"
+HEAD = (
+    "req_id,model,arrival_ms,input_len,output_len,state,"
+    "first_token_ms,last_token_ms,tokens,token_ms\n"
+)
 
 
 def _ours(rid, model, arrival, inp, out, first=-1.0, failed=False):
