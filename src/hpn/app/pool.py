@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from pydantic import Field
 
@@ -285,7 +285,8 @@ def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult | ComparisonResult]:
     if p.policy is None:
         from hpn.app.pool_compare import compare
 
-        return compare(p, lambda q, pol, m: _search(_own(q, pol), pol, m), _slo_table)
+        both = compare(p, lambda q, pol, m: _search(_own(q, pol), pol, m), _slo_table)
+        return cast("Outcome[GoodputResult | ComparisonResult]", both)
     out = _search(p, p.policy, p.metric or "deadline")
     return Outcome(GoodputResult.from_dict(out), {"slo": _slo_table([out])})
 
