@@ -53,7 +53,20 @@ class RequestDiff(TypedDict):
 
 
 def reference_file(folder: str | Path, workload: str) -> Path | None:
-    """The per-request output for workload file ``workload`` in ``folder``, if there is one."""
+    """The per-request output for workload file ``workload`` in ``folder``, if there is one.
+
+    Parameters
+    ----------
+    folder
+        The folder of ``F.requests.csv`` files.
+    workload
+        The workload file's name (``F.csv``).
+
+    Returns
+    -------
+    Path or None
+        ``folder/F.requests.csv`` when it is a file.
+    """
     stem = workload[:-4] if workload.lower().endswith(".csv") else workload
     p = Path(folder) / f"{stem}.requests.csv"
     return p if p.is_file() else None
