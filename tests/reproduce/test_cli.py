@@ -96,6 +96,17 @@ def test_out_not_a_run_folder(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
 
 
+def test_out_holding_another_commands_run(tmp_path):
+    other = tmp_path / "summary"
+    assert run_cli("topo", "summary", "--out", str(other)).code == 0
+    assert_input_error(
+        run_cli("reproduce", "--only", "hpn.fig7.aggs", "--out", str(other)),
+        "error: --out:",
+        "holds a topo summary run",
+    )
+    assert (other / "result.json").is_file()
+
+
 def test_list(tmp_path):
     r = run_cli("reproduce", "aegaeon", "--list")
     assert r.code == 0 and "aegaeon.fig11a.ratio" in r.out and "hpn.tab2" not in r.out

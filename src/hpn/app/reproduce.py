@@ -76,7 +76,7 @@ def reproduce(cfg: ReproduceConfig, say: Any = None) -> Outcome[ReproduceResult]
     from hpn.errors import InputError
     from hpn.reproduce import select
     from hpn.reproduce.runner import run_and_record
-    from hpn.store.paths import new_run_dir, runs_root
+    from hpn.store.paths import new_run_dir, read_meta, runs_root
     from hpn.store.record import check_out
 
     o = cfg.reproduce
@@ -87,6 +87,11 @@ def reproduce(cfg: ReproduceConfig, say: Any = None) -> Outcome[ReproduceResult]
         raise InputError("--only", "no claim of this paper matches; drop --quick or the paper")
     folder = Path(o.out).absolute() if o.out else new_run_dir("reproduce", runs_root())
     check_out(folder, overwrite=True)  # a file, or a folder that is not a run: refused
+    previous = read_meta(folder) if folder.is_dir() else None
+    if previous is not None and previous.get("command") != "reproduce":
+        raise InputError(
+            "--out", f"{folder} holds a {previous.get('command')} run; give a new folder"
+        )
     meta = {"paper": o.paper, "quick": o.quick, "demo": o.demo, "only": o.only}
     _, result = run_and_record(claims, folder, meta, say or (lambda _m: None))
     return Outcome(ReproduceResult.from_dict(result), wall_s=result["wall_s"])
