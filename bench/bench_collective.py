@@ -32,7 +32,9 @@ def main() -> None:
         )
     seg = build("hpn", segments=1)
     t0 = time.perf_counter()
-    ref = sweep(seg, "allreduce", [2**26], 16, routing="ecmp", params=Params(stepwise=True))
+    ref = sweep(
+        seg, "allreduce", [2**26], 16, routing="ecmp", params=Params(stepwise=True, model="alpha")
+    )
     ref_wall = time.perf_counter() - t0
     per_flow_ref = ref_wall / ref["results"][0]["flows"]
     per_flow = rows[0][2] / rows[0][3]

@@ -1,10 +1,17 @@
-"""Lab bring-up speed: small HPN labs (<= 40 namespaces) come up in seconds.
+"""Lab bring-up speed, and failover with and without BFD.
+
+Bring-up: small HPN labs (<= 40 namespaces) come up in seconds.
 
 Target (issue 16): a lab of <= 40 namespaces up in seconds. The reference, measured in the
 same run, builds the same namespaces and veth pairs with one ``ip`` process per command (the
 way a shell script does it); the ratio shows what the lab's batching buys. Needs root.
 
-    .venv/bin/python bench/bench_lab.py
+    .venv/bin/python bench/bench_lab.py [--failover]
+
+``--failover`` (FRR and nftables needed): on the default lab, silent (carrier up, every packet
+dropped), one-direction and gray (10 % dropped) failures of a ToR uplink and a NIC link, each
+without BFD (BGP's hold time, 3 s, detects a silent uplink) and with BFD (100 ms x 3); per
+run the packets lost and the longest gap toward and from the NICs under the failure.
 """
 
 from __future__ import annotations
@@ -52,11 +59,47 @@ def naive_build(spec: LabSpec) -> float:
     return wall
 
 
+FAILURES = [
+    "silent:segment=0,rail=0,plane=0,uplink=0",
+    "silent:segment=0,rail=0,plane=0,uplink=0,dir=up",
+    "gray:segment=0,rail=0,plane=0,uplink=0,loss=0.1",
+    "silent:host=0,nic=0,port=0",
+    "link:host=0,nic=0,port=0",
+]
+
+
+def failover(name: str = "bq") -> None:
+    """Loss and gap per failure, BFD off and on (one lab each)."""
+    from hpn.lab.fail import fail
+
+    print("failure | BFD | toward the NICs: lost, longest gap | from them: lost, gap")
+    for bfd in (False, True):
+        service.up(LabSpec(name=name, control="bgp", bfd=bfd, bfd_interval_ms=100))
+        try:
+            for target in FAILURES:
+                r = fail(name, target, repair=4.0, before=1.0, after=1.5)
+                t, f = r["to_nic"], r["from_nic"]
+                print(
+                    f"{target} | {'100 ms x 3' if bfd else 'off'} | {t['packets_lost']} of "
+                    f"{t['packets_sent']}, {t['max_gap_s']} s (cut off {t['flows_cut_off']}) | "
+                    f"{f['packets_lost']} of {f['packets_sent']}, {f['max_gap_s']} s "
+                    f"(cut off {f['flows_cut_off']})"
+                )
+        finally:
+            service.down(name)
+
+
 def main() -> None:
     reason = netns.available()
     if reason:
         print(f"skipped: {reason}")
         sys.exit(0)
+    if "--failover" in sys.argv[1:]:
+        if bgp.missing(bfd=True):
+            print(f"skipped: {bgp.missing(bfd=True)}")
+            sys.exit(0)
+        failover()
+        return
     cases = [
         ("2 segments x 2 hosts, static", dict(control="static")),
         ("4 segments x 6 hosts, static", dict(control="static", segments=4, hosts_per_segment=6)),
@@ -68,23 +111,23 @@ def main() -> None:
         ]
     worst = 0.0
     for label, kw in cases:
-        spec = LabSpec(name="b", **kw)
+        spec = LabSpec(name="bq", **kw)
         t0 = time.perf_counter()
         st = service.up(spec)
         wall = time.perf_counter() - t0
-        service.down("b")
+        service.down("bq")
         worst = max(worst, wall)
         conv = f", BGP converged in {st['converge_s']:.2f} s" if st["converge_s"] else ""
         print(
             f"lab up, {label}: {wall:5.2f} s ({st['namespaces']} namespaces, "
             f"{st['links']} links{conv})"
         )
-    spec = LabSpec(name="b", control="static", segments=4, hosts_per_segment=6)
+    spec = LabSpec(name="bq", control="static", segments=4, hosts_per_segment=6)
     ref = naive_build(spec)
     t0 = time.perf_counter()
     service.up(spec)
     ours = time.perf_counter() - t0
-    service.down("b")
+    service.down("bq")
     print(f"reference: same namespaces and veths, one ip process per command: {ref:.2f} s")
     print(f"lab up (static, with addresses, rates, sysctls, routes) / reference: {ours / ref:.2f}")
     print(

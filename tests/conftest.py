@@ -53,3 +53,41 @@ def cli():
 def _runs_dir(tmp_path_factory, monkeypatch):
     """Every run a test makes (in-process or through the CLI) goes to a temporary store."""
     monkeypatch.setenv("HPN_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def install_plugin(monkeypatch, tmp_path, groups: dict[str, dict[str, str]]) -> None:
+    """Make ``groups`` (group -> name -> ``"module:attr"``) an installed distribution's entry
+    points: a ``.dist-info`` folder on ``sys.path`` and on ``PYTHONPATH`` (for the processes a
+    test starts), found through ``importlib.metadata`` as a pip-installed plug-in is."""
+    site = tmp_path / "plugin-site"
+    info = site / "hpn_test_plugin-0.1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hpn-test-plugin\nVersion: 0.1\n")
+    lines = []
+    for group, entries in groups.items():
+        lines += [f"[{group}]", *(f"{name} = {target}" for name, target in entries.items())]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(REPO))
+    import os
+
+    path = os.pathsep.join(filter(None, [str(site), str(REPO), os.environ.get("PYTHONPATH")]))
+    monkeypatch.setenv("PYTHONPATH", path)
+    from hpn.app import COMMANDS
+    from hpn.pool.policies import POLICIES
+    from hpn.topology.presets import PRESETS
+
+    for reg in (COMMANDS, POLICIES, PRESETS):  # found anew here, forgotten after the test
+        for attr in ("_items", "_lazy", "_summaries", "_found"):
+            monkeypatch.setattr(reg, attr, type(getattr(reg, attr))(getattr(reg, attr)))
+        monkeypatch.setattr(reg, "_scanned", False)
+
+
+@pytest.fixture
+def plugin(monkeypatch, tmp_path):
+    """The test plug-in command ``test square`` (:mod:`tests.sweep.slow_plugin`), installed."""
+    square = {"test square": "tests.sweep.slow_plugin:SQUARE"}
+    install_plugin(monkeypatch, tmp_path, {"hpn.commands": square})

@@ -1,9 +1,10 @@
 """The layer order, checked over the whole import graph (every import, also inside functions).
 
 units/errors < config < topology < routing < engine < workload < failures; pool beside them
-(it needs only config); serve and lab above the domain; store < plots < report, sweep < web <
-app; cli on top. A package may import only packages of a lower layer (the base layer's
-modules may import each other); no module may take part in an import cycle.
+(it needs only config); serve and lab above the domain; store < app (one service per command)
+< plots < report, sweep < web, demo (they run commands through app); cli on top. A package
+may import only packages of a lower layer (the base layer's modules may import each other); no
+module may take part in an import cycle.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ LAYERS: dict[str, float] = {
     "hpn.serve": 7,
     "hpn.lab": 7,
     "hpn.store": 8,
+    "hpn.reproduce": 8.25,
+    "hpn.app": 8.5,
     "hpn.plots": 9,
     "hpn.report": 10,
     "hpn.sweep": 10,
     "hpn.web": 11,
-    "hpn.reproduce": 11.5,
-    "hpn.app": 12,
     "hpn.demo": 12,
     "hpn.cli": 13,
     "hpn.reference": 14,
@@ -68,7 +69,7 @@ def _imports(path: Path, module: str, modules: set[str]) -> set[str]:
                 name = node.module or ""
             if name.split(".")[0] != "hpn":
                 continue
-            # ``from hpn.store import runnable`` imports the module hpn.store.runnable
+            # ``from hpn.store import record`` imports the module hpn.store.record
             subs = {f"{name}.{a.name}" for a in node.names} & modules
             out |= subs
             if len(subs) < len(node.names):

@@ -61,20 +61,21 @@ class Demo:
 
 
 def _record(demo: Demo, command: str, config: dict[str, Any], label: str):
+    from hpn.app import run
     from hpn.store.record import record_run
-    from hpn.store.runnable import get
 
-    outcome = get(command)(config)
+    outcome = run(command, config)
+    result = outcome.result.to_json()
     folder = record_run(
         command,
         outcome.config or config,
-        outcome.result,
+        result,
         outcome.tables,
         wall_s=outcome.wall_s,
         label=label,
     )
     demo.runs.append(folder)
-    return outcome.result, folder
+    return result, folder
 
 
 def run_demo(out: Path, say: Callable[[str], None] = print) -> Demo:

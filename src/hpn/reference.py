@@ -23,7 +23,7 @@ def _models() -> list[tuple[str, type[BaseModel], str]]:
     from hpn.routing.ecmp import HashConfig
     from hpn.sweep.spec import SweepSpec
     from hpn.topology.bom import Prices
-    from hpn.topology.spec import DcnPlusSpec, FatTreeSpec, HpnSpec, RailOnlySpec
+    from hpn.topology.presets import PRESETS
     from hpn.workload.training.config import (
         CommCfg,
         GpuCfg,
@@ -34,11 +34,9 @@ def _models() -> list[tuple[str, type[BaseModel], str]]:
         PlacementCfg,
     )
 
+    fabrics = [(f"Fabric: `{n}`", p.spec, f'[fabric] preset = "{n}"') for n, p in PRESETS.items()]
     return [
-        ("Fabric: `hpn`", HpnSpec, '[fabric] preset = "hpn"'),
-        ("Fabric: `rail-only`", RailOnlySpec, '[fabric] preset = "rail-only"'),
-        ("Fabric: `dcn-plus`", DcnPlusSpec, '[fabric] preset = "dcn-plus"'),
-        ("Fabric: `fat-tree`", FatTreeSpec, '[fabric] preset = "fat-tree"'),
+        *fabrics,
         ("Prices (`hpn topo bom --prices`)", Prices, "[prices]"),
         ("Switch and host hashing", HashConfig, "routing hashing={...}"),
         ("Training job", JobConfig, "a job file, or [[job]]"),

@@ -116,6 +116,26 @@ def parse_size_list(value: str, field: str = "sizes") -> list[float]:
     return [parse_size(p, field) for p in parts]
 
 
+def parse_sizes(value: str, field: str = "sizes") -> list[float]:
+    """A size list (``1M,4M``) or nccl-tests' ``-b 1M -e 4G -f 2`` as ``1M:4G:2``."""
+    if ":" not in value:
+        return parse_size_list(value, field)
+    parts = value.split(":")
+    if len(parts) != 3:
+        raise InputError(field, "a range is BEGIN:END:FACTOR, e.g. 1M:4G:2")
+    lo, hi = (parse_size(x, field) for x in parts[:2])
+    try:
+        f = float(parts[2])
+    except ValueError:
+        raise InputError(field, f"FACTOR must be a number > 1, got {parts[2]!r}") from None
+    if not (f > 1 and 0 < lo <= hi):
+        raise InputError(field, "a range needs 0 < BEGIN <= END and FACTOR > 1")
+    out = [lo]
+    while out[-1] * f <= hi * (1 + 1e-12) and len(out) <= 1024:
+        out.append(out[-1] * f)
+    return out
+
+
 def format_bandwidth(bps: float) -> str:
     """400e9 -> '400G'."""
     for unit, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):

@@ -239,6 +239,13 @@ CORPUS += cases(
         (("--sizes", ",".join(["1M"] * 65)), ("--sizes", "64")),
         ("--jobs 100", ("--jobs", "64")),
         ("--algo nope", ("algo", "ring")),
+        ("--algo collnetdirect", ("algo", "in-network reduction")),
+        ("--algo nvls --gpu A100", ("algo", "NVLink SHARP")),
+        ("--proto ll64", ("proto", "ll64")),
+        ("--gpu V1", ("gpu", "H800")),
+        ("--channels 65", ("channels", "<= 64|less than or equal to 64")),
+        ("--sizes 1K:2TiB:2", ("--sizes", "1TiB")),
+        ("--sizes 1M:4M:1", ("--sizes", "FACTOR")),
         ("--conns 0", ("conns", ">= 1|greater than or equal to 1")),
         ("--channels 0", ("channels", ">= 1|greater than or equal to 1")),
         ("--alpha -1us", ("alpha", ">= 0|greater than or equal to 0")),
@@ -567,6 +574,35 @@ CORPUS += cases(
     ],
 )
 CORPUS += cases("lab configs", [("--preset nope", ("--preset",)), ("--segments 0", ("segments",))])
+CORPUS += cases("lab repair", [("--name zz9", ("lab", "no lab")), ("--name X!", ("name",))])
+CORPUS += cases(
+    "lab exec",
+    [
+        ("--name zz9 --node t0 --command ls", ("lab", "no lab")),
+        ("--command ls", ("node", "required")),
+        ("--node t0 --command ls --timeout 999", ("timeout",)),
+    ],
+)
+CORPUS += cases(
+    "lab vtysh",
+    [("--name zz9 --node t0", ("lab", "no lab")), ("--command x", ("node", "required"))],
+)
+CORPUS += cases(
+    "lab capture",
+    [
+        ("--name zz9 --link t0:x --out {F}/c.pcap", ("lab", "no lab")),
+        ("--link t0:x --out {F}/c.pcap --seconds 100", ("seconds",)),
+        ("--link t0:x --out {F}/c.pcap --packets 0", ("packets",)),
+    ],
+)
+CORPUS += cases(
+    "lab export",
+    [
+        ("--format gns3 --out {F}/ex", ("format",)),
+        ("--out {F}/afile", ("out", "not a directory")),
+        ("--segments 0 --out {F}/ex", ("segments",)),
+    ],
+)
 CORPUS += cases(
     "pool validate",
     [

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hpn.app import COMMANDS
+from hpn.app import COMMANDS, command, limits_text
 from hpn.app.limits import LIMITS, describe
 from hpn.errors import InputError
-from hpn.store import runnable
 
 REPO = Path(__file__).resolve().parents[2]
 HUGE = {"pool": {"models": 5000, "gpus": 8, "duration": "30s"}}
@@ -39,9 +38,9 @@ def test_parse_refuses_past_a_limit_and_allow_large_raises_it():
 
 def test_dashboard_and_sweeps_check_the_same_limits_without_override():
     with pytest.raises(InputError) as e:
-        runnable.get("pool simulate").validate(HUGE)  # what a dashboard job submit calls
+        command("pool simulate").parse(HUGE)  # what a dashboard job submit calls
     assert e.value.field == "pool.models"
-    assert runnable.get("pool simulate").limits  # listed by /api/commands
+    assert limits_text("pool simulate")  # listed by /api/commands
 
 
 def test_a_limit_at_its_bound_passes():

@@ -125,16 +125,15 @@ def test_reliability_refuses_bad_input():
 
 
 def test_runnables():
-    from hpn.store.runnable import get
+    from hpn.app import example, run
 
-    fail = get("fail")
-    out = fail(fail.example)
-    assert out.result["design"] == "dual-tor" and "throughput" in out.tables
-    rel = get("reliability")
-    out = rel(
+    out = run("fail", example("fail") or {})
+    assert out.result.to_json()["design"] == "dual-tor" and "throughput" in out.tables
+    out = run(
+        "reliability",
         {
             "fabric": {"preset": "hpn", "segments": 1},
             "reliability": {"gpus": 64, "trials": 50, "months": 1},
-        }
+        },
     )
-    assert out.result["trials"] == 50
+    assert out.result.to_json()["trials"] == 50

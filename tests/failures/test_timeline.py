@@ -52,12 +52,15 @@ def test_designs(dual, single):
 
 def test_dual_tor_link_fails_over_then_restores_full_rate(dual):
     r, tab = run(dual, ["link:host=1,nic=0,port=0,at=1s,repair=2s"])
-    assert not r["crashed"] and r["halted_s"] == 0
+    # dual-plane: the flows toward the NIC's dead port are blackholed until their senders
+    # re-select the other plane (probe 0.1 s + search 0.2 s), then run on one 200G port
+    assert not r["crashed"] and r["halted_s"] == 0 and r["blackholed_s"] == pytest.approx(0.3)
+    assert r["faults"][0]["moved_by_sender_reselect"] == 1 and r["faults"][0]["flows_cut_off"]
     assert 0 < r["throughput_loss"] < 0.5  # slower on one 200G port, never stopped
     t, x = rates(tab)
     base = r["baseline_samples_per_s"]
     assert x[t < 0.95].min() == pytest.approx(base)
-    assert x[(t > 1.2) & (t < 2.9)].max() < base  # degraded during the outage
+    assert x[(t > 1.4) & (t < 2.9)].max() < base  # degraded during the outage
     assert x[t > 3.1] == pytest.approx(base)  # full rate after the repair
     assert x[t > 3.1].size > 4
 
@@ -105,12 +108,16 @@ def test_flaps(dual, single):
     s, _ = run(single, [spec])
     assert not s["crashed"] and s["halted_s"] == pytest.approx(6.0)
     d, _ = run(dual, [spec])
-    assert d["halted_s"] == 0 and d["job_time_lost_s"] < 0.5 * s["job_time_lost_s"]
+    assert d["halted_s"] == 0  # blackholed until re-selection, 3 times:
+    assert d["blackholed_s"] == pytest.approx(3 * 0.3)
+    assert d["job_time_lost_s"] < 0.5 * s["job_time_lost_s"]
 
 
 def test_tor_fault_per_design(dual, single):
     spec = ["tor:segment=0,rail=0,plane=0,at=1s,repair=10s"]
     d, _ = run(dual, spec)
+    # one segment: every sender to a NIC under the dead ToR sits under it too, sees its own
+    # port go and moves at once; nothing comes down from the Aggs to be blackholed
     assert d["halted_s"] == 0 and not d["crashed"]
     s, _ = run(single, spec)
     assert s["halted_s"] == pytest.approx(10.0)

@@ -26,6 +26,7 @@ def leftovers(prefix: str, pids: set[int] = frozenset()) -> dict[str, list]:
         "host_interfaces": [n for n in names if n.startswith(prefix)],
         "processes": sorted({p for p in pids if _alive(p)} | _using(netns.state_dir(prefix))),
         "files": ([str(netns.state_dir(prefix))] if netns.state_dir(prefix).exists() else [])
+        + [str(p) for p in [netns.STATE_ROOT / f"{prefix}.lock"] if p.exists()]
         + files,
     }
 

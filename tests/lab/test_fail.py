@@ -59,3 +59,41 @@ def test_single_tor_link_failure_cuts_the_nic_off(lab_name, frr):
     r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.8)
     assert r["nic_cut_off"] and not r["flows_keep_going"]
     assert r["to_nic"]["recovery_after_repair_s"] < 0.8
+
+
+def test_model_names_the_cut_off_connections(lab_name, frr):
+    """The failure layer's verdict on the kernel's own paths, connection by connection."""
+    service.up(LabSpec(name=lab_name, control="bgp"))
+    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.5, after=0.5)
+    m = r["model"]
+    assert m["flows_sender_must_move"] == r["to_nic"]["flows_cut_off"] >= 1
+    assert m["flows_agree"] == m["flows"] == 8 and m["hold_s"] is None  # ecmp: until repair
+
+
+def test_silent_and_gray_uplink_failures(lab_name, frr):
+    service.up(LabSpec(name=lab_name, control="bgp", bfd=True, bfd_interval_ms=100))
+    target = "silent:segment=0,rail=0,plane=0,uplink=0"
+    r = fail(lab_name, target, repair=2.0, before=0.5, after=0.8)
+    assert r["flows_keep_going"]  # BFD (0.3 s) then BGP move the flows off the dead uplink
+    worst = max(r["to_nic"]["max_gap_s"], r["from_nic"]["max_gap_s"])
+    assert 0.2 < worst < 2.0  # detected well before BGP's 3 s hold time
+    assert service.status(lab_name)["links_dropping"] == []  # the repair removed the drops
+    g = fail(lab_name, "gray:segment=0,rail=0,plane=0,uplink=0,loss=0.3", repair=2.0,
+             before=0.5, after=0.5)  # fmt: skip
+    lost = g["to_nic"]["packets_lost"] + g["from_nic"]["packets_lost"]
+    assert lost > 0 and g["flows_keep_going"]  # never detected: a share lost all along
+
+
+def test_tor_failure_with_default_after_reports_recovery(lab_name, frr):
+    service.up(LabSpec(name=lab_name, control="bgp", fabric={"dual_plane": False}))
+    r = fail(lab_name, "tor:segment=0,rail=0,plane=1", repair=1.0, before=0.5)
+    # the repaired ToR holds its NIC ports down ~1.3 s; the default 3 s after a ToR covers it
+    assert r["to_nic"]["recovered_by_end"] and r["from_nic"]["recovered_by_end"]
+
+
+def test_agg_and_uplink_failures_keep_flows_going(lab_name, frr):
+    service.up(LabSpec(name=lab_name, control="bgp"))
+    for target in ("agg:plane=0,index=0", "uplink:segment=0,rail=0,plane=0,uplink=1"):
+        r = fail(lab_name, target, repair=1.0, before=0.5, after=0.8)
+        assert r["flows_keep_going"], target  # ToRs re-hash over their other uplinks
+        assert r["model"]["flows_sender_must_move"] == 0

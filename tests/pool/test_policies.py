@@ -204,9 +204,8 @@ def test_bad_policy_options_name_the_field(policy, options, match):
 
 
 def test_knob_defaults_are_the_policies_defaults():
-    from hpn.pool.knobs import KNOBS
     from hpn.pool.policies import POLICIES
 
-    assert set(KNOBS) == set(POLICIES)
-    assert KNOBS["serverless"]().model_dump()["startup_s"] == pytest.approx(22.3)
-    assert KNOBS["muxserve"]().model_dump() == {"kv_fraction": 0.4, "overhead_gb": 7.6}
+    assert POLICIES["serverless"].options()["startup"] == pytest.approx(22.3)
+    assert POLICIES["muxserve"].options() == {"kv_fraction": 0.4, "overhead_gb": 7.6}
+    assert POLICIES["dedicated"].options() == {}

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import numpy as np
 
+from hpn.app import run as run_command
+from hpn.app import runnables
 from hpn.store import Index, Run, runs_root
-from hpn.store.runnable import get, names
 from hpn.sweep import SweepSpec, run_sweep
 
 
 def test_registry_lists_the_computing_commands():
     assert {"topo summary", "traffic", "pool simulate", "pool goodput", "pool capacity"} <= set(
-        names()
+        runnables()
     )
 
 
@@ -33,8 +34,8 @@ def test_traffic_records_flows_links_and_tier_utilization(cli, tmp_path: Path):
     util = run.table("tier_util")
     assert set(util["tier"]) >= {"nic_tor", "tor_agg"} and (util["util"] <= 1 + 1e-9).all()
     # the registry computes the same figures from the stored config
-    again = get("traffic")(run.config)
-    assert again.result["fct_s"] == res["fct_s"] and again.result["flows"] == res["flows"]
+    again = run_command("traffic", run.config).result.to_json()
+    assert again["fct_s"] == res["fct_s"] and again["flows"] == res["flows"]
 
 
 def test_pool_commands_record_runs(cli):

@@ -1,23 +1,52 @@
-"""A runnable for sweep and job tests (loaded through $HPN_PLUGINS): sleeps, then squares x."""
+"""A plug-in command for sweep and job tests (an ``hpn.commands`` entry point, installed by the
+``plugin`` fixture of ``tests/conftest.py``): sleeps, then squares x."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
-from hpn.store.runnable import Outcome, register
+from pydantic import Field
+
+from hpn.app.base import Command, Outcome, Result
+from hpn.config import Model
 
 
-def square(config: dict) -> Outcome:
-    p = config.get("p", {})
-    time.sleep(float(p.get("sleep", 0.0)))
-    if p.get("alloc_gb"):  # grab memory (for the dashboard's memory cap)
+class P(Model):
+    x: float = 0.0
+    sleep: float = 0.0
+    alloc_gb: float = 0.0  # grab memory (for the dashboard's memory cap)
+    fail: bool = False
+
+
+class SquareConfig(Model):
+    p: P = Field(default_factory=P)
+
+
+@dataclass
+class Square(Result):
+    x: Any
+    y: Any
+
+
+def square(cfg: SquareConfig) -> Outcome[Square]:
+    p = cfg.p
+    time.sleep(p.sleep)
+    if p.alloc_gb:
         import numpy as np
 
-        np.ones(int(float(p["alloc_gb"]) * 2**30 / 8)).sum()
-    if p.get("fail"):
+        np.ones(int(p.alloc_gb * 2**30 / 8)).sum()
+    if p.fail:
         raise ValueError("asked to fail")
-    x = p["x"]
-    return Outcome({"x": x, "y": x * x}, {"t": {"i": list(range(3))}})
+    x = int(p.x) if float(p.x).is_integer() else p.x
+    return Outcome(Square(x, x * x), {"t": {"i": list(range(3))}})
 
 
-register("test square", "tests.sweep.slow_plugin:square", "x -> x^2, slowly")
+SQUARE = Command(
+    "test square",
+    SquareConfig,
+    square,
+    summary="x -> x^2, slowly",
+    example={"p": {"x": 3}},
+)

@@ -24,15 +24,10 @@ from hpn.sweep import SweepSpec, run_sweep
 if not hasattr(os, "fork"):
     pytest.skip("needs fork", allow_module_level=True)
 
-PLUGIN = "tests.sweep.slow_plugin"
-
 
 @pytest.fixture(autouse=True)
-def _plugin(monkeypatch):
-    monkeypatch.setenv("HPN_PLUGINS", PLUGIN)
-    import hpn.store.runnable as r
-
-    monkeypatch.setattr(r, "_plugins_loaded", False)
+def _plugin(plugin):
+    """The plug-in command ``test square``, installed (an entry point)."""
 
 
 def _instrument(die_at: int | None, counter: list[int]) -> None:

@@ -17,16 +17,11 @@ from hpn.sweep import SweepSpec, load_sweep, points, run_sweep
 from tests.conftest import assert_input_error
 
 REPO = Path(__file__).resolve().parents[2]
-PLUGIN = "tests.sweep.slow_plugin"
 
 
 @pytest.fixture(autouse=True)
-def _plugin(monkeypatch):
-    monkeypatch.setenv("HPN_PLUGINS", PLUGIN)
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
-    import hpn.store.runnable as r
-
-    monkeypatch.setattr(r, "_plugins_loaded", False)
+def _plugin(plugin):
+    """The plug-in command ``test square``, installed (an entry point)."""
 
 
 def _spec(n: int, sleep: float = 0.0, name: str = "sq", **extra) -> SweepSpec:

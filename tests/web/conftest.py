@@ -19,12 +19,12 @@ def links_table(n: int) -> dict:
 def store() -> dict[str, Run]:
     """Two topo summaries (HPN, DCN+) and a traffic-like HPN run with a links table."""
     pytest.importorskip("fastapi")
-    from hpn.store.runnable import get
+    from hpn.app import run
 
     out = {}
     for name, fields in (("hpn", {"preset": "hpn"}), ("dcn", {"preset": "dcn-plus"})):
-        o = get("topo summary")({"fabric": fields})
-        out[name] = Run(record_run("topo summary", o.config, o.result, o.tables))
+        o = run("topo summary", {"fabric": fields})
+        out[name] = Run(record_run("topo summary", o.config, o.result.to_json(), o.tables))
     from tests.plots.synthetic import traffic_like
 
     t = Run(traffic_like())

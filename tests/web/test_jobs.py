@@ -19,11 +19,8 @@ from hpn.web.jobs import Jobs  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _plugin(monkeypatch):
-    monkeypatch.setenv("HPN_PLUGINS", "tests.sweep.slow_plugin")
-    import hpn.store.runnable as r
-
-    monkeypatch.setattr(r, "_plugins_loaded", False)
+def _plugin(plugin):
+    """The plug-in command ``test square``, installed (an entry point)."""
 
 
 def _wait(jobs: Jobs, job_id: str, timeout: float = 60) -> dict:

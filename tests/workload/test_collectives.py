@@ -37,7 +37,9 @@ def seg():
 
 def run(fabric, op, ranks, size, algo=None, routing="hpn", **kw):
     ctx = Ctx(fabric)
-    s, e = add_collective(ctx, op, ranks, size, algo, Params(**{"alpha": 0, **kw}))
+    s, e = add_collective(
+        ctx, op, ranks, size, algo, Params(**{"alpha": 0, "model": "alpha", **kw})
+    )
     ctx.dag.validate(fabric.num_nodes)
     res = simulate(fabric, ctx.dag, routing)
     return float(res.task_finish[e] - res.task_start[s]), ctx, res
@@ -74,7 +76,7 @@ def test_ring_closed_form_with_latency():
     f = build("hpn", segments=1)
     ranks = place(f, 8, per_host=1).gpus
     ctx = Ctx(f)
-    s, e = add_collective(ctx, "allreduce", ranks, 2**28, "ring", Params(alpha=1e-6))
+    s, e = add_collective(ctx, "allreduce", ranks, 2**28, "ring", Params(alpha=1e-6, model="alpha"))
     res = simulate(f, ctx.dag, "ideal")
     n = 8
     expect = 2 * (n - 1) / n * 2**28 / NIC + 2 * 500e-9 + 2 * (n - 1) * 1e-6
@@ -154,7 +156,7 @@ def test_btree_and_dtree():
 def test_tree_steps_and_bandwidth(seg):
     ranks = place(seg, 8, per_host=1).gpus
     ctx = Ctx(seg)
-    s, e = add_collective(ctx, "allreduce", ranks, 0.0, "tree", Params(alpha=1.0))
+    s, e = add_collective(ctx, "allreduce", ranks, 0.0, "tree", Params(alpha=1.0, model="alpha"))
     res = simulate(seg, ctx.dag, "ideal")
     assert res.task_finish[e] - res.task_start[s] == pytest.approx(2 * 3)  # 2 log2(8) steps
     t, _, _ = run(seg, "allreduce", ranks, 4 * GB, "tree")
@@ -195,8 +197,12 @@ def test_pxn_keeps_alltoall_on_rails():
 def test_dag_well_formed_and_keys_stable(seg):
     ranks = place(seg, 32).gpus
     ctx = Ctx(seg)
-    add_collective(ctx, "allreduce", ranks, 2**20, "ring", Params(channels=4, conns=2))
-    add_collective(ctx, "allreduce", ranks, 2**20, "ring", Params(channels=4, conns=2))
+    add_collective(
+        ctx, "allreduce", ranks, 2**20, "ring", Params(channels=4, conns=2, model="alpha")
+    )
+    add_collective(
+        ctx, "allreduce", ranks, 2**20, "ring", Params(channels=4, conns=2, model="alpha")
+    )
     t = ctx.dag.tasks
     ctx.dag.validate(seg.num_nodes)
     assert (t.src != t.dst).all()
@@ -237,7 +243,7 @@ def test_multi_allreduce_mechanism():
     d = sweep(build("dcn-plus"), "multi-allreduce", sizes, 448, routing="hpn", seed=1)
     bh, bd = h["results"][0]["busbw_GBps"], d["results"][0]["busbw_GBps"]
     assert bh > 45
-    assert bd < 0.6 * bh
+    assert bd < 0.75 * bh
     assert (
         sweep(build("hpn", segments=1), "allreduce", [2**20], 16, algo="auto")["results"][0]["algo"]
         in ALGORITHMS

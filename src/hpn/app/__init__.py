@@ -1,8 +1,11 @@
 """The application layer: one service per command, a config model in, a typed result out.
 
-:data:`COMMANDS` lists every command (lazily: a module is imported when its command is used).
-Commands with an ``example`` are also runnables (:mod:`hpn.store.runnable`): sweeps, the
-dashboard and the demo run them from a plain config dict. See :mod:`hpn.app.base` for the shape.
+:data:`COMMANDS` lists every command (lazily: a module is imported when its command is used),
+the built-in ones registered below and plug-ins through the ``hpn.commands`` entry-point group
+(an installed package's ``"name" = "pkg.mod:COMMAND"``, a :class:`~hpn.app.base.Command`). The
+CLI, the store, sweeps, the dashboard and the demo all run commands through it: :func:`run`
+(a plain config dict in, an :class:`~hpn.app.base.Outcome` out); commands with an example
+(:func:`runnables`) are those the dashboard offers. See :mod:`hpn.app.base` for the shape.
 """
 
 from __future__ import annotations
@@ -11,16 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from hpn.app.limits import limits_of
 from hpn.registry import Registry
-from hpn.store import runnable as _runnable
 
 if TYPE_CHECKING:
     from hpn.app.base import Command, Outcome, Result
 
-__all__ = ["COMMANDS", "Command", "Outcome", "Result", "command"]
+__all__ = ["COMMANDS", "Command", "Outcome", "Result", "command", "example", "run", "runnables"]
 
-COMMANDS: Registry[Command[Any]] = Registry("command")
+COMMANDS: Registry[Command[Any]] = Registry("command", group="hpn.commands")
 """Every command, by its CLI path (``"pool simulate"``). Listing it imports no command module
 (nor pydantic): ``hpn --help`` reads the names and summaries from here."""
+
+_EXAMPLES: dict[str, dict[str, Any]] = {}
 
 
 def __getattr__(name: str) -> Any:  # Command, Outcome, Result, imported on first use
@@ -36,6 +40,45 @@ def command(name: str) -> Command[Any]:
     return COMMANDS.get(name)
 
 
+def run(name: str, config: dict[str, Any]) -> Outcome[Any]:
+    """Run command ``name`` on a plain config dict (a TOML document): parsed, limits checked,
+    computed (sweeps, the dashboard, the demo).
+
+    Parameters
+    ----------
+    name
+        The command (``"traffic"``).
+    config
+        Its config tables.
+
+    Returns
+    -------
+    Outcome
+        The typed result, its tables and the resolved config.
+    """
+    return command(name).run_config(config)
+
+
+def example(name: str) -> dict[str, Any] | None:
+    """A config to start from for command ``name`` (None: it has none)."""
+    if name in _EXAMPLES:
+        return _EXAMPLES[name]
+    return None if name not in COMMANDS or name in _BUILTIN else command(name).example
+
+
+def runnables() -> list[str]:
+    """The commands with an example: those the dashboard offers (plug-ins' included)."""
+    return [n for n in COMMANDS if example(n) is not None]
+
+
+def limits_text(name: str) -> tuple[str, ...]:
+    """Command ``name``'s stated size limits, one text each."""
+    return tuple(lim.text() for lim in limits_of(name))
+
+
+_BUILTIN: set[str] = set()
+
+
 def _add(
     name: str,
     target: str,
@@ -43,9 +86,9 @@ def _add(
     example: dict[str, Any] | None = None,
 ) -> None:
     COMMANDS.lazy(name, target, summary)
+    _BUILTIN.add(name)
     if example is not None:
-        stated = tuple(lim.text() for lim in limits_of(name))
-        _runnable.register(name, target, summary, example=example, limits=stated)
+        _EXAMPLES[name] = example
 
 
 _add(
@@ -186,3 +229,8 @@ _add("lab down", "hpn.app.lab:DOWN", "Remove a lab, also one a killed up left be
 _add("lab traffic", "hpn.app.lab:TRAFFIC", "Real UDP flows in a lab: counters vs the model.")
 _add("lab fail", "hpn.app.lab:FAIL", "Break a link or ToR under traffic: gaps, losses.")
 _add("lab configs", "hpn.app.lab:CONFIGS", "Per-switch FRR configurations and static routes.")
+_add("lab export", "hpn.app.lab:EXPORT", "The lab's fabric for containerlab, FRR or as JSON.")
+_add("lab repair", "hpn.app.lab:REPAIR", "Bring up every link a killed fail left down.")
+_add("lab exec", "hpn.app.lab:EXEC", "Run a command inside one node's namespace.")
+_add("lab vtysh", "hpn.app.lab:VTYSH", "A vtysh command on one switch's FRR daemons.")
+_add("lab capture", "hpn.app.lab:CAPTURE", "tcpdump on one lab interface to a pcap (bounded).")

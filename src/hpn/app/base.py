@@ -3,8 +3,8 @@
 A command is a :class:`Command`: its pydantic ``config`` model (the whole TOML a run is
 described by: ``[fabric]``, ``[traffic]``, ...) and its ``service`` (``config -> Outcome``);
 its one-line summary is registered with it in :data:`hpn.app.COMMANDS`. The CLI generates
-its flags from the config's fields (the CLI generator); the store's runnables, sweeps, the
-dashboard and the demo call :meth:`Command.run_config` with a plain dict. Results are
+its flags from the config's fields (the CLI generator); sweeps, the dashboard and the demo
+call :func:`hpn.app.run` (:meth:`Command.run_config`) with a plain dict. Results are
 dataclasses deriving :class:`hpn.result.Result` (re-exported here): typed fields, their JSON
 form and the key figures a terminal shows.
 """
@@ -73,6 +73,10 @@ class Command(Generic[C]):
         Files the CLI reads into config tables (:class:`FileInput`): ``hpn train JOB.toml``.
     progress
         Whether the service takes ``progress=`` (a bar on a terminal).
+    summary
+        One line for help (a plug-in's; built-in commands give theirs in :mod:`hpn.app`).
+    example
+        A config to start from (a plug-in's; the dashboard offers commands that have one).
     """
 
     name: str
@@ -82,6 +86,8 @@ class Command(Generic[C]):
     stored: bool = True
     files: tuple[FileInput, ...] = ()
     progress: bool = False
+    summary: str = ""
+    example: dict[str, Any] | None = None
 
     def parse(self, data: dict[str, Any] | None, allow_large: bool = False) -> C:
         """Validate a config dict (a TOML document) into the config model, then check the

@@ -10,7 +10,8 @@ from pydantic import Field, field_validator
 from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
-from hpn.units import format_size, parse_duration, parse_size_list
+from hpn.errors import InputError
+from hpn.units import format_size, parse_duration, parse_sizes
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
     from hpn.workload.collectives.run import SizeResult
@@ -22,23 +23,40 @@ class CollectiveOptions(Model):
     op: str = Field(
         "allreduce",
         description="allreduce, allgather, reducescatter, alltoall, multi-allreduce, "
-        "sendrecv or broadcast",
+        "sendrecv, broadcast or reduce",
     )
     gpus: int = Field(448, description="GPUs in the job")
     per_host: int | None = Field(None, description="GPUs per host (default: all of a host)")
     sizes: str = Field(
         "1M,4M,16M,64M,256M,1G,4G",
-        description="sizes as nccl-tests counts them; bare M/G are binary",
+        description="sizes as nccl-tests counts them (bare M/G are binary): a list, or "
+        "BEGIN:END:FACTOR like nccl-tests -b -e -f",
     )
     algo: str | None = Field(
-        None, description="ring, tree, hd, hier, nvls, direct or pxn (default per op)"
+        None,
+        description="auto (NCCL's tuner), or NCCL_ALGO syntax over ring, tree, nvls, nvlstree, "
+        "collnetdirect, collnetchain, pat (lists, ^ to exclude); or one of hd, hier, direct, "
+        "pxn",
+    )
+    proto: str = Field(
+        "auto", description="auto, or NCCL_PROTO syntax over simple, ll, ll128 (^ excludes)"
+    )
+    gpu: str = Field("H800", description="GPU type NCCL's model reads: H800, H100, H20, A100, L40S")
+    model: str = Field(
+        "nccl",
+        description="nccl (NCCL's tuner: algorithm, protocol, channels, latency) or alpha "
+        "(alpha per step, the default algorithm per op, no protocol)",
     )
     routing: str | None = Field(
         None, description="routing policy (default: the fabric's: hpn on HPN presets, else ecmp)"
     )
     seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for the routing")
     channels: int | None = Field(
-        None, description="rings/trees per collective (default: GPUs per host)"
+        None,
+        ge=1,
+        le=64,
+        description="channels, 1..64: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (default: "
+        "NCCL's; alpha model: GPUs per host)",
     )
     conns: int = Field(2, description="connections (QPs) per GPU pair")
     alpha: str = Field("2us", description="software latency per algorithm step")
@@ -48,7 +66,7 @@ class CollectiveOptions(Model):
     @field_validator("sizes")
     @classmethod
     def _positive(cls, value: str) -> str:
-        if any(s <= 0 for s in parse_size_list(value, "collective.sizes")):
+        if any(s <= 0 for s in parse_sizes(value, "--sizes")):
             raise ValueError("every size must be > 0")
         return value
 
@@ -65,6 +83,9 @@ class CollectiveConfig(Model):
 class CollectiveResult(Result):
     op: str
     algo: str
+    proto: str
+    model: str
+    gpu: str
     routing: str
     routing_detail: str
     seed: int
@@ -78,14 +99,18 @@ class CollectiveResult(Result):
 
     def lines(self) -> list[str]:
         out = [
-            f"# {self.op} ({self.algo}) on {self.preset}: {self.gpus} GPUs = "
+            f"# {self.op} (algo {self.algo}, proto {self.proto}, {self.model} model, "
+            f"{self.gpu}) on {self.preset}: {self.gpus} GPUs = "
             f"{self.hosts} hosts x {self.per_host}, routing {self.routing} (seed {self.seed}), "
             f"jobs {self.jobs}",
-            f"#{'size':>11} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}",
+            f"#{'size':>11} {'count':>11} {'type':>6} {'time (us)':>11} {'algbw (GB/s)':>13} "
+            f"{'busbw (GB/s)':>13}  {'algo':<9} {'proto':<6} {'ch':>3} {'model (us)':>11}",
         ]
         out += [
-            f"{format_size(r['size_bytes']):>12} {r['time_s'] * 1e6:>12.1f} "
-            f"{r['algbw_GBps']:>13.2f} {r['busbw_GBps']:>13.2f}"
+            f"{format_size(r['size_bytes']):>12} {r['size_bytes'] // 4:>11} {'float':>6} "
+            f"{r['time_s'] * 1e6:>11.1f} {r['algbw_GBps']:>13.2f} {r['busbw_GBps']:>13.2f}  "
+            f"{r['algo']:<9} {r['proto']:<6} {r['channels']:>3} "
+            f"{r.get('predicted_s', float('nan')) * 1e6:>11.1f}"
             for r in self.results
         ]
         return [*out, f"# wall time {self.wall_s:.2f} s"]
@@ -93,7 +118,6 @@ class CollectiveResult(Result):
 
 def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     """Simulate the sweep: one collective per size, algbw and busbw."""
-    from hpn.errors import InputError
     from hpn.topology import build
     from hpn.workload.collectives import Params, sweep
 
@@ -101,16 +125,24 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     if p.jobs < 1:
         raise InputError("jobs", f"must be >= 1, got {p.jobs}")
     fabric = build(cfg.fabric)
+    from hpn.workload.collectives.tuning import GPUS
+
+    GPUS.get(p.gpu)
+    if p.stepwise and p.model != "alpha":
+        raise InputError("stepwise", "needs --model alpha (NCCL's model has no step flows)")
     knobs = Params(
         channels=p.channels,
         conns=p.conns,
         alpha=parse_duration(p.alpha, "alpha"),
         stepwise=p.stepwise,
+        model=p.model,
+        proto=p.proto,
+        gpu=p.gpu,
     )
     out = sweep(
         fabric,
         p.op,
-        parse_size_list(str(p.sizes), "--sizes"),
+        parse_sizes(str(p.sizes), "--sizes"),
         p.gpus,
         p.per_host,
         p.algo,
@@ -131,6 +163,9 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
             "time_s": [r["time_s"] for r in rows],
             "algbw_gbps": [r["algbw_GBps"] for r in rows],
             "busbw_gbps": [r["busbw_GBps"] for r in rows],
+            "algo": [r["algo"] for r in rows],
+            "proto": [r["proto"] for r in rows],
+            "channels": [r["channels"] for r in rows],
         }
     }
     return Outcome(result, tables, wall_s=result.wall_s)

@@ -50,6 +50,20 @@ def routing_field() -> Any:
     return Field(default_factory=RoutingTable, description="hash settings of the routing")
 
 
+def _preset_help() -> str:
+    from hpn.topology.presets import PRESETS
+
+    return f"fabric preset: {', '.join(PRESETS)}"
+
+
+def _applies(field: str, text: str) -> str:
+    """``text``, naming the presets whose spec has ``field`` unless all have it."""
+    from hpn.topology.presets import PRESETS
+
+    having = [n for n, p in PRESETS.items() if field in p.spec.model_fields]
+    return text if len(having) == len(PRESETS) else f"{text} ({', '.join(having)})"
+
+
 class FabricFlags(Model):
     """The shared fabric flags of every fabric command, turned into its ``[fabric]`` table.
 
@@ -57,24 +71,30 @@ class FabricFlags(Model):
     The preset comes from ``--preset``, else the table, else ``hpn``.
     """
 
-    preset: str | None = Field(
-        None, description="fabric preset: hpn, rail-only, dcn-plus or fat-tree"
-    )
+    preset: str | None = Field(None, description=_preset_help())
     sets: list[str] = Field(
         default_factory=list,
         description="any spec field: --set tor_backup_ports=4 (repeatable)",
         json_schema_extra={"flag": "--set"},
     )
-    pods: int | None = Field(None, description="pods")
-    segments: int | None = Field(None, description="segments per pod")
-    single_plane: bool = Field(False, description="every ToR to every Agg")
-    single_tor: bool = Field(False, description="one ToR per NIC")
-    no_rail: bool = Field(False, description="a host's NICs on one ToR pair")
-    agg_oversubscription: float | None = Field(None, description="Agg down:up ratio (HPN 15)")
-    chip: str | None = Field(None, description="switch chip capacity: 25.6T, 51.2T, 102.4T")
-    k: int | None = Field(None, description="fat-tree radix")
-    speed: str | None = Field(None, description="fat-tree link speed, e.g. 100G")
-    frontend: bool = Field(False, description="also build the frontend network")
+    pods: int | None = Field(None, description=_applies("pods", "pods"))
+    segments: int | None = Field(None, description=_applies("segments", "segments per pod"))
+    single_plane: bool = Field(False, description=_applies("dual_plane", "every ToR to every Agg"))
+    single_tor: bool = Field(False, description=_applies("dual_tor", "one ToR per NIC"))
+    no_rail: bool = Field(
+        False, description=_applies("rail_optimized", "a host's NICs on one ToR pair")
+    )
+    agg_oversubscription: float | None = Field(
+        None, description=_applies("agg_oversubscription", "Agg down:up ratio")
+    )
+    chip: str | None = Field(
+        None, description=_applies("chip", "switch chip capacity: 25.6T, 51.2T, 102.4T")
+    )
+    k: int | None = Field(None, description=_applies("k", "radix"))
+    speed: str | None = Field(None, description=_applies("speed", "link speed, e.g. 100G"))
+    frontend: bool = Field(
+        False, description=_applies("frontend", "also build the frontend network")
+    )
 
     def table(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
         """The ``[fabric]`` table: a config file's ``table`` overridden by these flags."""

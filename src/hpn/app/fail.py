@@ -55,6 +55,7 @@ class FailResult(Result):
     samples_per_s_during_fault: float
     throughput_loss: float
     halted_s: float
+    blackholed_s: float  # some flow of the job held on a link nobody routed around yet
     crashed: bool
     crashes: int
     lost_work_s: float
@@ -80,6 +81,7 @@ class FailResult(Result):
             ("samples/s during fault", f"{self.samples_per_s_during_fault:.1f}"),
             ("throughput loss", f"{self.throughput_loss:.2%}"),
             ("halted", f"{self.halted_s:.1f} s"),
+            ("flows blackholed", f"{self.blackholed_s:.2f} s"),
             ("crashed", f"{self.crashed} ({self.crashes})"),
             ("lost work", f"{self.lost_work_s:.0f} s"),
             ("job time lost", f"{self.job_time_lost_s:.1f} s"),
@@ -119,6 +121,7 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
         recovery=c.recovery(c.since_checkpoint),
         duration=c.duration,
         router=router,
+        failover=c.failover(),
         progress=progress,
     )
     res = FailResult.from_dict(result)

@@ -58,9 +58,18 @@ def _fresh(files: dict[str, str | None], roots: dict[str, str]) -> bool:
     return True
 
 
+PLUGIN_GROUPS = ("hpn.commands", "hpn.policies", "hpn.presets")
+"""Entry-point groups whose plug-ins add flags (a policy's knobs, a preset's fields)."""
+
+
 def cached(name: str) -> CommandFlags | None:
-    """The kept flags of command ``name``, or None when missing or stale (see the module)."""
+    """The kept flags of command ``name``, or None when missing or stale (see the module), or
+    when a plug-in is installed (its knobs and fields are flags the copy does not have)."""
+    from hpn.registry import declared
+
     global _loaded
+    if any(declared(g) for g in PLUGIN_GROUPS):
+        return None
     if _loaded is None:
         try:
             with open(PATH, encoding="utf-8") as fh:

@@ -135,7 +135,9 @@ def _scalar(ann: Any) -> tuple[type, bool]:
     """The CLI type of a field annotation and whether it repeats (a list)."""
     origin = typing.get_origin(ann)
     if origin is Annotated:  # a unit-typed field: the CLI passes the text through
-        return str, False
+        if any(hasattr(m, "func") for m in ann.__metadata__):
+            return str, False
+        return _scalar(typing.get_args(ann)[0])
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(ann) if a is not type(None)]
         return _scalar(args[0]) if len(args) == 1 else (str, False)
@@ -153,10 +155,16 @@ def _help(description: str | None) -> str:
     return (text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")) if text else ""
 
 
+def _extra(field: Any) -> dict[str, Any]:
+    extra = field.json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
 def flag_name(name: str, model: type[Any]) -> str | None:
-    """The flag of field ``name`` of a table model (``--size``; None: hidden)."""
-    extra = model.model_fields[name].json_schema_extra
-    extra = extra if isinstance(extra, dict) else {}
+    """The flag of field ``name`` of a table model (``--size``; None: hidden). A field's
+    ``json_schema_extra`` may rename it (``{"flag": "--hash"}``), hide it (``{"flag": None}``)
+    or make an optional bool a ``--no-`` flag (``{"invert": True}``: unset, or False)."""
+    extra = _extra(model.model_fields[name])
     flag = extra.get("flag", "--" + name.replace("_", "-"))
     return flag if flag is None else str(flag)
 
@@ -196,7 +204,7 @@ def table_flags(table: str, model: type[Any]) -> list[Flag]:
                 _help(field.description),
                 show,
                 panel,
-                invert=typ is bool and default is True,
+                invert=typ is bool and (default is True or _extra(field).get("invert") is True),
             )
         )
     return out

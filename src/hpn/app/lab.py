@@ -14,7 +14,7 @@ from hpn.config import Model
 from hpn.routing.config import DEFAULT_SEEDS
 
 if TYPE_CHECKING:  # the lab is imported when a command runs (a fast ``hpn --help``)
-    from hpn.lab.fail import DirectionSummary
+    from hpn.lab.fail import DirectionSummary, ModelCheck
     from hpn.lab.measure import LinkComparison, PortBalance
     from hpn.lab.select import SelectionInfo
 
@@ -39,17 +39,36 @@ class LabOptions(LabName):
         DEFAULT_SEEDS, description="kernel hash seed per switch (same: polarization)"
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="base of the hash seeds")
+    bfd: bool = Field(False, description="BFD on every BGP session (off: the paper is silent)")
+    bfd_interval_ms: int = Field(300, ge=10, le=10_000, description="BFD tx/rx interval, ms")
+    bfd_multiplier: int = Field(3, ge=2, le=255, description="BFD detect multiplier")
+
+
+class UpOptions(LabOptions):
+    replace: bool = Field(False, description="rebuild a lab of this name that is up")
 
 
 class UpConfig(Model):
-    """``hpn lab up`` / ``hpn lab configs``: ``[fabric]`` (2 segments unless set) and ``[lab]``."""
+    """``hpn lab up``: ``[fabric]`` (2 segments unless set) and ``[lab]``."""
 
     fabric: FabricSpec = fabric_field()
-    lab: LabOptions = Field(default_factory=LabOptions)
+    lab: UpOptions = Field(default_factory=UpOptions)
 
 
 class ConfigsOptions(LabOptions):
     out: str = Field("lab-configs", description="directory for the per-switch configurations")
+
+
+class ExportOptions(LabOptions):
+    out: str = Field("lab-export", description="directory to write the files into")
+    format: Literal["containerlab", "frr", "json"] = Field(
+        "containerlab", description="containerlab topology, FRR configs, or one JSON document"
+    )
+
+
+class ExportConfig(Model):
+    fabric: FabricSpec = fabric_field()
+    lab: ExportOptions = Field(default_factory=ExportOptions)
 
 
 class ConfigsConfig(Model):
@@ -84,17 +103,57 @@ class TrafficConfig(Model):
     lab: TrafficOptions = Field(default_factory=TrafficOptions)
 
 
+class ExecOptions(LabName):
+    """The ``[lab]`` table of ``lab exec``."""
+
+    node: str = Field(..., description="node: t0, a1, h3, ... (as lab status names them)")
+    command: str = Field(..., description="the command line to run in its namespace")
+    timeout: float = Field(30.0, gt=0, le=120, description="seconds before it is stopped")
+
+
+class ExecConfig(Model):
+    lab: ExecOptions
+
+
+class VtyshOptions(LabName):
+    """The ``[lab]`` table of ``lab vtysh``."""
+
+    node: str = Field(..., description="switch: t0, a1, c0, ...")
+    command: str | None = Field(None, description="a vtysh command (default: the running config)")
+
+
+class VtyshConfig(Model):
+    lab: VtyshOptions
+
+
+class CaptureOptions(LabName):
+    """The ``[lab]`` table of ``lab capture``."""
+
+    link: str = Field(..., description="an interface of the lab (lab status lists them)")
+    out: str = Field(..., description="pcap file to write")
+    seconds: float = Field(5.0, gt=0, le=60, description="capture at most this long")
+    packets: int = Field(1000, ge=1, le=100_000, description="and at most this many packets")
+
+
+class CaptureConfig(Model):
+    lab: CaptureOptions
+
+
 class FailOptions(LabName):
     """The ``[lab]`` table of ``lab fail``."""
 
     target: str = Field(
         "link:host=0,nic=0,port=0",
         description="link:host=H,nic=N,port=P | tor:segment=S,rail=R,plane=P | "
-        "flap:host=H,nic=N,port=P,period=0.4,count=3",
+        "flap:host=H,nic=N,port=P,period=0.4,count=3 | uplink:segment=S,rail=R,plane=P,"
+        "uplink=U | agg:plane=P,index=I | silent:<link or uplink keys>,dir=both|down|up | "
+        "gray:<same>,loss=0.1",
     )
     repair: float = Field(2.0, ge=0.2, le=60, description="seconds until repair")
     before: float = Field(1.0, ge=0.2, le=10, description="seconds of traffic before failing")
-    after: float = Field(1.0, ge=0.2, le=10, description="seconds of traffic after repair")
+    after: float | None = Field(
+        None, ge=0.2, le=10, description="seconds of traffic after repair (default 1, ToR 3)"
+    )
     connections: int = Field(4, ge=1, le=16, description="connections each way per NIC")
     routing: Literal["ecmp", "hpn"] = Field(
         "ecmp", description="ecmp, or hpn (hosts re-run path selection every --probe s)"
@@ -161,8 +220,84 @@ class StatusResult(_Tables):
     built_s: float | None = field(default=None, metadata=OMIT)
     converge_s: float | None = field(default=None, metadata=OMIT)
     subnets: list[str] | None = field(default=None, metadata=OMIT)
+    links_down: list[str] | None = field(default=None, metadata=OMIT)
+    links_dropping: list[str] | None = field(default=None, metadata=OMIT)
+    bgp_sessions: int | None = field(default=None, metadata=OMIT)
+    bgp_established: int | None = field(default=None, metadata=OMIT)
+    routes: dict[str, int] | None = field(default=None, metadata=OMIT)
+    link_state: list[dict[str, Any]] | None = field(default=None, metadata=OMIT)
+    sessions: list[dict[str, Any]] | None = field(default=None, metadata=OMIT)
 
     title = "hpn lab"
+
+    def rows(self) -> list[tuple[str, Any]]:
+        rows = super().rows()
+        if self.links_down is not None:
+            rows.append(("links down", ", ".join(self.links_down) or "none"))
+        if self.sessions:
+            bad = [f"{x['switch']}:{x['peer']} {x['state']}" for x in self.sessions
+                   if x["state"] != "Established"]  # fmt: skip
+            rows.append(("BGP sessions not established", ", ".join(bad) or "none"))
+        return rows
+
+
+@dataclass
+class ExportResult(_Tables):
+    out: str
+    format: str
+    files: list[str]
+    nodes: int
+    links: int
+
+    title = "hpn lab export"
+
+
+@dataclass
+class RepairResult(_Tables):
+    name: str
+    links_repaired: list[str]
+    drops_removed: list[str]
+    converge_s: float | None
+    took_s: float
+
+    title = "hpn lab repair"
+
+
+@dataclass
+class ExecResult(_Tables):
+    node: str
+    command: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    title = "hpn lab exec"
+
+    def lines(self) -> list[str] | None:
+        return (self.stdout + self.stderr).rstrip("\n").splitlines()
+
+
+@dataclass
+class VtyshResult(_Tables):
+    node: str
+    command: str | None
+    output: str
+
+    title = "hpn lab vtysh"
+
+    def lines(self) -> list[str] | None:
+        return self.output.rstrip("\n").splitlines()
+
+
+@dataclass
+class CaptureResult(_Tables):
+    link: str
+    namespace: str
+    out: str
+    packets: int | None
+    bytes: int
+
+    title = "hpn lab capture"
 
 
 @dataclass
@@ -197,6 +332,7 @@ class TrafficResult(_Tables):
     send_errors: int
     duration_s: float
     flows_routed: int
+    paths_predicted_as_kernel: int  # the model's paths (kernel hash) equal to ip route get's
     flows_unroutable: int
     selection: SelectionInfo
     fct_s: dict[str, float | None]
@@ -228,6 +364,7 @@ class FailResult(_Tables):
     loop_stall_max_s: float
     to_nic: DirectionSummary
     from_nic: DirectionSummary
+    model: ModelCheck
     flows_keep_going: bool
     nic_cut_off: bool
 
@@ -247,7 +384,50 @@ class ConfigsResult(_Tables):
 def up(cfg: UpConfig) -> Outcome:
     from hpn.lab import service
 
-    return Outcome(StatusResult.from_dict(service.up(lab_spec(cfg.fabric, cfg.lab))))
+    spec = lab_spec(cfg.fabric, cfg.lab)
+    return Outcome(StatusResult.from_dict(service.up(spec, replace=cfg.lab.replace)))
+
+
+def export(cfg: ExportConfig) -> Outcome:
+    from hpn.lab.export import export as run_export
+
+    spec = lab_spec(cfg.fabric, cfg.lab)
+    return Outcome(ExportResult.from_dict(run_export(spec, cfg.lab.out, cfg.lab.format)))
+
+
+def repair(cfg: NameConfig) -> Outcome:
+    from hpn.lab import service
+
+    return Outcome(RepairResult.from_dict(service.repair(cfg.lab.name)))
+
+
+def exec_cmd(cfg: ExecConfig) -> Outcome:
+    import shlex
+
+    from hpn.errors import InputError
+    from hpn.lab import service
+
+    try:
+        argv = shlex.split(cfg.lab.command)
+    except ValueError as err:
+        raise InputError("command", f"cannot split it into words: {err}") from None
+    x = cfg.lab
+    return Outcome(ExecResult.from_dict(service.exec_in(x.name, x.node, argv, x.timeout)))
+
+
+def vtysh(cfg: VtyshConfig) -> Outcome:
+    from hpn.lab import service
+
+    v = cfg.lab
+    return Outcome(VtyshResult.from_dict(service.vtysh(v.name, v.node, v.command)))
+
+
+def capture(cfg: CaptureConfig) -> Outcome:
+    from hpn.lab import service
+
+    c = cfg.lab
+    out = service.capture(c.name, c.link, c.out, c.seconds, c.packets)
+    return Outcome(CaptureResult.from_dict(out))
 
 
 def status(cfg: NameConfig) -> Outcome:
@@ -317,4 +497,9 @@ STATUS = Command("lab status", NameConfig, status, flags=("lab",), stored=False)
 DOWN = Command("lab down", NameConfig, down, flags=("lab",), stored=False)
 TRAFFIC = Command("lab traffic", TrafficConfig, traffic, flags=("lab",))
 FAIL = Command("lab fail", FailConfig, fail, flags=("lab",))
+EXPORT = Command("lab export", ExportConfig, export, flags=("fabric", "lab"), stored=False)
+REPAIR = Command("lab repair", NameConfig, repair, flags=("lab",), stored=False)
+EXEC = Command("lab exec", ExecConfig, exec_cmd, flags=("lab",), stored=False)
+VTYSH = Command("lab vtysh", VtyshConfig, vtysh, flags=("lab",), stored=False)
+CAPTURE = Command("lab capture", CaptureConfig, capture, flags=("lab",), stored=False)
 CONFIGS = Command("lab configs", ConfigsConfig, configs, flags=("fabric", "lab"), stored=False)

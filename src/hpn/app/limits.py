@@ -185,10 +185,10 @@ def _micro_batches(cfg: Any) -> float:
 
 
 def _sizes(cfg: Any) -> list[float]:
-    from hpn.units import parse_size_list
+    from hpn.units import parse_sizes
 
     try:
-        return parse_size_list(cfg.collective.sizes, "sizes")
+        return parse_sizes(cfg.collective.sizes, "sizes")
     except InputError:
         return []
 
@@ -291,19 +291,16 @@ def limits_of(command: str) -> tuple[Limit, ...]:
 
 
 def check_fabric(spec: Any) -> None:
-    """Refuse a fabric spec past its switch chips' port budgets (what building it would refuse,
-    without building it)."""
+    """Refuse a fabric spec past its switch chips' port budgets (its preset's check: what
+    building it would refuse, without building it)."""
+    from hpn.topology.presets import PRESETS
+
     preset = getattr(spec, "preset", None)
+    check = PRESETS[preset].check if isinstance(preset, str) and preset in PRESETS else None
+    if check is None:
+        return
     try:
-        if preset in ("hpn", "rail-only"):
-            from hpn.topology.hpn import hpn_shape
-
-            hpn_shape(spec)
-        elif preset == "dcn-plus":
-            from hpn.topology.clos3 import check_shape
-            from hpn.topology.dcn_plus import dcn_shape
-
-            check_shape(dcn_shape(spec), spec.pods, "")
+        check(spec)
     except InputError as e:  # name the field that asks too much of the tier
         field = _TIER_FIELD.get(e.field)
         if field is None:

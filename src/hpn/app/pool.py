@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
-from pydantic import Field
+from pydantic import Field, create_model
+from pydantic.fields import FieldInfo
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.config import Model
@@ -19,7 +20,25 @@ if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn 
 
 # Size limits (models, GPUs, trace length, requests) are in hpn.app.limits, checked at parse.
 
-_POLICY = "serving policy: aegaeon, serverless, serverless-artifact, muxserve or dedicated"
+
+def _names(names: Any) -> str:
+    *rest, last = list(names)
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
+def _policy_help() -> str:
+    from hpn.pool.policies import POLICIES
+
+    return f"serving policy: {_names(POLICIES)}"
+
+
+def _gpu_help() -> str:
+    from hpn.pool.gpus import GPUS
+
+    return _names(GPUS)
+
+
+_POLICY, _GPU = _policy_help(), _gpu_help()
 
 
 def _slo(ttft: str, tbt: str) -> Any:
@@ -33,58 +52,83 @@ def _slo(ttft: str, tbt: str) -> Any:
     return Slo(*slo.values())
 
 
-# --- policy knobs (hpn.pool.knobs states their defaults, limits and sources) ------------------
+# --- policy knobs: generated from each policy's ``Knobs`` model ----------------------------
 
 
-class PolicyKnobs(Model):
-    """Policy knobs, each applying to one policy; unset = the policy's default."""
+@dataclass(frozen=True)
+class _Knob:
+    """A ``[pool]`` field: a knob of the policies that declare it (by name)."""
 
-    target: int | None = Field(None, description="serverless: target concurrency per instance (1)")
-    min_instances: int | None = Field(None, description="serverless: min instances per model (0)")
-    max_instances: int | None = Field(None, description="serverless: max instances per model (1)")
-    keep_alive: str | None = Field(None, description="serverless: idle time before scale-down (0s)")
-    tier: str | None = Field(None, description="serverless: checkpoint store tier, dram or ssd")
-    startup: str | None = Field(
-        None, description="serverless: engine start-up per instance (22.3s)"
-    )
-    store_ssd_gbps: float | None = Field(None, description="serverless: store SSD GB/s (11.4)")
-    kv_fraction: float | None = Field(None, description="muxserve: GPU memory share for KV (0.4)")
-    overhead_gb: float | None = Field(None, description="muxserve: GB charged per model (7.6)")
-    q_max: float | None = Field(None, description="aegaeon: longest decode quota, s (4)")
-    max_group: int | None = Field(None, description="aegaeon: prefill group size limit (8)")
-    qs: int | None = Field(None, description="serverless-artifact: queue slots per worker (4)")
+    owners: tuple[str, ...]
+    annotation: Any
+    info: FieldInfo
 
 
-_KNOBS: dict[str, tuple[str, str, Any]] = {  # field: (policy, knob, convert)
-    "target": ("serverless", "target", int),
-    "min_instances": ("serverless", "min_instances", int),
-    "max_instances": ("serverless", "max_instances", int),
-    "keep_alive": ("serverless", "keep_alive", lambda v: parse_duration(v, "keep-alive")),
-    "tier": ("serverless", "tier", str),
-    "startup": ("serverless", "startup_s", lambda v: parse_duration(v, "startup")),
-    "store_ssd_gbps": ("serverless", "ssd_bandwidth", lambda v: float(v) * 1e9),
-    "kv_fraction": ("muxserve", "kv_fraction", float),
-    "overhead_gb": ("muxserve", "overhead_gb", float),
-    "q_max": ("aegaeon", "q_max", float),
-    "max_group": ("aegaeon", "max_group", int),
-    "qs": ("serverless-artifact", "qs", int),
-}
+def _show(value: Any, text: Any) -> str:
+    """A default as help shows it: ``text`` (its JSON form: ``22.3s``) unless a plain number."""
+    if isinstance(value, float) and not isinstance(text, str) or value == 0:
+        return f"{value:.4g}"
+    return str(text)
 
 
-def _options(p: PolicyKnobs, policy: str) -> dict[str, Any]:
+_BOUNDS = ("gt", "ge", "lt", "le")
+
+
+def _knobs() -> dict[str, _Knob]:
+    """Every knob of every registered policy, by field name (a name two policies declare is
+    one field; its type must then agree)."""
+    from hpn.pool.policies import POLICIES
+
+    out: dict[str, _Knob] = {}
+    for name, cls in POLICIES.items():
+        for knob, info in cls.Knobs.model_fields.items():
+            if knob in out:
+                if out[knob].annotation != info.annotation:
+                    raise TypeError(f"knob {knob!r} of {name} differs in type from another's")
+                out[knob] = _Knob((*out[knob].owners, name), info.annotation, out[knob].info)
+                continue
+            out[knob] = _Knob((name,), info.annotation, info)
+    for knob, k in out.items():  # help: who owns it, what it means, its default
+        knobs = [POLICIES[o].Knobs() for o in k.owners]
+        defaults = [getattr(kn, knob) for kn in knobs]
+        texts = [kn.model_dump(mode="json")[knob] for kn in knobs]
+        shown = ", ".join(dict.fromkeys(map(_show, defaults, texts)))
+        text = f"{', '.join(k.owners)}: {k.info.description or knob} (default {shown})"
+        bounds = {b: getattr(m, b) for m in k.info.metadata for b in _BOUNDS if hasattr(m, b)}
+        rest = [m for m in k.info.metadata if not any(hasattr(m, b) for b in _BOUNDS)]
+        inner = Annotated[(k.annotation, *rest)] if rest else k.annotation  # units: "10s"
+        extra: dict[str, Any] | None = (
+            {"invert": True} if all(v is True for v in defaults) else None
+        )
+        field = Field(None, description=text, json_schema_extra=extra, **bounds)
+        out[knob] = _Knob(k.owners, inner, field)
+    return out
+
+
+def _with_knobs(name: str, base: type[Model]) -> type[Model]:
+    """``base`` (a command's ``[pool]`` fields) followed by every policy knob, each optional
+    (unset: the policy's default)."""
+    fields: dict[str, Any] = {k: (v.annotation | None, v.info) for k, v in _knobs().items()}
+    model = create_model(name, __base__=base, __module__=__name__, **fields)
+    model.__doc__ = base.__doc__
+    return model
+
+
+def _options(p: Model, policy: str) -> dict[str, Any]:
     """The knobs given for `policy` as `simulate(options=...)`; a knob of another policy is
     an error."""
     from hpn.pool.policies import get_policy
 
     name = get_policy(policy).name
     out: dict[str, Any] = {}
-    for field, (owner, knob, convert) in _KNOBS.items():
+    for field, knob in _knobs().items():
         value = getattr(p, field)
         if value is None:
             continue
-        if owner != name:
+        if name not in knob.owners:
+            owner = " or ".join(knob.owners)
             raise InputError(f"pool.{field}", f"applies to policy {owner}, not {name}")
-        out[knob] = convert(value)
+        out[field] = value
     return out
 
 
@@ -92,6 +136,8 @@ def _options(p: PolicyKnobs, policy: str) -> dict[str, Any]:
 
 
 class _SimulateFields(Model):
+    """The ``[pool]`` table of ``pool simulate``: its fields, then the policy knobs."""
+
     policy: str = Field("aegaeon", description=_POLICY)
     trace: str | None = Field(None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder")
     models: int | None = Field(None, ge=1, description="synthetic market: number of models")
@@ -107,7 +153,7 @@ class _SimulateFields(Model):
     gpus: int | None = Field(
         None, description="GPUs (policies without a split; aegaeon splits 3:5)"
     )
-    gpu: str = Field("h800", description="h20, h100, h800, a100 or a10")
+    gpu: str = Field("h800", description=_GPU)
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
@@ -116,8 +162,10 @@ class _SimulateFields(Model):
     )
 
 
-class SimulateOptions(PolicyKnobs, _SimulateFields):
-    """The ``[pool]`` table of ``pool simulate``: its fields, then the policy knobs."""
+if TYPE_CHECKING:
+    SimulateOptions = _SimulateFields
+else:
+    SimulateOptions = _with_knobs("SimulateOptions", _SimulateFields)
 
 
 class SimulateConfig(Model):
@@ -167,6 +215,8 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
 
 
 class _GoodputFields(Model):
+    """The ``[pool]`` table of ``pool goodput``: its fields, then the policy knobs."""
+
     policy: str | None = Field(
         None, description=_POLICY + " (default: all five, the paper's comparison)"
     )
@@ -176,7 +226,7 @@ class _GoodputFields(Model):
     gpus: int | None = Field(
         None, description="GPUs (default 16, the paper's 2 x 8; aegaeon splits 3:5)"
     )
-    gpu: str = Field("h800", description="h20, h100, h800, a100 or a10")
+    gpu: str = Field("h800", description=_GPU)
     duration: str = Field("300s", description="length of each simulated trace")
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
@@ -189,8 +239,10 @@ class _GoodputFields(Model):
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
 
-class GoodputOptions(PolicyKnobs, _GoodputFields):
-    """The ``[pool]`` table of ``pool goodput``: its fields, then the policy knobs."""
+if TYPE_CHECKING:
+    GoodputOptions = _GoodputFields
+else:
+    GoodputOptions = _with_knobs("GoodputOptions", _GoodputFields)
 
 
 class GoodputConfig(Model):
@@ -259,7 +311,8 @@ def _own(p: GoodputOptions, policy: str) -> GoodputOptions:
     own policy), and a prefill/decode split given as plain GPUs to policies without one."""
     from hpn.pool.policies import get_policy
 
-    update: dict[str, Any] = {f: None for f, (owner, _, _) in _KNOBS.items() if owner != policy}
+    name = get_policy(policy).name
+    update: dict[str, Any] = {f: None for f, k in _knobs().items() if name not in k.owners}
     if not get_policy(policy).split and p.gpus is None and p.prefill_gpus is not None:
         update.update(gpus=p.prefill_gpus + (p.decode_gpus or 0), prefill_gpus=None)
         update["decode_gpus"] = None
@@ -295,6 +348,8 @@ def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult | ComparisonResult]:
 
 
 class _CapacityFields(Model):
+    """The ``[pool]`` table of ``pool capacity``: its fields, then the policy knobs."""
+
     mix: str = Field("production", description="production or a mix TOML file")
     policy: str = Field("aegaeon", description=_POLICY)
     gpu: str | None = Field(None, description="GPU type (default: the mix's, h20 for production)")
@@ -305,8 +360,10 @@ class _CapacityFields(Model):
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
 
-class CapacityOptions(PolicyKnobs, _CapacityFields):
-    """The ``[pool]`` table of ``pool capacity``: its fields, then the policy knobs."""
+if TYPE_CHECKING:
+    CapacityOptions = _CapacityFields
+else:
+    CapacityOptions = _with_knobs("CapacityOptions", _CapacityFields)
 
 
 class CapacityConfig(Model):

@@ -49,6 +49,16 @@ def _summary(fn: Any) -> str:
     return (fn.__doc__ or "").strip().split("\n")[0]
 
 
+def _plugin_summary(name: str) -> str:
+    """A plug-in command's summary (loading it: built-in ones are listed without loading)."""
+    from hpn.app import COMMANDS
+
+    try:
+        return COMMANDS.get(name).summary
+    except InputError as e:
+        return f"(not loaded: {e.message})"
+
+
 def _entries() -> dict[str, dict[str, Entry]]:
     """``{group: {word: Entry}}`` of every command, from summaries alone (nothing built)."""
     from hpn.app import COMMANDS
@@ -56,7 +66,8 @@ def _entries() -> dict[str, dict[str, Entry]]:
     out: dict[str, dict[str, Entry]] = {"": {}, **{g: {} for g in GROUPS}}
     for name in COMMANDS:
         parent, _, word = name.rpartition(" ")
-        out[parent][word] = Entry(COMMANDS.summary(name), partial(_app_command, name))
+        summary = COMMANDS.summary(name) or _plugin_summary(name)
+        out.setdefault(parent, {})[word] = Entry(summary, partial(_app_command, name))
     for fn in (demo.demo, sweep.sweep, plot.plot, dash.dash, reproduce.reproduce):
         out[""][fn.__name__] = Entry(_summary(fn), partial(_one, fn, fn.__name__))
     return out
@@ -71,7 +82,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-for _name, _text in GROUPS.items():
+for _name in [n for n in _ENTRIES if n]:  # a plug-in's group ("my cmd") is a group too
+    _text = GROUPS.get(_name, "Plug-in commands.")
     _sub = typer.Typer(help=_text, no_args_is_help=True, cls=group(_ENTRIES[_name]))
     app.add_typer(_sub, name=_name)
 app.add_typer(runs.app, name="runs")

@@ -61,16 +61,25 @@ class CapacityEvents:
     """At ``time[i]``, directed link ``link[i]`` gets ``capacity[i]`` bit/s (0 = down).
 
     With ``reroute``, flows whose path crosses a link at capacity 0 are re-routed (the router
-    avoiding every such link) when the event fires; they keep the bytes already sent.
+    avoiding every such link) when the event fires; they keep the bytes already sent. An
+    event with ``hold[i]`` takes its link down *held*: the flows crossing it are not re-routed
+    but wait at rate 0 (a blackhole nobody has routed around yet) until a later event on that
+    link (down without hold: they move; capacity back: they resume).
     """
 
     time: np.ndarray
     link: np.ndarray
     capacity: np.ndarray
     reroute: bool = False
+    hold: np.ndarray | None = None
 
     @classmethod
-    def of(cls, events: list[tuple[float, int, float]], reroute: bool = False):
+    def of(
+        cls,
+        events: list[tuple[float, int, float]],
+        reroute: bool = False,
+        hold: list[bool] | None = None,
+    ):
         """Events from ``(time, link, capacity)`` tuples.
 
         Parameters
@@ -79,6 +88,8 @@ class CapacityEvents:
             ``(time s, directed link id, capacity bit/s)`` each.
         reroute
             Re-route flows off links at capacity 0.
+        hold
+            Per event: a down event whose flows wait instead of moving.
 
         Returns
         -------
@@ -86,7 +97,11 @@ class CapacityEvents:
             The events as arrays.
         """
         t, lk, c = zip(*events, strict=True) if events else ((), (), ())
-        return cls(np.asarray(t, float), np.asarray(lk, np.int64), np.asarray(c, float), reroute)
+        h = None if hold is None else np.asarray(hold, bool)
+        if h is not None and len(h) != len(t):
+            raise InputError("capacity event", "hold needs one flag per event")
+        arr = np.asarray
+        return cls(arr(t, float), arr(lk, np.int64), arr(c, float), reroute, h)
 
 
 def simulate(
@@ -333,6 +348,7 @@ class Sim:
         roots = self.task.roots()
         self.queue.push(t.delay[roots], START, roots)
         self.cap_events = cap_events
+        self.held = np.zeros(nl, bool)  # links down whose flows wait (CapacityEvents.hold)
         if cap_events is not None and len(cap_events.time):
             ce = cap_events
             if (ce.link < 0).any() or (ce.link >= nl).any():
@@ -356,7 +372,8 @@ class Sim:
         pending = np.isnan(self.flow.tx_end)
         rep, links = self.path.entries(np.arange(self.nf))
         hit = np.zeros(self.nf, bool)
-        hit[rep[down[links]]] = True
+        hit[rep[(down & ~self.held)[links]]] = True
+        hit[rep[self.held[links]]] = False  # a held link keeps every flow crossing it
         flows = np.flatnonzero(hit & pending)
         if not len(flows):
             return
@@ -423,6 +440,7 @@ class Sim:
         ce = self.cap_events
         for i in idx:  # in event order, so the last change of a link at one time wins
             self.cap[ce.link[i]] = ce.capacity[i] / 8.0
+            self.held[ce.link[i]] = ce.hold is not None and ce.hold[i] and ce.capacity[i] <= 0
         self.sampler.capacity_changed()
         if ce.reroute:
             self._reroute()

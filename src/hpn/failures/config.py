@@ -14,6 +14,7 @@ from hpn.config import Duration, Model, Size
 from hpn.failures.checkpoint import Recovery
 
 if TYPE_CHECKING:
+    from hpn.failures.failover import Failover
     from hpn.failures.montecarlo import Rates
 
 
@@ -40,10 +41,28 @@ class FailCfg(RecoveryCfg):
         None, description="routing policy (default: the fabric's, hpn on HPN presets, else ecmp)"
     )
     seed: int = Field(0, ge=0, le=2**63 - 1)
+    withdraw: Duration = Field(
+        "140ms", description="BGP withdrawal to re-routed traffic [lab-measured]"
+    )
+    probe: Duration = Field("100ms", description="HPN re-selection probe period [assumed, lab]")
+    path_search: Duration = Field(
+        "200ms", description="HPN path search after a failed probe [lab-measured]"
+    )
+    ecmp_reselect: Duration | None = Field(
+        None, description="when plain ECMP moves a blackholed flow (default: never)"
+    )
     duration: Duration | None = Field(None, description="simulated time (default: to repair)")
     since_checkpoint: Duration | None = Field(
         None, description="age of the last checkpoint at time 0 (default: half an interval)"
     )
+
+    def failover(self) -> Failover:
+        import math
+
+        from hpn.failures.failover import Failover
+
+        r = math.inf if self.ecmp_reselect is None else self.ecmp_reselect
+        return Failover(self.withdraw, self.probe, self.path_search, r)
 
     @field_validator("duration")
     @classmethod
@@ -98,5 +117,7 @@ class SimpleStep(Model):
     first_host: int = Field(0, ge=0, description="first host (active hosts, fabric order)")
     compute: Duration = Field("100ms", description="compute per iteration")
     allreduce: Size = Field("1GB", description="gradient bytes AllReduced per iteration")
-    algo: str = Field("ring", description="AllReduce algorithm")
+    algo: str = Field(
+        "auto", description="AllReduce algorithm: auto (NCCL's tuner) or NCCL_ALGO syntax"
+    )
     samples: int | None = Field(None, ge=1, description="samples per iteration (default gpus)")

@@ -11,7 +11,14 @@ Kinds (times in human units, ``repair`` is the outage's *duration*, omitted = ne
   NIC port lands on): the ToR and all its links;
 - ``tor-agg:<tor keys>,uplink=U,...``: the ToR's ``U``-th uplink (in wiring order);
 - ``agg:pod=0,plane=P,index=I,...``: an Agg and all its links (``plane=-1`` single-plane);
-- ``core-link:pod=0,plane=P,agg=I,uplink=U,...``: an Agg's ``U``-th uplink to the core.
+- ``core-link:pod=0,plane=P,agg=I,uplink=U,...``: an Agg's ``U``-th uplink to the core;
+- ``silent:host=H,nic=N,port=P,at=T,repair=D,detect=E``: that NIC link drops every packet
+  with its carrier up: nobody moves a flow until the failure is detected ``E`` later (default
+  3 s: LACP's short timeout, three 1 s PDUs missed, IEEE 802.1AX; HPN's hosts bond with LACP,
+  P §4.2), then as ``link``;
+- ``gray:host=H,nic=N,port=P,at=T,repair=D,loss=L``: that NIC link drops a share ``L`` of
+  the packets (0 < L < 1) and is never detected: its capacity is ``1 - L`` of nominal (an
+  optimistic goodput: RoCE's go-back-N retransmits more than the lost packets).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from hpn.registry import Registry
 from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
 from hpn.units import parse_duration
 
-_TIMES = {"at", "repair", "down", "every"}
+_TIMES = {"at", "repair", "down", "every", "detect"}
+_FLOATS = {"loss"}
 _TOR_KEYS = {"pod", "segment", "rail", "plane", "host", "nic", "port"}
 KINDS: Registry[tuple[set[str], set[str]]] = Registry("fault kind", field="--fault")
 """Fault kinds: ``(required, allowed)`` keys of each."""
@@ -39,6 +47,16 @@ KINDS.add(
     "flap",
     ({"host", "nic", "at", "down"}, {"host", "nic", "port", "at", "down", "count", "every"}),
     "that link, down seconds, count times",
+)
+KINDS.add(
+    "silent",
+    ({"host", "nic", "at"}, {"host", "nic", "port", "at", "repair", "detect"}),
+    "a NIC link dropping all packets, carrier up, until detected",
+)
+KINDS.add(
+    "gray",
+    ({"host", "nic", "at", "loss"}, {"host", "nic", "port", "at", "repair", "loss"}),
+    "a NIC link dropping a share of the packets, never detected",
 )
 KINDS.add("tor", ({"at"}, _TOR_KEYS | {"at", "repair"}), "a ToR and all its links")
 KINDS.add("tor-agg", ({"at", "uplink"}, _TOR_KEYS | {"uplink", "at", "repair"}), "one ToR uplink")
@@ -64,6 +82,8 @@ class Fault:
     count: int = 1  # flap: number of flaps
     every: float = 0.0  # flap: period
     text: str = ""
+    detect: float = 3.0  # silent: seconds until detected (LACP short timeout)
+    loss: float = 0.0  # gray: share of packets dropped
 
     def windows(self) -> list[tuple[float, float]]:
         """The (start, end) outages of this fault, in seconds."""
@@ -104,8 +124,17 @@ def parse_fault(text: str, name: str = "--fault") -> Fault:
         raise InputError(name, f"{kind} fault needs {', '.join(missing)} (in {text!r})")
     times = {k: parse_duration(v, f"{name} {k}") for k, v in vals.items() if k in _TIMES}
     ints: dict[str, int] = {}
+    floats: dict[str, float] = {}
     for k, v in vals.items():
         if k in _TIMES:
+            continue
+        if k in _FLOATS:
+            try:
+                floats[k] = float(v)
+            except ValueError:
+                raise InputError(name, f"{k} must be a number, got {v!r}") from None
+            if not 0 < floats[k] < 1:
+                raise InputError(name, f"{k} must be in (0, 1), got {v!r}")
             continue
         try:
             ints[k] = int(v)
@@ -113,7 +142,15 @@ def parse_fault(text: str, name: str = "--fault") -> Fault:
             raise InputError(name, f"{k} must be an integer, got {v!r}") from None
         if ints[k] < 0 and not (k == "plane" and ints[k] == -1):
             raise InputError(name, f"{k} must be >= 0, got {v!r}")
-    f = Fault(kind, ints, times["at"], times.get("repair", math.inf), text=text.strip())
+    f = Fault(
+        kind,
+        ints,
+        times["at"],
+        times.get("repair", math.inf),
+        text=text.strip(),
+        detect=times.get("detect", 3.0),
+        loss=floats.get("loss", 0.0),
+    )
     if kind == "flap":
         down, count = times["down"], ints.pop("count", 1)
         every = times.get("every", 2 * down)
@@ -193,7 +230,7 @@ def _incident(fabric: Fabric, node: int) -> np.ndarray:
 def fault_nodes(fabric: Fabric, f: Fault) -> tuple[str, int]:
     """('link', directed link id) or ('node', node id) that the fault hits."""
     k = f.keys
-    if f.kind in ("link", "flap"):
+    if f.kind in ("link", "flap", "silent", "gray"):
         return "link", nic_link(fabric, k["host"], k["nic"], k.get("port", 0))
     if f.kind == "tor":
         return "node", _tor(fabric, k)

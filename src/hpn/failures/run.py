@@ -7,19 +7,28 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from hpn.failures.checkpoint import Recovery
+from hpn.failures.failover import Failover
 from hpn.failures.faults import Fault, parse_fault
-from hpn.failures.semantics import design_of, fault_down_links, outages
+from hpn.failures.semantics import design_of, outages
 from hpn.failures.timeline import run_timeline
 from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
 
 
 class FaultSummary(TypedDict):
-    """A fault of a run: as given, how many links it takes down, the first of them."""
+    """A fault of a run: as given, how many links it takes down, the first of them; of its
+    directed links, how many the hosts, the network and only the senders' re-selection route
+    around (:mod:`hpn.failures.failover`), the longest hold (s) and the iteration's flows it
+    blackholes until re-selection (no switch of their plane reaches the destination)."""
 
     fault: str
     links_down: int
     first_link: str
+    moved_by_host: int
+    moved_by_network: int
+    moved_by_sender_reselect: int
+    held_max_s: float | None
+    flows_cut_off: int
 
 
 def run_fail(
@@ -34,6 +43,7 @@ def run_fail(
     duration: float | None = None,
     router=None,
     hashing: Any = None,
+    failover: Failover | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(result, tables): the job's throughput, halts and crashes across ``faults``;
@@ -43,21 +53,12 @@ def run_fail(
     t0 = time.perf_counter()
     parsed = [parse_fault(f) if isinstance(f, str) else f for f in faults]
     design = design_of(fabric, stacked)
-    outs = outages(fabric, parsed, design)
     router = router or router_for(fabric, routing, seed=seed, hashing=hashing)
+    fo = failover or Failover()
+    outs = outages(fabric, parsed, design, router.name, fo)
     rec = recovery or Recovery()
     result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed, progress)
-    described: list[FaultSummary] = []
-    for f in parsed:
-        links = fault_down_links(fabric, f, design)
-        lk0 = int(links[0])
-        ends = (
-            fabric.node_name(int(fabric.links.src[lk0])),
-            fabric.node_name(int(fabric.links.dst[lk0])),
-        )
-        described.append(
-            {"fault": f.text, "links_down": len(links) // 2, "first_link": " - ".join(ends)}
-        )
+    described = [_summary(fabric, it, router, f, design, fo) for f in parsed]
     head = {
         "preset": getattr(fabric.spec, "preset", None),
         "design": design,
@@ -72,3 +73,34 @@ def run_fail(
         "restart_s": rec.restart,
     }
     return {**head, **result, "wall_s": time.perf_counter() - t0}, tables
+
+
+def _summary(fabric, it, router, f: Fault, design: str, fo: Failover) -> FaultSummary:
+    import numpy as np
+
+    from hpn.engine.sim import route_flows
+
+    o = outages(fabric, [f], design, router.name, fo)[0]
+    links = o.links
+    hold = np.zeros(len(links)) if o.hold is None else o.hold
+    who = np.full(len(links), -1) if o.who is None else o.who  # gray: nobody moves them
+    lk0 = int(links[0])
+    ends = (
+        fabric.node_name(int(fabric.links.src[lk0])),
+        fabric.node_name(int(fabric.links.dst[lk0])),
+    )
+    tasks = it.dag.tasks
+    rep, hops = route_flows(fabric, router, tasks).entries(np.arange(len(tasks.size)))
+    blocked = np.zeros(fabric.num_links, bool)
+    blocked[links[who == 2]] = True
+    held = hold[hold > 0]
+    return {
+        "fault": f.text,
+        "links_down": len(links) // 2,
+        "first_link": " - ".join(ends),
+        "moved_by_host": int((who == 0).sum()),
+        "moved_by_network": int((who == 1).sum()),
+        "moved_by_sender_reselect": int((who == 2).sum()),
+        "held_max_s": float(held.max()) if len(held) else None,
+        "flows_cut_off": int(len(np.unique(rep[blocked[hops]]))),
+    }

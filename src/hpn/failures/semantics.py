@@ -12,15 +12,23 @@
 
 ToR-Agg, Agg and core faults are the same in every design: the links go down and routing
 re-hashes (ECMP) or re-selects source ports (``hpn``) over the surviving uplinks.
+
+Who moves the flows off a down link, and after how long, is :mod:`hpn.failures.failover`: the
+host at once, the network after the BGP withdrawal, or, where no switch of the flows' plane
+reaches the destination any more (dual-plane, a NIC-ToR link), only the sender's re-selection
+(HPN: probe + path search; plain ECMP: never before the repair). Until then they are held:
+blackholed, at rate 0.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.failures.failover import Failover, hold_times
 from hpn.failures.faults import Fault, fault_links, fault_nodes
 from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
@@ -29,12 +37,30 @@ DESIGNS = ("dual-tor", "single-tor", "stacked")
 
 @dataclass(frozen=True, eq=False)
 class Outage:
-    """Directed links ``links`` at capacity 0 during [start, end) seconds."""
+    """Directed links ``links`` at capacity 0 during [start, end) seconds; the flows crossing
+    ``links[i]`` are held (blackholed, not re-routed) for its first ``hold[i]`` seconds, and
+    ``who[i]`` moves them (0 the host, 1 the network, 2 the sender's re-selection)."""
 
     start: float
     end: float
     links: np.ndarray
     label: str
+    hold: np.ndarray | None = None
+    who: np.ndarray | None = None
+    scale: float = 0.0  # capacity left on ``links`` (0: down; gray failures: 1 - loss)
+
+    def held(self, t: float) -> np.ndarray:
+        """The links whose flows are held at time ``t`` (none outside the outage)."""
+        if self.hold is None or not self.start <= t < self.end:
+            return self.links[:0]
+        return self.links[t < self.start + self.hold]
+
+    def changes(self) -> list[float]:
+        """Times the outage's state changes: start, end of every hold, end."""
+        out = [self.start, self.end]
+        if self.hold is not None:
+            out += [self.start + h for h in np.unique(self.hold) if 0 < h < self.end - self.start]
+        return [x for x in out if math.isfinite(x)]
 
 
 def ports_per_nic(fabric: Fabric) -> int:
@@ -75,16 +101,33 @@ def fault_down_links(fabric: Fabric, f: Fault, design: str) -> np.ndarray:
     return links
 
 
-def outages(fabric: Fabric, faults: list[Fault], design: str) -> list[Outage]:
-    """Every (start, end, links) window of the faults under ``design``."""
+def outages(
+    fabric: Fabric,
+    faults: list[Fault],
+    design: str,
+    routing: str | None = None,
+    failover: Failover | None = None,
+) -> list[Outage]:
+    """Every (start, end, links) window of the faults under ``design``; with ``routing``,
+    the holds of :mod:`hpn.failures.failover` (``failover``: its delays, default
+    :class:`Failover`), else every flow moves at once."""
     if design not in DESIGNS:
         raise InputError("design", f"unknown design {design!r}; choose from {', '.join(DESIGNS)}")
     out = []
     for f in faults:
         links = fault_down_links(fabric, f, design)
+        hold = who = None
+        if routing is not None and f.kind != "gray":
+            hold, who = hold_times(fabric, links, routing, failover or Failover())
+            if f.kind == "silent":  # nobody moves anything until the failure is detected
+                hold = hold + f.detect
+        elif f.kind == "silent":
+            hold = np.full(len(links), f.detect)
+        scale = 1.0 - f.loss if f.kind == "gray" else 0.0
         for i, (a, b) in enumerate(f.windows()):
             label = f.text or f.kind
-            out.append(Outage(a, b, links, label if f.count == 1 else f"{label} #{i + 1}"))
+            label = label if f.count == 1 else f"{label} #{i + 1}"
+            out.append(Outage(a, b, links, label, hold, who, scale))
     return out
 
 

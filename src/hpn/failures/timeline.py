@@ -9,10 +9,13 @@ state: a timeline of thousands of iterations costs a handful of simulations. Exa
 fluid model except one simplification: flows moved off a link within an iteration stay on
 their new path until the iteration ends (the next iteration uses the repaired link again).
 
-A crash: when some GPU of the job is cut off (all its NIC ports down) for longer than the
-timeout, the job dies at ``cut-off + timeout``, restarts ``restart`` seconds later on healthy
-hosts (faults that began before the crash no longer touch it) and redoes the work since its
-last checkpoint (:mod:`hpn.failures.checkpoint`).
+Flows crossing a *held* link (:mod:`hpn.failures.failover`: blackholed until someone routes
+around it) wait at rate 0; ``blackholed_s`` is the time some flow of the job was so held.
+
+A crash: when some GPU of the job is cut off (all its NIC ports down), or some flow of it
+blackholed, for longer than the timeout, the job dies at ``cut-off + timeout``, restarts
+``restart`` seconds later on healthy hosts (faults that began before the crash no longer
+touch it) and redoes the work since its last checkpoint (:mod:`hpn.failures.checkpoint`).
 """
 
 from __future__ import annotations
@@ -50,27 +53,61 @@ class _States:
         self.fabric, self.it, self.router, self.seed = fabric, it, router, seed
         self.cap0 = fabric.links.capacity
         self.reach = Reach(fabric, it.gpus)
-        self.cache: dict[tuple[int, ...], float] = {}
+        self.cache: dict[tuple, float] = {}
         self.simulations = 0
+        self._used: np.ndarray | None = None
 
-    def down(self, t: float, outs: list[Outage]) -> np.ndarray:
+    def state(self, t: float, outs: list[Outage]) -> tuple[np.ndarray, np.ndarray]:
+        """(links down, links down whose flows are held) at time ``t``."""
+        return self.state3(t, outs)[:2]
+
+    def state3(self, t: float, outs: list[Outage]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(links down, held, capacity share left on links degraded but up) at ``t``."""
         d = np.zeros(self.fabric.num_links, bool)
+        h = np.zeros(self.fabric.num_links, bool)
+        g = np.ones(self.fabric.num_links)
         for o in outs:
             if o.start <= t < o.end:
+                if o.scale > 0:
+                    g[o.links] = np.minimum(g[o.links], o.scale)
+                    continue
                 d[o.links] = True
-        return d
+                h[o.held(t)] = True
+        g[d] = 1.0
+        return d, h, g
+
+    def down(self, t: float, outs: list[Outage]) -> np.ndarray:
+        return self.state(t, outs)[0]
 
     @staticmethod
     def changes(outs: list[Outage]) -> np.ndarray:
-        t = [x for o in outs for x in (o.start, o.end) if math.isfinite(x)]
+        t = [x for o in outs for x in o.changes()]
         return np.unique(np.asarray(t, float))
 
-    def cut_offs(self, outs: list[Outage]) -> list[tuple[float, float]]:
-        """Maximal [a, b) intervals in which some GPU of the job is cut off."""
+    @property
+    def used(self) -> np.ndarray:
+        """Bool per link: some flow of the iteration crosses it when nothing is down."""
+        if self._used is None:
+            from hpn.engine.sim import route_flows
+
+            tasks = self.it.dag.tasks
+            path = route_flows(self.fabric, self.router, tasks)
+            _, links = path.entries(np.arange(len(tasks.size)))
+            self._used = np.zeros(self.fabric.num_links, bool)
+            self._used[links] = True
+        return self._used
+
+    def cut_offs(
+        self, outs: list[Outage], nics: bool = True, held_flows: bool = True
+    ) -> list[tuple[float, float]]:
+        """Maximal [a, b) intervals in which some GPU of the job is cut off (all its ports
+        down; ``nics``) or some flow of it blackholed (crossing a held link; ``held_flows``)."""
         pts = self.changes(outs)
         spans: list[list[float]] = []
         for i, c in enumerate(pts):
-            if self.reach.cut_off(self.down(c, outs)).any():
+            down, held = self.state(c, outs)
+            cut = nics and self.reach.cut_off(down).any()
+            if cut or held_flows and held.any() and (held & self.used).any():
                 end = pts[i + 1] if i + 1 < len(pts) else math.inf
                 if spans and spans[-1][1] == c:
                     spans[-1][1] = end
@@ -80,21 +117,30 @@ class _States:
 
     def duration(self, t: float, outs: list[Outage], limit: float = math.inf) -> float:
         """Time of the iteration starting at ``t`` (changes at or after ``limit`` ignored)."""
-        down = self.down(t, outs)
-        key = tuple(np.flatnonzero(down).tolist())
+        down, held, share = self.state3(t, outs)
+        gray = np.flatnonzero(share < 1)
+        key = (
+            tuple(np.flatnonzero(down).tolist()),
+            tuple(np.flatnonzero(held).tolist()),
+            tuple(zip(gray.tolist(), share[gray].tolist(), strict=True)),
+        )
         pts = self.changes(outs)
         pts = pts[(pts > t + _EPS) & (pts < limit)]
         known = self.cache.get(key)
         if known is not None and not (pts <= t + known).any():
             return known
         ev = [(0.0, int(lk), 0.0) for lk in np.flatnonzero(down)]
-        prev = down
+        ev += [(0.0, int(lk), float(self.cap0[lk] * share[lk])) for lk in gray]
+        hold = [bool(held[lk]) for lk in np.flatnonzero(down)] + [False] * len(gray)
+        prev, prev_h, prev_g = down, held, share
         for c in pts:
-            now = self.down(c, outs)
-            for lk in np.flatnonzero(now != prev):
-                ev.append((float(c - t), int(lk), 0.0 if now[lk] else float(self.cap0[lk])))
-            prev = now
-        events = CapacityEvents.of(ev, reroute=True) if ev else None
+            now, now_h, now_g = self.state3(c, outs)
+            for lk in np.flatnonzero((now != prev) | (now_h != prev_h) | (now_g != prev_g)):
+                cap = 0.0 if now[lk] else float(self.cap0[lk] * now_g[lk])
+                ev.append((float(c - t), int(lk), cap))
+                hold.append(bool(now_h[lk]))
+            prev, prev_h, prev_g = now, now_h, now_g
+        events = CapacityEvents.of(ev, reroute=True, hold=hold) if ev else None
         res = simulate(
             self.fabric, self.it.dag, self.router, seed=self.seed, capacity_events=events
         )
@@ -170,8 +216,10 @@ def run_timeline(
             horizon = max(horizon, t + tail)
     epochs.append((since, horizon, live))
     halted = float(recovery.timeout * len(crashes))
+    blackholed = 0.0
     for lo, hi, ol in epochs:
-        halted += sum(_overlap(a, b, lo, hi) for a, b in st.cut_offs(ol))
+        halted += sum(_overlap(a, b, lo, hi) for a, b in st.cut_offs(ol, held_flows=False))
+        blackholed += sum(_overlap(a, b, lo, hi) for a, b in st.cut_offs(ol, nics=False))
     # the window of the faults, and what the job achieved in it
     starts = [o.start for o in outs]
     w0 = min(starts) if starts else 0.0
@@ -189,6 +237,7 @@ def run_timeline(
         "samples_per_s_during_fault": during,
         "throughput_loss": _clean(loss),
         "halted_s": halted,
+        "blackholed_s": blackholed,
         "crashed": bool(crashes),
         "crashes": len(crashes),
         "lost_work_s": lost_work,

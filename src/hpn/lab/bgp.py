@@ -32,11 +32,11 @@ DAEMONS = ("zebra", "staticd", "bgpd")
 ASN_BASE = 4_200_000_000  # RFC 6996 private 4-byte ASNs
 
 
-def missing() -> str | None:
+def missing(bfd: bool = False) -> str | None:
     """None when FRR's daemons are installed, else what is missing."""
     import pwd
 
-    for d in DAEMONS:
+    for d in DAEMONS + (("bfdd",) if bfd else ()):
         if not (FRR_DIR / d).exists():
             return f"FRR's {d} is not installed (apt-get install frr)"
     try:
@@ -46,8 +46,8 @@ def missing() -> str | None:
     return None
 
 
-def require() -> None:
-    why = missing()
+def require(bfd: bool = False) -> None:
+    why = missing(bfd)
     if why:
         raise InputError("control", f"{why}; or use --control static")
 
@@ -120,6 +120,8 @@ def config(plan: LabPlan, node: int, addresses: bool = False) -> dict[str, str]:
         bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} description {f.node_name(peer_id)}")
         bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} timers connect 1")
         bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} advertisement-interval 0")
+        if plan.spec.bfd:
+            bgp.append(f" neighbor {plan.link_ip(ln ^ 1)} bfd profile hpn")
     bgp.append(" !")
     bgp.append(" address-family ipv4 unicast")
     bgp += [f"  network {p}" for p in originate]
@@ -128,11 +130,19 @@ def config(plan: LabPlan, node: int, addresses: bool = False) -> dict[str, str]:
     bgp.append("  maximum-paths 64")
     bgp.append(" exit-address-family")
     bgp.append("!")
-    return {
+    out = {
         "zebra": "\n".join(zebra) + "\n",
         "staticd": _no_comments(static),
         "bgpd": "\n".join(bgp) + "\n",
     }
+    if plan.spec.bfd:  # FRR's defaults: 300 ms, x3 (docs.frrouting.org, bfdd)
+        s = plan.spec
+        out["bfdd"] = (
+            f"hostname {name}\n!\nbfd\n profile hpn\n  transmit-interval {s.bfd_interval_ms}\n"
+            f"  receive-interval {s.bfd_interval_ms}\n  detect-multiplier {s.bfd_multiplier}\n"
+            " exit\n!\nexit\n"
+        )
+    return out
 
 
 def _no_comments(lines: list[str]) -> str:
@@ -143,8 +153,9 @@ def integrated(plan: LabPlan, node: int) -> str:
     """One ``frr.conf`` for a switch, as a user would load it with vtysh."""
     c = config(plan, node, addresses=True)
     body = c["zebra"].splitlines()
-    for d in ("staticd", "bgpd"):
-        body += [ln for ln in c[d].splitlines()[2:] if ln != "!" or body[-1] != "!"]
+    for d in ("staticd", "bfdd", "bgpd"):
+        if d in c:
+            body += [ln for ln in c[d].splitlines()[2:] if ln != "!" or body[-1] != "!"]
     return "frr defaults datacenter\n" + "\n".join(body) + "\n"
 
 
@@ -163,12 +174,14 @@ def write_configs(plan: LabPlan, out: Path) -> list[str]:
 
 
 def _daemon_args(d: str, ns: str, run: Path) -> list[str]:
+    # bfdd's control socket defaults to one path for the machine: one per namespace here
+    extra = ["--bfdctl", str(run / "bfdd.sock")] if d == "bfdd" else []
     return [
         "ip", "netns", "exec", ns, str(FRR_DIR / d), "-d", "-F", "datacenter",
         "-P", "0",
         "-f", str(run / f"{d}.conf"), "-i", str(run / f"{d}.pid"),
         "-z", str(run / "zserv.api"), "--vty_socket", str(run),
-        "--log", f"file:{run / (d + '.log')}",
+        "--log", f"file:{run / (d + '.log')}", *extra,
     ]  # fmt: skip
 
 
@@ -186,7 +199,8 @@ def start(plan: LabPlan, state: Path) -> None:
         runs[plan.namespaces[ns_id]] = run
     _give_to_frr([state, *runs.values()])
     spawned = (state / netns.SPAWNED).open("a")
-    for group in (("zebra",), ("staticd", "bgpd")):
+    second = ("staticd", "bfdd", "bgpd") if plan.spec.bfd else ("staticd", "bgpd")
+    for group in (("zebra",), second):
         procs = []
         for ns, run in runs.items():
             for d in group:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from hpn.errors import InputError
 from hpn.lab import netns
 from hpn.lab.plan import LabPlan, LabSpec, make_plan
 from hpn.lab.routes import host_commands, static_commands, switch_next_hops
@@ -71,15 +72,31 @@ def _ns_commands(plan: LabPlan) -> tuple[dict[int, list[str]], dict[int, list[st
     return ipc, tcc
 
 
-def up(spec: LabSpec, wait_s: float = 60.0) -> dict[str, Any]:
-    """Build the lab; returns its status. Any failure removes what was built."""
+def up(spec: LabSpec, wait_s: float = 60.0, replace: bool = False) -> dict[str, Any]:
+    """Build the lab; returns its status. Any failure removes what was built. A lab of that
+    name that is up is refused unless ``replace``; one a killed command left half-built is
+    removed first. One command at a time per lab name (:func:`netns.locked`)."""
     netns.require()
-    t0 = time.perf_counter()
     plan = make_plan(spec)
     if spec.control == "bgp":
         from hpn.lab import bgp
 
-        bgp.require()
+        bgp.require(spec.bfd)
+    elif spec.bfd:
+        raise InputError("bfd", "BFD runs with BGP: drop --control static")
+    with netns.locked(plan.prefix, "name"):
+        st = status(spec.name)
+        if st["status"] == "up" and not replace:
+            raise InputError(
+                "name",
+                f"lab {spec.name!r} is up; hpn lab down --name {spec.name} first, "
+                "or hpn lab up --replace",
+            )
+        return _up(plan, spec, wait_s)
+
+
+def _up(plan: LabPlan, spec: LabSpec, wait_s: float) -> dict[str, Any]:
+    t0 = time.perf_counter()
     prefix = plan.prefix
     netns.remove_lab(prefix)
     d = netns.state_dir(prefix)
@@ -122,8 +139,7 @@ def load(name: str) -> tuple[LabPlan, dict]:
     """The plan and state of a running lab."""
     import json
 
-    from hpn.errors import InputError
-
+    netns.require()
     spec = LabSpec(name=name)
     path = netns.state_dir(spec.prefix) / STATE_FILE
     if not path.exists():
@@ -147,10 +163,29 @@ def status(name: str = "0") -> dict[str, Any]:
         }
     pids = sum(len(netns.ns_pids(n)) for n in present)
     s = plan.spec
+    st = state["status"] if len(present) == len(plan.namespaces) else "partial"
+    extra: dict[str, Any] = {}
+    if st == "up":
+        from hpn.lab import ops
+        from hpn.lab.impair import impaired
+
+        rows, down = ops.link_state(plan)
+        sessions = ops.bgp_sessions(plan)
+        extra = {
+            "links_down": down,
+            "links_dropping": impaired(plan),
+            "bgp_sessions": len(sessions),
+            "bgp_established": sum(x["state"] == "Established" for x in sessions),
+            "routes": ops.route_counts(plan),
+            "link_state": rows,
+            "sessions": sessions,
+        }
+        if down or extra["links_dropping"] or extra["bgp_established"] < len(sessions):
+            st = "degraded"  # `hpn lab repair` brings the links back
     return {
         "name": name,
         "prefix": plan.prefix,
-        "status": state["status"] if len(present) == len(plan.namespaces) else "partial",
+        "status": st,
         "preset": s.preset,
         "control": s.control,
         "ecmp_seeds": s.ecmp_seeds,
@@ -166,6 +201,7 @@ def status(name: str = "0") -> dict[str, Any]:
         "built_s": state.get("built_s"),
         "converge_s": state.get("converge_s"),
         "subnets": [f"{_net(n)}/24" for n, _ in plan.subnets],
+        **extra,
     }
 
 
@@ -179,7 +215,8 @@ def down(name: str = "0") -> dict[str, Any]:
     """Remove the lab (also one left half-built by a killed ``up``)."""
     netns.require()
     prefix = LabSpec(name=name).prefix
-    removed = netns.remove_lab(prefix)
+    with netns.locked(prefix, "name"):
+        removed = netns.remove_lab(prefix)
     return {
         "name": name,
         "prefix": prefix,

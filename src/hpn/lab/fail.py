@@ -22,31 +22,93 @@ import numpy as np
 from hpn.errors import InputError
 from hpn.lab import netns
 from hpn.lab.build import load
+from hpn.lab.linkctl import _set
 from hpn.lab.plan import ENDPOINT_KINDS, LabPlan
-from hpn.lab.routes import host_commands, static_commands, switch_next_hops
+from hpn.lab.routes import switch_next_hops
 from hpn.lab.sports import sports_for
 from hpn.lab.udp import FlowSet, run_flows
 from hpn.topology.fabric import NodeKind
 
-_TARGET = re.compile(r"^(link|tor|flap):(.*)$")
+_TARGET = re.compile(r"^(link|tor|flap|uplink|agg|silent|gray):(.*)$")
+_NIC = ("host", "nic", "port")
+_UP = ("segment", "rail", "plane", "uplink")
+_KEYS = {
+    "link": _NIC,
+    "flap": (*_NIC, "period", "count"),
+    "tor": ("segment", "rail", "plane"),
+    "uplink": _UP,
+    "agg": ("plane", "index"),
+    "silent": (*_NIC, *_UP, "dir"),
+    "gray": (*_NIC, *_UP, "dir", "loss"),
+}
+_DIRS = ("both", "down", "up")
+BGP_HOLD_S = 3.0  # ``timers bgp 1 3`` (hpn.lab.bgp)
 
 
 def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, float]]:
     """``link:host=H,nic=N,port=P`` / ``tor:segment=S,rail=R,plane=P`` /
-    ``flap:host=H,nic=N,port=P[,period=0.4,count=3]`` -> (kind, ToR-side links, extras)."""
+    ``flap:host=H,nic=N,port=P[,period=0.4,count=3]`` / ``uplink:segment=S,rail=R,plane=P,
+    uplink=U`` (a ToR's U-th Agg link) / ``agg:plane=P,index=I`` / ``silent:`` and
+    ``gray:`` on a NIC link or (with ``uplink=``) a ToR uplink, ``dir=both|down|up``, gray
+    ``loss=0.1`` -> (kind, links, extras): carrier failures give the links by their upper
+    (ToR, Agg) side, silent and gray the directed links that drop."""
     m = _TARGET.match(text.strip())
     if not m:
-        raise InputError("target", f"expected link:..., tor:... or flap:..., got {text!r}")
+        raise InputError(
+            "target", f"expected one of {', '.join(_KEYS)} then :key=value,..., got {text!r}"
+        )
     kind, body = m.groups()
     kv: dict[str, float] = {}
+    allowed = _KEYS[kind]
+    direction = "both"
     for part in filter(None, body.split(",")):
         k, _, v = part.partition("=")
+        k = k.strip()
+        if k not in allowed:
+            raise InputError("target", f"{kind} takes {', '.join(allowed)}; not {k!r}")
+        if k == "dir":
+            if v.strip() not in _DIRS:
+                raise InputError("target", f"dir must be one of {', '.join(_DIRS)}, got {v!r}")
+            direction = v.strip()
+            continue
+        if k == "loss":
+            try:
+                kv[k] = float(v)
+            except ValueError:
+                raise InputError("target", f"loss: expected a number, got {v!r}") from None
+            if not 0 < kv[k] < 1:
+                raise InputError("target", f"loss must be in (0, 1), got {v!r}")
+            continue
         try:
-            kv[k.strip()] = float(v)
+            kv[k] = float(v)
         except ValueError:
             raise InputError("target", f"{k}: expected a number, got {v!r}") from None
+        if not np.isfinite(kv[k]) or (k != "period" and kv[k] != int(kv[k])) or kv[k] < 0:
+            raise InputError("target", f"{k}: expected a whole number >= 0, got {v!r}")
+    if kind == "flap":
+        period, count = kv.get("period", 0.4), kv.get("count", 3)
+        if not 0.05 <= period <= 10:
+            raise InputError("target", f"flap period must be 0.05..10 s, got {period:g}")
+        if not 1 <= count <= 50:
+            raise InputError("target", f"flap count must be 1..50, got {count:g}")
+    if kind == "gray" and "loss" not in kv:
+        raise InputError("target", "gray needs loss=SHARE (0 < SHARE < 1)")
+    if kind in ("silent", "gray"):
+        base = "uplink" if "uplink" in kv else "link"
+        _, (ln,), _ = parse_target(plan, base + ":" + ",".join(
+            f"{k}={int(v)}" for k, v in kv.items() if k in _KEYS[base]))  # fmt: skip
+        # ln leaves the upper end (ToR -> NIC, Agg -> ToR): "down" is that direction
+        dirs = {"both": [ln, ln ^ 1], "down": [ln], "up": [ln ^ 1]}[direction]
+        return kind, dirs, {**kv, "dir": float(_DIRS.index(direction))}
     f = plan.fabric
     nd, lk = f.nodes, f.links
+    if kind == "agg":
+        plane, index = int(kv.get("plane", 0)), int(kv.get("index", 0))
+        aggs = np.flatnonzero((nd.kind == NodeKind.AGG) & (np.maximum(nd.plane, 0) == plane))
+        if not 0 <= index < len(aggs):
+            raise InputError("target", f"plane {plane} has Aggs 0..{len(aggs) - 1}, not {index}")
+        agg = int(aggs[index])
+        return kind, [int(ln) for ln in f.out_links(agg) if int(ln) in plan.ifname], kv
     if kind in ("link", "flap"):
         host, nic, port = (int(kv.get(k, 0)) for k in ("host", "nic", "port"))
         gpu = [
@@ -72,59 +134,28 @@ def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, fl
     if not len(tors):
         raise InputError("target", f"no ToR segment={seg},rail={rail},plane={plane}")
     tor = int(tors[0])
+    if kind == "uplink":
+        ups = [int(ln) for ln in f.out_links(tor)
+               if int(ln) in plan.ifname and nd.kind[lk.dst[ln]] == NodeKind.AGG]  # fmt: skip
+        u = int(kv.get("uplink", 0))
+        if not 0 <= u < len(ups):
+            raise InputError("target", f"the ToR has uplinks 0..{len(ups) - 1}, not {u}")
+        return kind, [ups[u] ^ 1], kv  # by its upper (Agg) side
     return "tor", [int(ln) for ln in f.out_links(tor) if int(ln) in plan.ifname], kv
 
 
-def _set(plan: LabPlan, links: list[int], state: str, hops: dict, want: dict) -> dict:
-    """Set links down or up at both ends (a cut cable: both sides lose light at once). A ToR
-    coming back brings its uplinks up first and holds its NIC ports down until BGP has given
-    it the fabric's routes again (as switches hold ports at boot), so hosts do not send into
-    a ToR that cannot forward yet."""
-    lk, kind = plan.fabric.links, plan.fabric.nodes.kind
-    up_first = [ln for ln in links if kind[lk.dst[ln]] not in ENDPOINT_KINDS]
-    if state == "up" and up_first and plan.spec.control == "bgp" and len(up_first) < len(links):
-        from hpn.lab import bgp
-
-        _set_now(plan, up_first, "up", hops)
-        t = time.monotonic()
-        ns = int(plan.ns_of_node[int(lk.src[up_first[0]])])
-        while time.monotonic() - t < 10:
-            have = bgp.kernel_routes(plan.namespaces[ns])
-            if all(have.get(p) == v for p, v in want[ns].items() if p.endswith("/24")):
-                break
-            time.sleep(0.02)
-        held = time.monotonic() - t
-        _set_now(plan, [ln for ln in links if ln not in up_first], "up", hops)
-        return {"nic_ports_held_s": round(held, 4)}
-    _set_now(plan, links, state, hops)
-    return {}
-
-
-def _set_now(plan: LabPlan, links: list[int], state: str, hops: dict) -> None:
-    src = plan.fabric.links.src
-    by_ns: dict[int, list[str]] = {}
-    for ln in links:
-        for end in (ln, ln ^ 1):
-            ns = int(plan.ns_of_node[int(src[end])])
-            by_ns.setdefault(ns, []).append(f"link set {plan.ifname[end]} {state}")
-    for ns, cmds in by_ns.items():
-        netns.ip_batch(cmds, plan.namespaces[ns])
-    if state != "up":
-        return
-    # routes through a device that went down are flushed by the kernel: put them back
-    for ns in by_ns:
-        if plan.ns_role[ns] == "host":
-            cmds = [c for c in host_commands(plan, ns) if c.startswith("route replace")]
-        elif plan.spec.control == "static":
-            cmds = static_commands(plan, ns, hops)
-        else:
-            continue
-        netns.ip_batch(cmds, plan.namespaces[ns])
-
-
 def affected_nics(plan: LabPlan, links: list[int]) -> list[int]:
-    lk = plan.fabric.links
-    return sorted({int(lk.dst[ln]) for ln in links if int(lk.dst[ln]) in set(plan.endpoints)})
+    """The NICs a failure touches: those on its links, else those under its ToRs, else (an
+    Agg) those of segment 0."""
+    lk, nd = plan.fabric.links, plan.fabric.nodes
+    ends = set(plan.endpoints)
+    nics = {int(x) for ln in links for x in (lk.src[ln], lk.dst[ln]) if int(x) in ends}
+    if nics:
+        return sorted(nics)
+    tors = {int(x) for ln in links for x in (lk.src[ln], lk.dst[ln]) if nd.kind[x] == NodeKind.TOR}
+    under = sorted({int(n) for n in plan.endpoints for ln in plan.nic_ports(int(n))
+                    if int(lk.dst[ln]) in tors})  # fmt: skip
+    return under or sorted(int(n) for n in plan.endpoints if nd.segment[n] == 0)
 
 
 def fail(
@@ -132,7 +163,7 @@ def fail(
     target: str = "link:host=0,nic=0,port=0",
     repair: float = 2.0,
     before: float = 1.0,
-    after: float = 1.0,
+    after: float | None = None,
     connections: int = 4,
     routing: str = "ecmp",
     rate: float = 1e6,
@@ -143,11 +174,28 @@ def fail(
     """Run flows to and from the NICs the failure touches; fail at ``before`` s, repair
     ``repair`` s later; report gaps, losses and recovery per direction. With ``routing="hpn"``
     the hosts re-learn their connections' paths every ``probe`` s and move a connection whose
-    path no longer reaches its peer to a live one (HPN's selection, re-run)."""
+    path no longer reaches its peer to a live one (HPN's selection, re-run). ``after``:
+    seconds of traffic after the repair (default 1, 3 for a ToR, which holds its NIC ports
+    down until BGP is back). A lab with links down (a killed ``fail``) is refused: repair it."""
     if not 0.2 <= repair <= 60:
         raise InputError("repair", f"must be 0.2..60 s, got {repair}")
     plan, _ = load(name)
     kind, links, kv = parse_target(plan, target)
+    if after is None:  # a repaired ToR holds its NIC ports down until BGP is back (~1.3 s)
+        after = 3.0 if kind == "tor" else 1.0
+    with netns.locked(plan.prefix, "name"):
+        from hpn.lab.impair import impaired
+        from hpn.lab.ops import link_state
+
+        if link_state(plan)[1] or impaired(plan):
+            raise InputError("name", f"lab {name!r} has links down: hpn lab repair --name {name}")
+        return _fail(plan, name, target, kind, links, kv, repair, before, after, connections,
+                     routing, rate, payload, seed, probe)  # fmt: skip
+
+
+def _fail(plan, name, target, kind, links, kv, repair, before, after, connections, routing,
+          rate, payload, seed, probe) -> dict[str, Any]:  # fmt: skip
+    """:func:`fail` once the lab is locked and whole."""
     nics = affected_nics(plan, links)
     f = plan.fabric
     others = [int(n) for n in plan.endpoints if f.nodes.segment[n] != f.nodes.segment[nics[0]]]
@@ -179,8 +227,18 @@ def fail(
             ]
             t += period
         t_repair = t - period / 2
+    elif kind in ("silent", "gray"):
+        from hpn.lab import impair
+
+        impair.require()
+        loss = kv.get("loss", 1.0)
+        events = [
+            (t_fail, _impair(plan, links, "down", loss)),
+            (t_repair, _impair(plan, links, "up", loss)),
+        ]
     else:
         events = [(t_fail, _action(plan, links, "down")), (t_repair, _action(plan, links, "up"))]
+    predicted = _predict(plan, src, dst, sport, links, routing, probe, kind)
     flows = FlowSet(src, dst, sport.copy(), size)
     rebinds: queue.SimpleQueue = queue.SimpleQueue()
     if routing == "hpn":  # the hosts re-run path selection every `probe` seconds
@@ -210,11 +268,82 @@ def fail(
     for d in ("to_nic", "from_nic"):
         idx = np.flatnonzero(direction == d)
         out[d] = _summary(tr, idx, t_fail, t_repair, interval)
+    out["model"] = _compare(tr, predicted, t_fail, t_repair, kind)
     out["flows_keep_going"] = all(out[d]["flows_cut_off"] == 0 for d in ("to_nic", "from_nic"))
     out["nic_cut_off"] = all(
         out[d]["flows_cut_off"] == out[d]["flows"] for d in ("to_nic", "from_nic")
     )
     return out
+
+
+class ModelCheck(TypedDict):
+    """The model's failure layer (:mod:`hpn.failures.failover`) on the kernel's own paths of
+    this run's connections, against what the packets did: the connections it says only their
+    sender can move (their path crosses a link no switch of their plane routes around), how
+    long it holds them, and per connection whether the lab agrees (cut off until repair with
+    ``ecmp``, a gap of at least the probe period with ``hpn``)."""
+
+    flows_sender_must_move: int
+    flows_measured: int
+    flows_agree: int
+    flows: int
+    hold_s: float | None
+    measured_gap_s: float | None
+
+
+def _predict(plan: LabPlan, src, dst, sport, links, routing, probe, kind) -> dict[str, Any]:
+    """Which connections the model's failover says are blackholed until their sender moves
+    (silent: every one crossing a dropping link, until BGP's hold time or BFD detects it;
+    gray: none)."""
+    from hpn.failures.failover import Failover, who_moves
+    from hpn.lab.learn import learn_paths
+
+    both = np.unique(np.concatenate([np.asarray(links), np.asarray(links) ^ 1]))
+    hold = Failover(probe=probe).reselect(routing)
+    if kind == "silent":
+        blocked = {int(x) for x in links}
+        s = plan.spec
+        hold = s.bfd_interval_ms * s.bfd_multiplier / 1e3 if s.bfd else BGP_HOLD_S
+    elif kind == "gray":
+        blocked = set()
+    else:
+        who = who_moves(plan.fabric, both)
+        blocked = set(both[who == 2].tolist())
+    paths, _ = learn_paths(plan, src, dst, sport)
+    off = paths.offsets
+    cut = np.array(
+        [
+            bool(blocked.intersection(paths.links[off[i] : off[i + 1]].tolist()))
+            for i in range(len(src))
+        ]
+    )
+    return {"cut": cut, "hold": hold}
+
+
+def _compare(tr, predicted: dict, t_fail: float, t_repair: float, kind: str) -> ModelCheck:
+    cut, hold = predicted["cut"], predicted["hold"]
+    measured = np.zeros(len(cut), bool)
+    gaps: list[float] = []
+    grace = min(0.2, (t_repair - t_fail) / 4)
+    for i, a in enumerate(tr.arrivals):
+        during = a[(a > t_fail + grace) & (a < t_repair)]
+        w = a[(a > t_fail - 0.2) & (a < t_repair)]
+        gap = float(np.diff(w).max()) if len(w) > 1 else float(t_repair - t_fail)
+        if not len(during):
+            gap = float(t_repair - t_fail)
+        # the sender had to move it: cut off for good (ecmp), or a gap past the BGP
+        # withdrawal's 0.14 s that only a re-selection ends (hpn)
+        measured[i] = not len(during) or gap >= 0.2
+        if cut[i]:
+            gaps.append(gap)
+    return ModelCheck(
+        flows_sender_must_move=int(cut.sum()),
+        flows_measured=int(measured.sum()),
+        flows_agree=int((cut == measured).sum()),
+        flows=int(len(cut)),
+        hold_s=None if not cut.any() else (None if np.isinf(hold) else round(hold, 4)),
+        measured_gap_s=round(max(gaps), 4) if gaps else None,
+    )
 
 
 def _reselect(plan: LabPlan, flows: FlowSet, rebinds: queue.SimpleQueue, seed: int):
@@ -243,6 +372,23 @@ def _reselect(plan: LabPlan, flows: FlowSet, rebinds: queue.SimpleQueue, seed: i
         return {
             "action": "reselect",
             "moved": int(len(bad)),
+            "took_s": round(time.monotonic() - t, 4),
+        }
+
+    return run
+
+
+def _impair(plan: LabPlan, links: list[int], state: str, loss: float):
+    from hpn.lab import impair
+
+    def run() -> dict:
+        t = time.monotonic()
+        if state == "down":
+            impair.drop(plan, links, loss)
+        else:
+            impair.clear(plan, links)
+        return {
+            "action": "drop" if state == "down" else "undrop",
             "took_s": round(time.monotonic() - t, 4),
         }
 

@@ -113,8 +113,45 @@ def all_lab_prefixes() -> list[str]:
     if NETNS_DIR.is_dir():
         out |= {p.name.split("-")[0] for p in NETNS_DIR.iterdir() if p.name.startswith("hl")}
     if STATE_ROOT.is_dir():
-        out |= {p.name for p in STATE_ROOT.iterdir()}
+        out |= {p.name for p in STATE_ROOT.iterdir() if p.is_dir()}
     return sorted(out)
+
+
+@contextlib.contextmanager
+def locked(prefix: str, what: str = "lab") -> Iterator[None]:
+    """Hold the lab's lock (``flock`` on ``/run/hpn-lab/<prefix>.lock``) for the block; a
+    second holder gets one line (InputError) at once. The kernel drops the lock when the
+    process dies, so a ``kill -9`` never leaves a lab locked."""
+    import fcntl
+
+    STATE_ROOT.mkdir(parents=True, exist_ok=True)
+    path = STATE_ROOT / f"{prefix}.lock"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise InputError(
+                what, f"lab {prefix.removeprefix('hl')!r} is busy: pid {holder} holds it"
+            ) from None
+        try:  # the file may have been unlinked by a holder that finished: lock the new one
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        if not lab_namespaces(prefix) and not state_dir(prefix).exists():
+            with contextlib.suppress(OSError):
+                path.unlink()  # nothing of the lab is left: neither is its lock
+        os.close(fd)
 
 
 def ns_pids(ns: str) -> list[int]:

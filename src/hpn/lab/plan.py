@@ -56,6 +56,9 @@ class LabSpec(Model):
         HashConfig().seeds, description="kernel hash seeds per switch (routing defaults)"
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="base of the seeds")
+    bfd: bool = Field(False, description="BFD (FRR bfdd) on every BGP session [off: P is silent]")
+    bfd_interval_ms: int = Field(300, ge=10, le=10_000, description="BFD tx/rx interval")
+    bfd_multiplier: int = Field(3, ge=2, le=255, description="BFD detect multiplier")
 
     @field_validator("name")
     @classmethod

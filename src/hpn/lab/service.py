@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.lab import netns
 from hpn.lab.build import down, load, status, up
 from hpn.lab.learn import learn_paths
 from hpn.lab.measure import (
@@ -21,7 +23,19 @@ from hpn.lab.plan import LabPlan
 from hpn.lab.sports import sports_for
 from hpn.lab.udp import FlowSet, run_flows
 
-__all__ = ["configs", "down", "fail", "flows_of", "status", "traffic", "up"]
+__all__ = [
+    "capture",
+    "configs",
+    "down",
+    "exec_in",
+    "fail",
+    "flows_of",
+    "repair",
+    "status",
+    "traffic",
+    "up",
+    "vtysh",
+]
 
 PATTERNS = ("permutation", "all-to-all", "incast", "rail-ring", "polarization")
 MAX_FLOWS = 512
@@ -98,6 +112,14 @@ def traffic(
     if not rate > 0:
         raise InputError("rate", f"must be > 0, got {rate}")
     plan, _ = load(name)
+    with netns.locked(plan.prefix, "name"):
+        return _traffic(plan, name, pattern, size, connections, routing, rate, payload, seed,
+                        senders, matrix, tables)  # fmt: skip
+
+
+def _traffic(plan, name, pattern, size, connections, routing, rate, payload, seed, senders,
+             matrix, tables) -> dict[str, Any]:  # fmt: skip
+    """:func:`traffic` once the lab is locked."""
     src, dst, nbytes = flows_of(plan, pattern, size, connections, seed, senders, matrix)
     sport, sel = sports_for(plan, src, dst, routing, seed)
     paths, ok = learn_paths(plan, src, dst, sport)
@@ -107,10 +129,19 @@ def traffic(
             raise InputError("pattern", "no connection of this pattern has a path in the lab")
         src, dst, nbytes, sport = src[ok], dst[ok], nbytes[ok], sport[ok]
         paths, ok = paths.take(np.flatnonzero(ok)), ok[ok]
+    from hpn.lab.kernelhash import predict_paths
+
+    # the model's own paths: the kernel's hash (from its source) over the route tables
+    own, own_ok = predict_paths(plan, src, dst, sport)
+    same = int(sum(
+        np.array_equal(paths.links[paths.offsets[i] : paths.offsets[i + 1]],
+                       own.links[own.offsets[i] : own.offsets[i + 1]])
+        for i in range(len(src))
+    ))  # fmt: skip
     before = snapshot(plan)
     tr = run_flows(plan, FlowSet(src, dst, sport, nbytes), rate, payload)
     measured = snapshot(plan) - before
-    model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), paths, ok)
+    model = model_link_bytes(plan, src, dst, tr.wire_bytes().astype(float), own, own_ok)
     receivers = np.unique(dst)
     floor = control_floor(tr.wire_bytes().astype(float))
     if tables is not None:
@@ -124,7 +155,7 @@ def traffic(
         "dual_tor": bool(getattr(plan.fabric.spec, "dual_tor", False)),
         "control": plan.spec.control,
         "ecmp_seeds": plan.spec.ecmp_seeds,
-        "pattern": pattern,
+        "pattern": "matrix" if matrix is not None else pattern,
         "routing": routing,
         "seed": seed,
         "flows": int(len(src)),
@@ -138,6 +169,7 @@ def traffic(
         "send_errors": int(tr.send_errors.sum()),
         "duration_s": round(tr.duration, 3),
         "flows_routed": int(ok.sum()),
+        "paths_predicted_as_kernel": same,
         "flows_unroutable": unroutable,
         "selection": sel,
         "fct_s": _fct(tr.last_rx),
@@ -207,12 +239,21 @@ def configs(spec, out) -> dict[str, Any]:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("out", f"{out} exists and is not a directory")
-    names = write_configs(plan, out)
-    hops = switch_next_hops(plan)
-    for ns, role in enumerate(plan.ns_role):
-        if role != "host":
-            short = plan.namespaces[ns].removeprefix(plan.prefix + "-")
-            (out / f"{short}.routes").write_text("\n".join(static_commands(plan, ns, hops)) + "\n")
+    from hpn.lab.export import writable_base
+
+    parent = writable_base(out)
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError("out", f"{out}: {parent} is not a directory this user can write to")
+    try:
+        names = write_configs(plan, out)
+        hops = switch_next_hops(plan)
+        for ns, role in enumerate(plan.ns_role):
+            if role != "host":
+                short = plan.namespaces[ns].removeprefix(plan.prefix + "-")
+                text = "\n".join(static_commands(plan, ns, hops)) + "\n"
+                (out / f"{short}.routes").write_text(text)
+    except OSError as e:
+        raise InputError("out", f"{e.filename or out}: {e.strerror}") from None
     return {
         "out": str(out),
         "switches": len(names),
@@ -233,3 +274,37 @@ def fail(*args, **kwargs) -> dict[str, Any]:
     from hpn.lab.fail import fail as run_fail
 
     return run_fail(*args, **kwargs)
+
+
+def repair(name: str = "0") -> dict[str, Any]:
+    """Bring up every link of the lab that is down (a killed ``fail`` leaves them so)."""
+    from hpn.lab import ops
+
+    plan, _ = load(name)
+    with netns.locked(plan.prefix, "name"):
+        return {"name": name, **ops.repair(plan)}
+
+
+def exec_in(name: str, node: str, command: list[str], timeout: float = 30.0) -> dict[str, Any]:
+    """Run a command in a node's namespace: its exit code and output."""
+    from hpn.lab import ops
+
+    plan, _ = load(name)
+    rc, out, err = ops.exec_in(plan, node, command, timeout)
+    return {"node": node, "command": command, "returncode": rc, "stdout": out, "stderr": err}
+
+
+def vtysh(name: str, node: str, command: str | None = None) -> dict[str, Any]:
+    """A vtysh command on a switch's own FRR daemons."""
+    from hpn.lab import ops
+
+    plan, _ = load(name)
+    return {"node": node, "command": command, "output": ops.vtysh(plan, node, command)}
+
+
+def capture(name: str, link: str, out: str, seconds: float = 5.0, packets: int = 1000):
+    """tcpdump on one lab interface, bounded in time and packets."""
+    from hpn.lab import ops
+
+    plan, _ = load(name)
+    return ops.capture(plan, link, out, seconds, packets)

@@ -11,7 +11,6 @@ from hpn.errors import InputError
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
 from hpn.pool.gpus import get_gpu
-from hpn.pool.knobs import validate_options
 from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.models import get_model
 from hpn.pool.policies import get_policy
@@ -107,7 +106,7 @@ def simulate(
     drain
         Seconds served after the last arrival.
     options
-        Policy knobs (:func:`~hpn.pool.knobs.validate_options`).
+        Policy knobs (the policy's ``Knobs`` model; :meth:`Policy.options`).
     observe
         Called with the run's requests when it ends (request-level validation).
 
@@ -124,7 +123,7 @@ def simulate(
     wall = time.perf_counter()
     cls = get_policy(policy)
     g = get_gpu(gpu)
-    opts = validate_options(cls.name, options)
+    opts = cls.options(options)
     cost = CostModel(g, switch=switch, loader=cls.loader(g, switch, opts))
     kinds = {name: get_model(kind) for name, kind in zip(trace.names, trace.kinds, strict=True)}
     tps = {m.tp for m in kinds.values()}

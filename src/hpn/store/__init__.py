@@ -12,17 +12,14 @@ if TYPE_CHECKING:
     from hpn.store.paths import runs_root
     from hpn.store.record import record_run
     from hpn.store.run import Run, open_run
-    from hpn.store.runnable import Outcome, register
 
-__all__ = ["Index", "Outcome", "Run", "open_run", "record_run", "register", "runs_root"]
+__all__ = ["Index", "Run", "open_run", "record_run", "runs_root"]
 _HOME = {
     "Index": "hpn.store.index",
     "runs_root": "hpn.store.paths",
     "record_run": "hpn.store.record",
     "Run": "hpn.store.run",
     "open_run": "hpn.store.run",
-    "Outcome": "hpn.store.runnable",
-    "register": "hpn.store.runnable",
 }
 
 

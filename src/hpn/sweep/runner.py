@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hpn.app import command as get
 from hpn.errors import InputError
 from hpn.store.atomic import is_temp, write_text
 from hpn.store.index import Index, index_row
 from hpn.store.paths import runs_root
 from hpn.store.record import check_out, clear_stale
 from hpn.store.run import read_meta
-from hpn.store.runnable import get
 from hpn.sweep.spec import SweepSpec, points, sweep_id
 
 Progress = Callable[[int, int], None]  # (completed, total)
@@ -53,7 +53,7 @@ def _validate(command: str, pts: list) -> None:
         return  # unknown: refused when the first point runs
     for p in pts:
         try:
-            runnable.validate(p.config)
+            runnable.parse(p.config)
         except InputError as e:
             raise InputError(f"sweep point {p.label}", str(e)) from None
 

@@ -21,20 +21,20 @@ def run_point(
     parent_pid: int | None = None,
 ) -> dict[str, Any]:
     """``{"key", "ok", "wall_s"[, "error"]}``; never raises (a bad point fails alone)."""
+    from hpn.app import run
     from hpn.errors import InputError
     from hpn.plots import render_run
     from hpn.store.record import record_run
-    from hpn.store.runnable import get
 
     t0 = time.perf_counter()
     try:
-        outcome = get(command)(config)
+        outcome = run(command, config)
         if parent_pid is not None and os.getppid() != parent_pid:
             return {"key": key, "ok": False, "error": "sweep driver gone; result dropped"}
         record_run(
             command,
             outcome.config or config,
-            outcome.result,
+            outcome.result.to_json(),
             outcome.tables,
             plots=render_run if plot else None,
             out=Path(folder),

@@ -40,8 +40,9 @@ class Clos3Shape:
 
     @property
     def max_segments_per_pod(self) -> int:
-        """Segments (ToR pairs) an Agg's downlinks can serve."""
-        return self.agg_down // (2 * self.tor_agg_parallel)
+        """Segments (ToR pairs) an Agg's downlinks can serve (0: a ToR reaches no Agg)."""
+        per_pair = 2 * self.tor_agg_parallel
+        return self.agg_down // per_pair if per_pair else 0
 
     @property
     def cores_per_group(self) -> int:

@@ -66,6 +66,22 @@ def dcn_shape(spec: DcnPlusSpec) -> Clos3Shape:
     return shape
 
 
+def check_dcn_plus(spec: DcnPlusSpec) -> None:
+    """Refuse a DCN+ spec past its switch chips' port budgets (without building it).
+
+    Parameters
+    ----------
+    spec
+        The DCN+ spec.
+
+    Raises
+    ------
+    InputError
+        When a tier needs more ports than its chip has.
+    """
+    check_shape(dcn_shape(spec), spec.pods, "")
+
+
 def build_dcn_plus(spec: DcnPlusSpec) -> Fabric:
     """Build a DCN+ fabric: each host's NICs on one dual-ToR pair, a three-tier Clos above.
 

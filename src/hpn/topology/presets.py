@@ -1,4 +1,10 @@
-"""The registry of fabric presets: name -> (spec model, builder)."""
+"""The registry of fabric presets: name -> (spec model, builder, port-budget check, summary).
+
+A preset is one entry here: its spec model's fields become the ``[fabric]`` table's fields
+(``--set`` and the shared fabric flags reach them), its check refuses a spec past the switch
+chips' port budgets when a command's config is parsed, and its summary is its help text in
+``--preset``, the reference docs and ``hpn topo``. Nothing else names it.
+"""
 
 from __future__ import annotations
 
@@ -10,26 +16,35 @@ from pydantic import ValidationError
 
 from hpn.config import Model, one_line
 from hpn.registry import Registry
-from hpn.topology.dcn_plus import build_dcn_plus
+from hpn.topology.dcn_plus import build_dcn_plus, check_dcn_plus
 from hpn.topology.fabric import Fabric
 from hpn.topology.fat_tree import build_fat_tree
-from hpn.topology.hpn import build_hpn
+from hpn.topology.hpn import build_hpn, hpn_shape
 from hpn.topology.spec import DcnPlusSpec, FatTreeSpec, HpnSpec, RailOnlySpec
 
 
 @dataclass(frozen=True)
 class Preset:
+    """A fabric preset: its spec model, builder, port-budget check and one-line summary."""
+
     name: str
     spec: type[Model]
     build: Callable[[Any], Fabric]
     summary: str
+    check: Callable[[Any], Any] | None = None  # raises InputError past a port budget
 
 
-PRESETS: Registry[Preset] = Registry("preset")
+PRESETS: Registry[Preset] = Registry("preset", group="hpn.presets")
 
 
-def register(name: str, spec: type[Model], build: Callable[[Any], Fabric], summary: str) -> None:
-    """Register a preset: its spec model, builder and one-line summary.
+def register(
+    name: str,
+    spec: type[Model],
+    build: Callable[[Any], Fabric],
+    summary: str,
+    check: Callable[[Any], Any] | None = None,
+) -> None:
+    """Register a preset: its spec model, builder, port-budget check and one-line summary.
 
     Parameters
     ----------
@@ -41,13 +56,31 @@ def register(name: str, spec: type[Model], build: Callable[[Any], Fabric], summa
         ``build(spec) -> Fabric``.
     summary
         One line for help and docs.
+    check
+        ``check(spec)``: raises :class:`~hpn.errors.InputError` (field ``core``, ``agg`` or
+        ``tor``) for a spec past a chip's port budget, before anything is built; None: the
+        spec model's bounds suffice.
     """
-    PRESETS.add(name, Preset(name, spec, build, summary), summary)
+    PRESETS.add(name, Preset(name, spec, build, summary, check), summary)
 
 
-register("hpn", HpnSpec, build_hpn, "HPN: dual-ToR, rail-optimized, dual-plane, 15:1 core")
-register("rail-only", RailOnlySpec, build_hpn, "HPN segments with a per-rail tier 2 (Table 4)")
-register("dcn-plus", DcnPlusSpec, build_dcn_plus, "DCN+: 3-tier dual-ToR Clos, not rail-optimized")
+register(
+    "hpn", HpnSpec, build_hpn, "HPN: dual-ToR, rail-optimized, dual-plane, 15:1 core", hpn_shape
+)
+register(
+    "rail-only",
+    RailOnlySpec,
+    build_hpn,
+    "HPN segments with a per-rail tier 2 (Table 4)",
+    hpn_shape,
+)
+register(
+    "dcn-plus",
+    DcnPlusSpec,
+    build_dcn_plus,
+    "DCN+: 3-tier dual-ToR Clos, not rail-optimized",
+    check_dcn_plus,
+)
 register("fat-tree", FatTreeSpec, build_fat_tree, "k-ary fat tree")
 
 

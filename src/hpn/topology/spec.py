@@ -6,7 +6,7 @@ Defaults are the paper's (Qian et al., SIGCOMM 2024); every field can be set in 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -119,8 +119,3 @@ class FatTreeSpec(Model):
         if speed <= 0:
             raise ValueError("must be > 0")
         return speed
-
-
-FabricSpec = Annotated[
-    HpnSpec | RailOnlySpec | DcnPlusSpec | FatTreeSpec, Field(discriminator="preset")
-]

@@ -1,7 +1,7 @@
 """The dashboard's FastAPI app: JSON API, HTML pages, static files.
 
 Safety: files are served only from run folders the store indexes (resolved paths must stay
-inside the run folder); request bodies are bounded; runs go through the runnable registry
+inside the run folder); request bodies are bounded; runs go through :func:`hpn.app.run`
 in worker processes with a memory and time cap each (:mod:`hpn.web.jobs`), never through a
 shell; JSON bodies are bounded in size and nesting; POSTs must be JSON, so another web page
 cannot post a form to it.
@@ -188,19 +188,18 @@ def create_app(root: Path | None = None) -> FastAPI:
 
     @app.get("/api/commands")
     def api_commands() -> dict[str, Any]:
-        from hpn.store.runnable import RUNNABLES, load_plugins
+        from hpn.app import COMMANDS, example, limits_text, runnables
 
-        load_plugins()
         return {
             "commands": [
                 {
-                    "name": r.name,
-                    "summary": r.summary,
-                    "example": r.example,
-                    "example_toml": dump_toml(r.example),
-                    "limits": list(r.limits),
+                    "name": name,
+                    "summary": COMMANDS.summary(name) or COMMANDS.get(name).summary,
+                    "example": example(name),
+                    "example_toml": dump_toml(example(name) or {}),
+                    "limits": list(limits_text(name)),
                 }
-                for r in RUNNABLES.values()
+                for name in runnables()
             ],
             "jobs": jobs.limits(),
             "request": {"max_body_bytes": MAX_BODY, "max_depth": MAX_DEPTH},

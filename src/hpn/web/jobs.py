@@ -1,6 +1,6 @@
 """Runs started from the dashboard: a bounded queue and a bounded set of worker processes.
 
-Each job runs in its own process, forked from a fork server (the runnable registry there,
+Each job runs in its own process, forked from a fork server (:func:`hpn.app.run` there,
 never a shell), under a memory cap (``RLIMIT_AS``) and a wall-clock cap; at most ``workers`` run at
 once and at most ``MAX_PENDING`` wait or run. A job can be cancelled while it waits or runs
 (its process is killed; the store's staging keeps a half-written run out of the index).
@@ -9,23 +9,24 @@ once and at most ``MAX_PENDING`` wait or run. A job can be cancelled while it wa
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import secrets
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hpn.app import command as get
+from hpn.app import run
 from hpn.errors import InputError
-from hpn.store.runnable import get
 
 MAX_PENDING = 8  # queued + running
 WORKERS = 2  # processes at once
 MEMORY_CAP = 4 * 2**30  # bytes of address space per job
 TIME_CAP = 600.0  # seconds of wall clock per job
 KEEP = 200  # finished jobs remembered
-PRELOAD = ["hpn.store.record", "hpn.store.runnable", "hpn.plots", "numpy"]
+PRELOAD = ["hpn.store.record", "hpn.app", "hpn.plots", "numpy"]
 
 
 @dataclass
@@ -49,23 +50,25 @@ class Job:
         return d
 
 
-def _work(command: str, config: dict[str, Any], root: str, memory: int, plugins: str, conn) -> None:
+def _work(
+    command: str, config: dict[str, Any], root: str, memory: int, path: list[str], conn
+) -> None:
     """In the job's process: cap the memory, compute, record; send (status, run id | error)."""
-    import os
     import resource
+    import sys
 
-    os.environ["HPN_PLUGINS"] = plugins  # the fork server's environment may be older
+    sys.path[:0] = [p for p in path if p not in sys.path]  # the fork server's may be older
     try:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         from hpn.plots import render_run
         from hpn.store.record import record_run
         from hpn.store.run import Run
 
-        out = get(command)(config)
+        out = run(command, config)
         folder = record_run(
             command,
             out.config or config,
-            out.result,
+            out.result.to_json(),
             out.tables,
             plots=render_run,
             root=Path(root),
@@ -109,8 +112,7 @@ class Jobs:
         }
 
     def submit(self, command: str, config: dict[str, Any]) -> Job:
-        r = get(command)
-        r.validate(config)  # bad input and size limits, before the job is queued
+        get(command).parse(config)  # bad input and size limits, before the job is queued
         with self._lock:
             pending = sum(j.status in ("queued", "running") for j in self.jobs.values())
             if pending >= MAX_PENDING:
@@ -132,10 +134,10 @@ class Jobs:
                 if job._cancel:
                     return
                 recv, send = self._ctx.Pipe(duplex=False)
-                plugins = os.environ.get("HPN_PLUGINS", "")
+                path = list(sys.path)  # where plug-ins' entry points are found
                 proc = self._ctx.Process(
                     target=_work,
-                    args=(job.command, job.config, str(self.root), self.memory, plugins, send),
+                    args=(job.command, job.config, str(self.root), self.memory, path, send),
                     daemon=True,
                     name=f"hpn-job-{job.id}",
                 )

@@ -1,19 +1,42 @@
-"""Pool policies, registered by name: the CLI, configs and docs list them from here."""
+"""Pool policies, registered by name: the CLI, configs and docs list them from here.
+
+A policy is one module of this package holding one :class:`Policy` subclass that sets
+``name``, ``summary``, ``split`` and its ``Knobs`` model; every module here is imported and
+its policy registered, so adding a policy is adding its file. Its knobs become ``[pool]``
+config fields and CLI flags (:mod:`hpn.app.pool`) by themselves. Installed plug-ins register
+through the ``hpn.policies`` entry-point group (``"name" = "pkg.mod:PolicyClass"``).
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from hpn.pool.backend import Cluster
-from hpn.pool.policies.aegaeon import Aegaeon
 from hpn.pool.policies.base import Policy, Slo
-from hpn.pool.policies.dedicated import Dedicated
-from hpn.pool.policies.muxserve import MuxServe
-from hpn.pool.policies.serverless import Serverless
-from hpn.pool.policies.serverless_artifact import ServerlessArtifact
 from hpn.registry import Registry
 
-POLICIES: Registry[type[Policy]] = Registry("policy")
-for _p in (Aegaeon, Serverless, ServerlessArtifact, MuxServe, Dedicated):
-    POLICIES.add(_p.name, _p, _p.summary)
+POLICIES: Registry[type[Policy]] = Registry("policy", group="hpn.policies")
+
+_LISTED = ("aegaeon", "serverless", "serverless_artifact", "muxserve", "dedicated")
+"""The built-ins' modules in the order listings show them; any other module follows, by name."""
+
+
+def _register_package() -> None:
+    found = {m.name for m in pkgutil.iter_modules(__path__)}
+    for mod in [*_LISTED, *sorted(found - set(_LISTED))]:
+        module = importlib.import_module(f"{__name__}.{mod}")
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, Policy)
+                and obj.__module__ == module.__name__
+                and obj.name
+            ):
+                POLICIES.add(obj.name, obj, obj.summary)
+
+
+_register_package()
 
 
 def get_policy(name: str) -> type[Policy]:

@@ -22,6 +22,9 @@ from __future__ import annotations
 from collections import deque
 from typing import cast
 
+from pydantic import Field
+
+from hpn.config import Model
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import BLOCK_TOKENS
 from hpn.pool.policies.base import Policy, Slo
@@ -72,12 +75,21 @@ def _groups(inst: Instance) -> deque[_Group]:
     return cast("deque[_Group]", inst.state)
 
 
+class AegaeonKnobs(Model):
+    """`aegaeon` (A §4, Alg 1-2)."""
+
+    q_max: float = Field(Q_MAX, gt=0, description="longest decode quota, s (A Eq. 2-3)")
+    max_group: int = Field(MAX_GPSIZE, ge=1, description="prefill group size limit")
+    prefetch: bool = Field(True, description="pre-load the next model behind the running one")
+
+
 class Aegaeon(Policy):
     """Token-level autoscaling: grouped FCFS prefill, weighted round-robin decode."""
 
     name = "aegaeon"
     split = True
     summary = "token-level autoscaling: grouped FCFS prefill, weighted round-robin decode"
+    Knobs = AegaeonKnobs
 
     def __init__(
         self,

@@ -4,7 +4,9 @@ the cluster it was given, the expected load and the SLO."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from hpn.config import Model
 from hpn.pool.backend import Backend, Cluster
 from hpn.pool.costs import Loader
 from hpn.pool.gpus import GPU
@@ -20,12 +22,18 @@ class Slo:
     tbt: float = 0.1
 
 
+class NoKnobs(Model):
+    """No knobs."""
+
+
 class Policy:
     """A scheduler over a pool of instances.
 
     Subclasses set `name`, `summary` and `split` (whether they use a prefill/decode
-    partition), implement `on_arrival`, and react to `Done` completions of the operations
-    they start. They read only `backend.instances` handles, `backend.now()`, the
+    partition), declare their knobs as a pydantic model `Knobs` (its fields are the extra
+    keyword arguments of the constructor; the CLI flags, config fields, help and reference
+    docs are generated from it), implement `on_arrival`, and react to `Done` completions of
+    the operations they start. They read only `backend.instances` handles, `backend.now()`, the
     `predictor` and their own state.
 
     Parameters
@@ -46,6 +54,35 @@ class Policy:
     name = ""
     split = False
     summary = ""
+    Knobs: ClassVar[type[Model]] = NoKnobs
+
+    @classmethod
+    def options(cls, given: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``given`` knob values checked against `Knobs`, with the defaults filled in.
+
+        Parameters
+        ----------
+        given
+            Knob values (None: all defaults).
+
+        Returns
+        -------
+        dict
+            Every knob of the policy.
+
+        Raises
+        ------
+        InputError
+            For an unknown knob or a bad value, named ``<policy> option.<knob>``.
+        """
+        from pydantic import ValidationError
+
+        from hpn.config import one_line
+
+        try:
+            return cls.Knobs.model_validate(given or {}).model_dump()
+        except ValidationError as e:
+            raise one_line(e, prefix=f"{cls.name} option") from None
 
     def __init__(
         self,

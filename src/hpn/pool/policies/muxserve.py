@@ -23,6 +23,9 @@ modelled).
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from hpn.config import Model
 from hpn.pool.policies.base import Slo
 from hpn.pool.policies.colocated import Colocated
 from hpn.pool.requests import Request
@@ -59,11 +62,19 @@ def rate_scale(n_params: float) -> int:
     return 1
 
 
+class MuxServeKnobs(Model):
+    """`muxserve`: MuxServe's placer memory accounting."""
+
+    kv_fraction: float = Field(KV_FRACTION, ge=0, lt=1, description="GPU memory share for KV")
+    overhead_gb: float = Field(OVERHEAD_GB, ge=0, description="GB charged per model")
+
+
 class MuxServe(Colocated):
     """Static multiplexing placed by MuxServe's memory accounting."""
 
     name = "muxserve"
     summary = "static multiplexing: models placed by MuxServe's memory accounting"
+    Knobs = MuxServeKnobs
 
     def __init__(
         self,

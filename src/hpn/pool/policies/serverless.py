@@ -15,7 +15,7 @@ Re-created from ServerlessLLM's code in the Aegaeon artifact (`ServerlessLLM/sll
   come, first served, or waits for one; nothing is evicted.
 - **Scale-up cost**: every instance is a fresh inference engine (`backends/vllm_backend.py`,
   `AsyncLLMEngine.from_engine_args` in a new Ray actor) whose weights come from the
-  ServerlessLLM store: engine start-up (`startup_s`) plus the weights at the store's
+  ServerlessLLM store: engine start-up (`startup`) plus the weights at the store's
   bandwidth, host memory (`tier="dram"`) or SSD (`tier="ssd"`) (`SERVERLESS_LOADER`).
 - Shipped defaults (`ServerlessLLM/configs/synth_model_*.json`, the artifact's deployment):
   target concurrency 1 per instance, 0 to 1 instances per model, keep-alive 0 s.
@@ -28,7 +28,11 @@ from __future__ import annotations
 import math
 from collections import deque
 from functools import partial
+from typing import Literal
 
+from pydantic import Field, model_validator
+
+from hpn.config import Duration, Model
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import ETA_PAPER, REINIT_S, Loader
 from hpn.pool.policies.base import Slo
@@ -74,11 +78,31 @@ class _Router:
         self.rr = 0
 
 
+class ServerlessKnobs(Model):
+    """`serverless`: ServerlessLLM's autoscaler and store (defaults: its shipped configs)."""
+
+    target: int = Field(TARGET, ge=1, description="target concurrency per instance")
+    min_instances: int = Field(MIN_INSTANCES, ge=0, description="instances per model, min")
+    max_instances: int = Field(MAX_INSTANCES, ge=1, description="instances per model, max")
+    keep_alive: Duration = Field(KEEP_ALIVE_S, ge=0, description="idle time before scale-down")
+    interval: Duration = Field(INTERVAL_S, gt=0, description="autoscaler and balancer loop")
+    tier: Literal["dram", "ssd"] = Field("dram", description="checkpoint store tier")
+    startup: Duration = Field(STARTUP_S, ge=0, description="engine start-up per instance")
+    store_ssd_gbps: float = Field(SSD_BPS / 1e9, gt=0, description="store SSD bandwidth, GB/s")
+
+    @model_validator(mode="after")
+    def _range(self) -> ServerlessKnobs:
+        if self.min_instances > self.max_instances:
+            raise ValueError("min_instances must be <= max_instances")
+        return self
+
+
 class Serverless(Colocated):
     """ServerlessLLM with its shipped defaults (module docstring)."""
 
     name = "serverless"
     summary = "ServerlessLLM: per-model autoscaling of whole engines (shipped defaults)"
+    Knobs = ServerlessKnobs
 
     def __init__(
         self,
@@ -93,8 +117,8 @@ class Serverless(Colocated):
         keep_alive=KEEP_ALIVE_S,
         interval=INTERVAL_S,
         tier="dram",
-        startup_s=STARTUP_S,
-        ssd_bandwidth=SSD_BPS,
+        startup=STARTUP_S,
+        store_ssd_gbps=SSD_BPS / 1e9,
         **kw,
     ):
         super().__init__(backend, predictor, cluster, rates, slo, **kw)
@@ -112,9 +136,10 @@ class Serverless(Colocated):
     def loader(cls, gpu, switch, options) -> Loader:
         """Engine start-up plus the store's bandwidth (host memory or SSD)."""
         tier = options.get("tier", "dram")
-        startup = options.get("startup_s", STARTUP_S)
+        startup = options.get("startup", STARTUP_S)
         if tier == "ssd":
-            bw, src = options.get("ssd_bandwidth", SSD_BPS), "ServerlessLLM store bench (SSD)"
+            bw = options.get("store_ssd_gbps", SSD_BPS / 1e9) * 1e9
+            src = "ServerlessLLM store bench (SSD)"
         else:
             bw, src = gpu.host_link * ETA_PAPER, "host link x 0.625, as Aegaeon's (A §5.2)"
         return Loader(f"serverlessllm-{tier}", bw, startup, src)

@@ -27,6 +27,9 @@ from __future__ import annotations
 from collections import deque
 from typing import cast
 
+from pydantic import Field
+
+from hpn.config import Duration, Model
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import Loader
 from hpn.pool.policies.base import Policy, Slo
@@ -52,11 +55,20 @@ class _Queue:
         return cast(_Queue, inst.state)
 
 
+class ServerlessArtifactKnobs(Model):
+    """`serverless-artifact`: the authors' simulated ServerlessLLM (Art V02Policy)."""
+
+    qs: int = Field(QS, ge=1, description="queue slots per worker (QS)")
+    scale_up_below: int = Field(R, ge=1, description="scale up below this many free slots (R)")
+    start_timeout: Duration = Field(START_TIMEOUT, gt=0, description="no-token failure time")
+
+
 class ServerlessArtifact(Policy):
     """The authors' simulated ServerlessLLM (module docstring)."""
 
     name = "serverless-artifact"
     summary = "the Aegaeon artifact's simulated ServerlessLLM (early binding, QS 4, 15 s)"
+    Knobs = ServerlessArtifactKnobs
 
     def __init__(
         self,
@@ -66,11 +78,11 @@ class ServerlessArtifact(Policy):
         rates,
         slo=Slo(),
         qs=QS,
-        r=R,
+        scale_up_below=R,
         start_timeout=START_TIMEOUT,
     ):
         super().__init__(backend, predictor, cluster, rates, slo)
-        self.qs, self.r, self.start_timeout = qs, r, start_timeout
+        self.qs, self.r, self.start_timeout = qs, scale_up_below, start_timeout
         self.workers = backend.role("worker")
         for w in self.workers:
             w.state = _Queue()

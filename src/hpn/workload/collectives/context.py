@@ -17,21 +17,41 @@ MAX_FLOWS = 8_000_000  # the 8-pod GPT-3 example needs 4.9 M
 
 @dataclass(frozen=True)
 class Params:
-    """Algorithm knobs. ``channels``: parallel rings/trees (default: one per GPU of a host,
-    so every NIC carries one); ``conns``: connections (QPs, each its own 5-tuple) per GPU pair,
-    the bytes split evenly; ``alpha``: software latency per algorithm step (s); ``stepwise``:
-    one flow per step instead of a coupled pipeline (validation); ``chunk``: bytes per
-    pipelined chunk in the step-by-step broadcast."""
+    """Algorithm knobs.
+
+    ``model``: ``"nccl"`` (NCCL's tuner chooses algorithm, protocol and channels and gives
+    the latency, :mod:`~hpn.workload.collectives.tuning`) or ``"alpha"`` (the alpha-beta
+    model: ``alpha`` per algorithm step, no protocol; the default algorithm per op).
+    ``proto``: NCCL_PROTO syntax (``auto``: all). ``gpu``: the GPU type NCCL's model reads.
+    ``channels``: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (nccl model) or parallel
+    rings/trees (alpha model; default one per GPU of a host); ``conns``: connections (QPs,
+    each its own 5-tuple) per GPU pair, the bytes split evenly; ``alpha``: software latency
+    per algorithm step (s); ``stepwise``: one flow per step instead of a coupled pipeline
+    (validation); ``chunk``: bytes per pipelined chunk in the step-by-step broadcast;
+    ``eff``: NCCL's bandwidth efficiency of the chosen protocol (what in-switch flows pay);
+    ``flow_channels``: at most this many flow groups per GPU of a host (channels beyond are
+    merged, same bytes, fewer distinct connections, and trees with half the ``conns``, as
+    the two trees already give each GPU two connections: training's flow budget; None: one
+    per channel)."""
 
     channels: int | None = None
     conns: int = 2
     alpha: float = 2e-6
     stepwise: bool = False
     chunk: float = 4 * 2**20
+    model: str = "nccl"
+    proto: str = "auto"
+    gpu: str = "H800"
+    eff: float = 1.0
+    flow_channels: int | None = None
 
     def __post_init__(self) -> None:
-        if self.channels is not None and self.channels < 1:
-            raise InputError("channels", f"must be >= 1, got {self.channels}")
+        if self.channels is not None and not 1 <= self.channels <= 64:
+            raise InputError(
+                "channels", f"must be in 1..64 (NCCL's MAXCHANNELS), got {self.channels}"
+            )
+        if self.model not in ("nccl", "alpha"):
+            raise InputError("model", f"must be nccl or alpha, got {self.model!r}")
         if self.conns < 1:
             raise InputError("conns", f"must be >= 1, got {self.conns}")
         if not self.alpha >= 0:
@@ -68,6 +88,7 @@ class Ctx:
         self.nvswitch = np.full(fabric.num_nodes, -1, np.int64)  # per GPU
         self.nvswitch[lk.src[nv]] = lk.dst[nv]
         self.host = nd.host
+        self.choices: list = []  # one tuning.Choice per collective added (NCCL_DEBUG=INFO)
 
     def check_budget(self, flows: int, what: str) -> None:
         if self.dag.num_flows + flows > MAX_FLOWS:

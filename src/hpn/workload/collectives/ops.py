@@ -35,6 +35,7 @@ _op("reducescatter", lambda n: (n - 1) / n, "ring", "every rank gets one reduced
 _op("alltoall", lambda n: (n - 1) / n, "direct", "every rank sends size/n to every rank")
 _op("sendrecv", lambda n: 1.0, "direct", "rank r sends size to rank r + 1")
 _op("broadcast", lambda n: 1.0, "ring", "rank 0's buffer to every rank")
+_op("reduce", lambda n: 1.0, "ring", "the sum of all buffers to rank 0")
 _op(
     "multi-allreduce",
     lambda n: 2 * (n - 1) / n,

@@ -1,4 +1,5 @@
-"""Ring collectives (NCCL's ring): AllReduce, AllGather, ReduceScatter, Broadcast (a chain).
+"""Ring collectives (NCCL's ring): AllReduce, AllGather, ReduceScatter, Broadcast and Reduce
+(chains from and to rank 0).
 
 Ring orders are rail-aware: channel ``c`` enters even hosts at local GPU ``c``, walks the host
 over NVLink and leaves at GPU ``c - 1``; odd hosts are walked in reverse, so every host-to-host
@@ -19,6 +20,7 @@ RING_BYTES = {  # bytes per ring edge / size, with n ranks
     "allgather": lambda n: (n - 1) / n,
     "reducescatter": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
 }
 RING_STEPS = {"allreduce": lambda n: 2 * (n - 1), "broadcast": lambda n: n - 1}
 
@@ -55,9 +57,11 @@ def build_ring(
     for c in range(chans):
         order = flat[ring_order(h, k, c)]
         src, dst = order, np.roll(order, -1)
-        if op == "broadcast":  # a chain from rank 0
+        if op in ("broadcast", "reduce"):  # a chain from (to) rank 0
             first = int(np.flatnonzero(order == flat[0])[0])
             src, dst = np.roll(src, -first)[:-1], np.roll(dst, -first)[:-1]
+            if op == "reduce":
+                src, dst = dst[::-1], src[::-1]
         for q in range(p.conns):
             qp = c * p.conns + q
             if p.stepwise:
@@ -82,7 +86,7 @@ def build_ring(
 def _steps(ctx: Ctx, op, src, dst, share, n, qp, p: Params, start) -> np.ndarray:
     """One flow per edge per step; a step's send waits for the previous step's receive."""
     e = len(src)
-    if op == "broadcast":
+    if op in ("broadcast", "reduce"):
         chunks = max(int(np.ceil(share / p.chunk)), 1)
         prev_chunk: np.ndarray | None = None
         for _ in range(chunks):  # chunk i on edge j after chunk i on edge j-1 and i-1 on j

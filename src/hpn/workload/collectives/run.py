@@ -9,7 +9,7 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.topology.fabric import Fabric
-from hpn.workload.collectives.algorithms import ALGORITHMS, add_collective, comm_size
+from hpn.workload.collectives.algorithms import add_collective, comm_size
 from hpn.workload.collectives.context import Ctx, Params
 from hpn.workload.collectives.ops import bandwidths, get_op
 from hpn.workload.collectives.placement import place
@@ -25,7 +25,10 @@ class SizeResult(TypedDict):
     flows: int
     per_job_busbw_GBps: NotRequired[list[float]]  # with several jobs
     mean_busbw_GBps: NotRequired[float]
-    algo: NotRequired[str]  # with ``algo="auto"``: the fastest algorithm at this size
+    algo: str  # what ran (NCCL_DEBUG=INFO): algorithm, protocol, channels
+    proto: str
+    channels: int
+    predicted_s: NotRequired[float]  # NCCL's own model time (nccl model)
 
 
 def collective_dag(
@@ -50,10 +53,6 @@ def collective_dag(
     return ctx, marks, ranks0
 
 
-def _implements(a, op: str) -> bool:
-    return (op == "multi-allreduce" and "allreduce" in a.ops) or op in a.ops
-
-
 def _one(
     fabric, op, size, gpus, per_host, algo, router, seed, params, jobs
 ) -> tuple[SizeResult, np.ndarray]:
@@ -64,13 +63,19 @@ def _one(
     n = comm_size(op, ranks)
     times = [float(res.task_finish[e] - res.task_start[s]) for s, e in marks]
     bws = [bandwidths(op, size, t, n) for t in times]
+    ch = ctx.choices[0]
     row: SizeResult = {
         "size_bytes": int(size),
         "time_s": float(np.max(times)),
         "algbw_GBps": float(min(b[0] for b in bws)) / 1e9,
         "busbw_GBps": float(min(b[1] for b in bws)) / 1e9,
         "flows": len(res.size),
+        "algo": ch.algo,
+        "proto": ch.proto,
+        "channels": ch.channels,
     }
+    if ch.time_us > 0:
+        row["predicted_s"] = ch.time_us * 1e-6
     if jobs > 1:
         row["per_job_busbw_GBps"] = [b[1] / 1e9 for b in bws]
         row["mean_busbw_GBps"] = float(np.mean([b[1] for b in bws])) / 1e9
@@ -92,39 +97,27 @@ def sweep(
 ) -> dict[str, Any]:
     """Simulate ``op`` at every size; nccl-tests' algbw/busbw (GB/s = 1e9 bytes/s).
 
-    ``algo="auto"``: per size, the fastest algorithm implementing ``op`` (as NCCL's tuner picks
-    one per size; here by simulating each). ``routing``: a policy name (None: the fabric's
-    default); ``hashing``: its hash settings."""
+    ``algo``: None or ``"auto"``: NCCL's tuner chooses per size (``params.model="nccl"``);
+    else NCCL_ALGO syntax or a non-NCCL algorithm. Every row says what ran. ``routing``: a
+    policy name (None: the fabric's default); ``hashing``: its hash settings."""
     from hpn.routing import describe, router_for
 
     t0 = time.perf_counter()
     get_op(op)
     router = router_for(fabric, routing, seed=seed, hashing=hashing)
     rows: list[SizeResult] = []
-    auto = algo == "auto"
-    names = [a.name for a in ALGORITHMS.values() if _implements(a, op)] if auto else [algo]
+    p = params or Params()
+    if not sizes:
+        raise InputError("sizes", "at least one size")
     for size in sizes:
-        best: tuple[SizeResult, np.ndarray, str | None] | None = None
-        for name in names:
-            try:
-                row, ranks = _one(
-                    fabric, op, size, gpus, per_host, name, router, seed, params, jobs
-                )
-            except InputError:
-                if not auto:
-                    raise
-                continue  # e.g. hd on a rank count that is not a power of two
-            if best is None or row["time_s"] < best[0]["time_s"]:
-                best = (row, ranks, name)
-        if best is None:
-            raise InputError("algo", f"no algorithm implements {op} on {gpus} GPUs")
-        row, ranks, best_name = best
-        if auto and best_name is not None:  # auto: every name is an algorithm's
-            row["algo"] = best_name
+        row, ranks = _one(fabric, op, size, gpus, per_host, algo, router, seed, p, jobs)
         rows.append(row)
     return {
         "op": op,
-        "algo": algo or get_op(op).default_algo,
+        "algo": algo or ("auto" if p.model == "nccl" else get_op(op).default_algo),
+        "proto": p.proto if p.model == "nccl" else "-",
+        "model": p.model,
+        "gpu": p.gpu,
         "routing": router.name,
         "routing_detail": describe(router),
         "seed": seed,

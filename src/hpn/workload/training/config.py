@@ -76,11 +76,13 @@ class OverlapCfg(Model):
 
 
 class CommCfg(Model):
-    dp_algo: str = "ring"
-    tp_algo: str = "ring"
+    dp_algo: str = Field("auto", description="DP AllReduce: auto (NCCL's tuner) or NCCL_ALGO")
+    tp_algo: str = Field("auto", description="TP collectives: auto (NCCL's tuner) or NCCL_ALGO")
+    proto: str = Field("auto", description="auto or NCCL_PROTO syntax (simple, ll, ll128)")
+    model: str = Field("nccl", description="nccl (NCCL's tuner) or alpha (alpha per step)")
     conns: int = Field(2, ge=1, description="connections (QPs) per GPU pair")
-    channels: int | None = Field(None, ge=1)
-    alpha: Duration = Field("2us", description="software latency per algorithm step")
+    channels: int | None = Field(None, ge=1, le=64, description="NCCL_MIN/MAX_NCHANNELS")
+    alpha: Duration = Field("2us", description="software latency per step (alpha model)")
     bucket: Size = Field("1GiB", description="gradient bucket size")
 
 

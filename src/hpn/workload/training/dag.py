@@ -73,7 +73,16 @@ def add_job(ctx: Ctx, plan: JobPlan, tp_timer: TpTimer | None, comm: bool = True
     P, D, T = grid.shape
     M = plan.micro_batches
     cc = cfg.comm
-    p = Params(channels=cc.channels, conns=cc.conns, alpha=cc.alpha)
+    p = Params(
+        channels=cc.channels,
+        conns=cc.conns,
+        alpha=cc.alpha,
+        model=cc.model,
+        proto=cc.proto,
+        gpu=cfg.gpu.preset,
+        flow_channels=1,  # one flow group per NIC: the flow budget of cluster-scale jobs
+    )
+    pp_lat = _p2p_latency(ctx, grid, p)
     marks = JobMarks(plan, lo=ctx.dag.num_tasks)
     rep = grid[:, 0, 0]
     start, done = {}, {}
@@ -123,12 +132,24 @@ def add_job(ctx: Ctx, plan: JobPlan, tp_timer: TpTimer | None, comm: bool = True
                             for q in range(p.conns)
                         ]
                     )
-                    after = ctx.barrier(int(rep[nxt]), p.alpha, ids)
+                    after = ctx.barrier(int(rep[nxt]), pp_lat, ids)
                     _span(ctx, marks, "pp", st, lo)
                     marks.timeline.append((f"stage {min(st, nxt)}-{max(st, nxt)}", "PP", lo, after))
                 ctx.dag.add_deps(after, start[nxt, kind, mb])
     marks.hi = ctx.dag.num_tasks
     return marks
+
+
+def _p2p_latency(ctx: Ctx, grid: np.ndarray, p: Params) -> float:
+    """One PP send's latency: NCCL's p2p step (nccl model) or ``alpha``."""
+    if p.model != "nccl":
+        return p.alpha
+    from hpn.workload.collectives.algorithms import nccl_choice
+
+    pair = by_host(ctx.fabric, np.array([grid[0, 0, 0], grid[-1, 0, 0]]))
+    if pair.size < 2:
+        return p.alpha
+    return nccl_choice(ctx, "sendrecv", pair, 0.0, None, p).lat_us * 1e-6
 
 
 def _ep(ctx: Ctx, g: np.ndarray, ep: int, nbytes: float, calls: int, p: Params, after: int):

@@ -1,0 +1,499 @@
+"""NCCL's tuning model: per (operation, algorithm, protocol) a latency and a bandwidth, the
+time ``latency + bytes / bandwidth``, and the choice of the fastest enabled pair.
+
+Ported from NCCL 2.30.7 (NVIDIA/nccl at 5067397c): constants and formulas of
+``src/graph/tuning.cc`` (``ncclTopoTuneModel`` lines 243-438, ``ncclTopoGetAlgoTime``
+630-655), the channel and thread choice of ``src/enqueue.cc`` (``topoGetAlgoInfo``
+2070-2116), the channel duplication of ``src/graph/connect.cc`` (460, 481) and of
+``ncclTopoDupChannels`` (``src/graph/search.cc`` 1036-1049), the SM90 speed arrays
+(search.cc 1057-1059). The topology search itself (``ncclTopoCompute``) is reduced to its
+bandwidth budget on a host of GPUs on one NVSwitch with one NIC each (:func:`search`).
+
+All bandwidths are GB/s (1e9 bytes/s) and latencies microseconds, as in NCCL.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from hpn.errors import InputError
+from hpn.registry import Registry
+
+# NCCL's orders (src/include/device.h: NCCL_ALGO_*, NCCL_PROTO_*)
+ALGOS = ("tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
+PROTOS = ("ll", "ll128", "simple")
+FUNCS = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
+TREE, RING, CNDIRECT, CNCHAIN, NVLS, NVLSTREE, PAT = range(7)
+LL, LL128, SIMPLE = range(3)
+NVLINK, PCI, NET = range(3)
+VOLTA, AMPERE, HOPPER, BLACKWELL = range(4)
+MAXCHANNELS = 64  # device.h:91
+
+# tuning.cc:139-212
+NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)
+BASE_LAT = (
+    (6.8, 14.0, 8.4), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0),
+    (8.0, 8.0, 8.0),
+)  # fmt: skip
+HW_LAT = (
+    ((0.6, 1.25, 4.0), (0.6, 1.9, 3.4), (0, 0, 3.7), (0, 0, 2.8), (0, 0, 25), (0, 0, 25),
+     (0, 0, 4.0)),  # NVLink
+    ((1.0, 1.9, 4.0), (1.0, 2.5, 5.7), (0, 0, 3.7), (0, 0, 2.8), (0, 0, 0), (0, 0, 0),
+     (0, 0, 4.0)),  # PCI
+    ((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 31), (0, 0, 30), (0, 0, 18), (0, 0, 20.9),
+     (0, 0, 14)),  # NET
+)  # fmt: skip
+LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))
+PER_CH_RING_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)
+PER_CH_TREE_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
+PER_CH_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
+PER_CH_NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))
+# tuning.cc:623-627: powers of two from 64 B
+TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
+     1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9,
+     1.0, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9,
+     .9),
+)  # fmt: skip
+# search.cc:1051-1059
+SPEED_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+SPEED_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0,
+               3.0, 2.4, 1.2, 0.24, 0.12)  # fmt: skip
+SM90_SPEED_INTRA = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
+SM90_SPEED_INTER = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+                    2.4, 1.2, 0.24, 0.12)  # fmt: skip
+# comm.h:49-51, device.h:93-114
+THREAD_THRESHOLD = (8, 8, 64)
+MAX_NTHREADS, SIMPLE_MAX_NTHREADS, LL_MAX_NTHREADS, LL128_MAX_NTHREADS = 640, 512, 512, 640
+NVLS_NCHANNELS_SM90 = 16  # transport/nvls.cc:155
+NET_OVERHEAD = 1.0  # tuning.cc:228-233, Intel x86 hosts (us)
+# the wire cost of each protocol (LL: 8-byte lines of 4 data + 4 flag bytes; LL128: 120 of 128)
+WIRE = (2.0, 128 / 120, 1.0)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """What NCCL's model reads of a GPU: compute capability, NVLinks to the NVSwitch (NCCL's
+    ``SM90_NVLINK_BW`` = 20.6 GB/s each, topo.h:22) and the PCIe bandwidth to its NIC
+    (``width * GT/s / 80``: Gen5 x16 = 48 GB/s)."""
+
+    name: str
+    compcap: int
+    nvlinks: int
+    nvswitch: bool
+    pcie_GBps: float
+
+    @property
+    def arch(self) -> int:
+        c = self.compcap
+        return BLACKWELL if c >= 100 else HOPPER if c >= 90 else AMPERE if c >= 80 else VOLTA
+
+    @property
+    def nvlink_GBps(self) -> float:
+        per = 40.1 if self.compcap >= 100 else 20.6 if self.compcap >= 90 else 20.0
+        return self.nvlinks * per
+
+    @property
+    def nvls(self) -> bool:
+        """NVLink SHARP: NVSwitch (gen 3+) and SM90+ (search.cc:1124)."""
+        return self.nvswitch and self.compcap >= 90
+
+
+GPUS: Registry[Gpu] = Registry("GPU type", field="gpu")
+for _g in (
+    Gpu("H800", 90, 8, True, 48.0),  # the paper's hosts: 8 NVLinks (H100: 18)
+    Gpu("H100", 90, 18, True, 48.0),
+    Gpu("H20", 90, 18, True, 48.0),
+    Gpu("A100", 80, 12, True, 24.0),  # NVSwitch gen 2: no NVLS
+    Gpu("L40S", 89, 0, False, 24.0),  # PCIe only
+):
+    GPUS.add(
+        _g.name, _g, f"SM{_g.compcap}, {_g.nvlinks} NVLinks, NVLS {'yes' if _g.nvls else 'no'}"
+    )
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One search result (NCCL's ``ncclTopoGraph``): channels and GB/s per channel."""
+
+    channels: int
+    bw_intra: float
+    bw_inter: float
+    nvlink: bool = True  # typeIntra == LINK_NVL
+
+
+@dataclass(frozen=True)
+class Comm:
+    """A communicator as NCCL's tuner sees it."""
+
+    ranks: int
+    nodes: int
+    gpu: Gpu
+    nic_GBps: float  # per GPU (both ports of a bonded NIC)
+    nvlink: bool = True  # the host's GPUs share an NVSwitch
+    collnet: bool = False  # the fabric reduces in the network (SHARP)
+    min_channels: int = 0
+    max_channels: int = MAXCHANNELS
+    graphs: dict[int, Graph] = field(default_factory=dict, compare=False)
+
+    @property
+    def ppn(self) -> int:
+        return self.ranks // self.nodes
+
+    def __post_init__(self) -> None:
+        if not self.graphs:
+            ring = search(self, False)
+            g = {RING: ring, TREE: search(self, True, ring.channels)}
+            g[NVLS] = g[NVLSTREE] = nvls_graph(self)
+            object.__setattr__(self, "graphs", g)
+
+
+def search(c: Comm, tree: bool, channels: int = 0) -> Graph:
+    """Ring or tree graph: the channel count and speed (from NCCL's speed array) that carry
+    the most ``channels * bw`` within each link's budget, as ``ncclTopoCompute`` searches it.
+
+    Reduced to a host of ``ppn`` GPUs on one NVSwitch with one NIC per GPU: channel ``i``
+    leaves the host through NIC ``i mod ppn``; every GPU but a channel's exit GPU sends that
+    channel over its NVLink. Pass 1 lowers the speed from the system's maximum until one step
+    is below .49 of the best (search.cc:1245); ties keep the faster speed; then
+    ``ncclTopoDupChannels`` doubles the channels at half the speed (search.cc:1036). Trees
+    search exactly the ring's channel count (init.cc:1184-1185), at the best speed that fits.
+    """
+    k, g = c.ppn, c.gpu
+    inter = c.nodes > 1
+    speeds: tuple[float, ...]
+    if g.arch >= HOPPER:
+        speeds = SM90_SPEED_INTER if inter else SM90_SPEED_INTRA
+    else:
+        speeds = SPEED_INTER if inter else SPEED_INTRA
+    nvl = g.nvlink_GBps if c.nvlink else g.pcie_GBps
+    path = min(c.nic_GBps, g.pcie_GBps)
+    max_bw = path if inter else (nvl if k > 1 else 5000.0)
+    total = max(nvl, g.pcie_GBps) if k > 1 or inter else 5000.0
+    if tree and inter and k > 1:
+        total *= k / (k - 1)  # search.cc:1168 (ndevs NICs)
+    cap = min(c.max_channels, MAXCHANNELS // 2)
+
+    def fits(n: int, s: float) -> bool:
+        if inter and math.ceil(n / k) * s > path * (1 + 1e-9):
+            return False
+        if k == 1:
+            return True
+        sends = n - n // k if inter else n  # in one host every GPU sends every channel
+        return sends * s <= nvl * (1 + 1e-9)
+
+    if tree and channels:
+        s = next((x for x in speeds if x <= max_bw and fits(channels, x)), 0.1)
+        return Graph(channels, s, s, c.nvlink)
+    best: tuple[int, float] | None = None
+    for s in speeds:
+        if s > max_bw:
+            continue
+        if best is not None and s / best[1] <= 0.49:
+            break
+        n = 0
+        while n < cap and fits(n + 1, s):
+            n += 1
+        if n and (best is None or n * s > best[0] * best[1] * (1 + 1e-9)):
+            best = (n, s)
+        if best is not None and best[0] * best[1] >= total:
+            break
+    n, s = best if best is not None else (1, 0.1)
+    # ncclTopoDupChannels
+    if s >= 25.0 and not (g.compcap > 80 and s < 50.0 and n > 4):
+        dup = min(2 * n, cap)
+        s /= math.ceil(dup / n)
+        n = dup
+    return Graph(n, s, s, c.nvlink)
+
+
+def nvls_graph(c: Comm) -> Graph:
+    """NVLS heads: one per GPU (``NCCL_MAX_NVLS_ARITY`` 32), each at its NIC's path speed
+    across hosts; in one host the heads share each GPU's NVLink."""
+    k, g = c.ppn, c.gpu
+    if not (g.nvls and c.nvlink) or k < 2:
+        return Graph(0, 0.0, 0.0)
+    n = min(k, 32)
+    speeds = SM90_SPEED_INTER if c.nodes > 1 else SM90_SPEED_INTRA
+    limit = min(c.nic_GBps, g.pcie_GBps) if c.nodes > 1 else g.nvlink_GBps / n
+    s = next((x for x in speeds if x <= limit), speeds[-1])
+    return Graph(n, s, s)
+
+
+def comm_channels(c: Comm) -> int:
+    """``comm->nChannels``: the ring/tree channels, doubled (connect.cc:460), doubled again
+    on SM90+ across hosts above 45 GB/s (481), then NCCL_MIN/MAX_NCHANNELS."""
+    r, t = c.graphs[RING], c.graphs[TREE]
+    n = min(MAXCHANNELS, 2 * min(r.channels, t.channels))
+    if c.gpu.compcap >= 90 and c.nodes > 1 and r.bw_intra > 45.0 and n < 16:
+        n *= 2
+    n = min(n, c.max_channels)
+    return max(n, c.min_channels)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One (algorithm, protocol) of an operation: NCCL's latency (us) and bandwidth (GB/s,
+    algorithm bandwidth: bytes / time), the multiplicative efficiency NCCL applies to the
+    link bandwidth (what the flows pay) and the bandwidth its caps allow (what bounds the
+    flows from below; inf: no cap)."""
+
+    lat: float
+    bw: float
+    eff: float
+    cap: float
+
+
+def _index2(c: Comm) -> int:
+    return c.nodes - 1 if c.nodes <= 2 else 2
+
+
+def cost(c: Comm, op: str, a: int, p: int) -> Cost | None:
+    """``ncclTopoTuneModel`` for one entry (None where NCCL skips or disables it)."""
+    if op not in FUNCS:
+        return None
+    n, nodes, ppn = c.ranks, c.nodes, c.ranks / c.nodes
+    if n <= 1:
+        return None
+    nsteps = (
+        2 * (n - 1) if op == "allreduce" else n - 1 if op in ("reducescatter", "allgather") else n
+    )
+    if op in ("broadcast", "reduce") and a != RING:
+        return None
+    if op in ("reducescatter", "allgather") and a not in (PAT, RING, NVLS, CNDIRECT):
+        return None
+    if op == "allreduce" and a == PAT:
+        return None
+    if a in (NVLS, NVLSTREE) and p != SIMPLE:
+        return None
+    if a == PAT and (p != SIMPLE or nodes != n):
+        return None
+    g = c.graphs.get(a) or c.graphs[RING if a in (CNDIRECT, CNCHAIN, PAT) else TREE]
+    arch, i2 = c.gpu.arch, _index2(c)
+    i1 = arch if nodes == 1 else 0  # multi-node: Intel CPUs
+    ll_max = LL_MAX_BW[i1][i2]
+    collnet = a in (CNDIRECT, CNCHAIN)
+    inf = float("inf")
+
+    def busbw(bw: float) -> tuple[float, float]:
+        """(bus bandwidth, efficiency factor) for a per-channel graph bandwidth ``bw``."""
+        eff = 1.0
+        if a in (NVLS, NVLSTREE):
+            if g.channels < 2:
+                return 0.0, 0.0
+            e = NVLS_EFFICIENCY[arch] * (g.channels - 1) / g.channels
+            intra = bw * e * (2.0 if op == "allreduce" else (ppn - 1) / ppn)
+            inter = g.bw_inter * (2 if nodes <= 2 and a == NVLSTREE else 1) if bw < inf else inf
+            bw = min(intra, inter, PER_CH_NVLS_TREE[arch][i2] if a == NVLSTREE else inf)
+            eff = e
+        bus = g.channels * bw
+        if a == RING and p == LL:
+            bus, eff = min(ll_max, bus * 0.5), eff * 0.5
+        if a == RING and p == LL128:
+            bus, eff = min(bus * 0.92, g.channels * PER_CH_RING_LL128[arch][i2]), eff * 0.92
+        if a == TREE and op == "allreduce":
+            bus, eff = min(bus * 0.92, g.channels * PER_CH_TREE[arch][i2]), eff * 0.92
+        if a == TREE and p == LL:
+            bus, eff = min(bus / 3.8, ll_max), eff / 3.8
+        if a == TREE and p == LL128:
+            x = 7.0 / 9.0 if nodes == 1 else 120.0 / 128.0
+            bus, eff = min(bus * x, g.channels * PER_CH_TREE_LL128[arch][i2]), eff * x
+        if a == PAT:
+            bus, eff = bus * 0.75, eff * 0.75
+        if collnet and p != SIMPLE:
+            bus = 0.0
+        if a == CNDIRECT and p == SIMPLE and op not in ("allgather", "reducescatter"):
+            factor = ppn / g.channels
+            factor -= (factor - 1) / 2
+            bus /= factor
+            if c.gpu.compcap >= 90:
+                bus, eff = bus * 0.85, eff * 0.85
+        if a in (NVLS, CNDIRECT) and op in ("allgather", "reducescatter") and nodes > 1:
+            bus = 0.0  # no CollNet allgather/reducescatter on these fabrics (tuning.cc:353)
+        if not (a != RING and op in ("allgather", "reducescatter")):
+            bus *= n / nsteps if a in (RING, NVLS, NVLSTREE) else 0.5
+        return bus, eff
+
+    bw_here = g.bw_intra if nodes <= 2 or collnet else g.bw_inter
+    bw, eff = busbw(bw_here)
+    cap, _ = busbw(inf)
+    if bw <= 0:
+        return None
+    # latencies: tuning.cc:384-435
+    intra_hw = NVLINK if g.nvlink else PCI
+    hw = intra_hw if nodes == 1 else NET
+    lat = BASE_LAT[a][p]
+    intra_lat = HW_LAT[intra_hw][a][p]
+    inter_lat = HW_LAT[NET][TREE][p] if ppn == 1 else HW_LAT[NET][a][p]
+    if a == RING:
+        step = HW_LAT[hw][a][p]
+        if op in ("reduce", "broadcast"):
+            lat += step  # sameChannels rings
+        else:
+            over = NET_OVERHEAD * (3 if p == SIMPLE else 1) if nodes > 1 else 0.0
+            intra_lat = max(intra_lat, over)
+            inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if op == "allreduce" else nodes - 1
+            lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
+    elif a == TREE:
+        if op == "allreduce":
+            lat += 2 * ((n // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
+    elif a == CNDIRECT:
+        lat += 2 * (min(1, n // nodes - 1) * intra_lat + (n // nodes - 1) * 0.4) + inter_lat
+    elif a == CNCHAIN:
+        lat += 2 * (n // nodes - 1) * intra_lat + inter_lat
+    elif a == NVLS:
+        lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
+    elif a == NVLSTREE:
+        lat += intra_lat + 2 * _log2i(nodes) * inter_lat
+    elif a == PAT:
+        lat += _log2i(nodes) * (inter_lat / 3.5) + n * 2.8
+    return Cost(lat, bw, eff, cap)
+
+
+def _log2i(n: int) -> int:
+    return max(int(n).bit_length() - 1, 0)
+
+
+def correction(op: str, a: int, p: int, nbytes: float) -> float:
+    """``treeCorrectionFactor`` (tuning.cc:640): Tree AllReduce at 64 B .. 256 MiB."""
+    log = _log2i(int(nbytes) >> 6) if int(nbytes) >> 6 else -1
+    if a == TREE and op == "allreduce" and 0 <= log < 23:
+        return TREE_CORRECTION[p][log]
+    return 1.0
+
+
+def plateau(c: Comm, op: str, a: int, p: int, nbytes: float) -> float:
+    """The ring latency's plateau factor (tuning.cc:647)."""
+    ch = comm_channels(c)
+    ring_simple = a == RING and p == SIMPLE and c.nodes > 1 and op == "allreduce"
+    if ring_simple and nbytes / (ch * c.ranks) >= 64:
+        return 1.9 if c.gpu.compcap < 80 else 1.4
+    return 1.0
+
+
+def algo_time(c: Comm, op: str, a: int, p: int, nbytes: float) -> float | None:
+    """``ncclTopoGetAlgoTime`` (us), one operation in the kernel (numPipeOps = 1)."""
+    k = cost(c, op, a, p)
+    if k is None:
+        return None
+    bw = k.bw * correction(op, a, p, nbytes)
+    return k.lat * plateau(c, op, a, p, nbytes) + nbytes / (1000 * bw)
+
+
+def enabled(c: Comm, op: str, algos: list[bool], protos: list[bool]) -> list[tuple[int, int]]:
+    """The (algorithm, protocol) pairs NCCL keeps for ``op`` (tuning.cc:495-541,
+    enqueue.cc:1998-2008) among those the user enabled."""
+    out = []
+    for a in range(len(ALGOS)):
+        if not algos[a]:
+            continue
+        if a == NVLSTREE and c.nodes == 1:
+            continue
+        if a in (CNDIRECT, CNCHAIN) and not c.collnet:
+            continue
+        if a == NVLS and c.nodes > 1 and not c.collnet:
+            continue
+        if a in (NVLS, NVLSTREE) and not (c.gpu.nvls and c.nvlink and c.ppn > 1):
+            continue
+        out += [(a, p) for p in range(len(PROTOS)) if protos[p]]
+    return out
+
+
+def threads(c: Comm, a: int, p: int) -> int:
+    """``comm->maxThreads`` (tuning.cc:244-257)."""
+    if p == SIMPLE:
+        if a == RING:
+            r = c.graphs[RING]
+            return 256 if r.bw_intra * r.channels <= 12.0 else SIMPLE_MAX_NTHREADS
+        return SIMPLE_MAX_NTHREADS if a == TREE else MAX_NTHREADS
+    return LL_MAX_NTHREADS if p == LL else LL128_MAX_NTHREADS
+
+
+def channels_for(c: Comm, a: int, p: int, nbytes: float) -> int:
+    """Channels one operation runs on (enqueue.cc:2084-2097)."""
+    if a in (NVLS, NVLSTREE):
+        nc = NVLS_NCHANNELS_SM90
+        nc = max(c.min_channels, min(c.max_channels, nc))
+        return min(nc, comm_channels(c)) if c.nodes > 1 and a == NVLS else nc
+    nc, nt = comm_channels(c), threads(c, a, p)
+    th = THREAD_THRESHOLD[p] * (c.ranks if a == RING and p == LL else 1)
+    while nbytes < nc * nt * th and nc >= 2:
+        nc -= 1
+    return nc
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What NCCL_DEBUG=INFO would tell of one operation: algorithm, protocol, channels, and
+    the model's latency (us), predicted time (us), efficiency and cap (GB/s)."""
+
+    algo: str
+    proto: str
+    channels: int
+    lat_us: float
+    time_us: float
+    eff: float
+    cap_GBps: float
+
+    def with_channels(self, n: int) -> Choice:
+        return replace(self, channels=n)
+
+
+def choose(
+    c: Comm, op: str, nbytes: float, algos: list[bool], protos: list[bool], flag: str = "algo"
+) -> Choice:
+    """The fastest enabled (algorithm, protocol) for ``nbytes`` (enqueue.cc:2032-2044)."""
+    best: tuple[float, int, int] | None = None
+    for a, p in enabled(c, op, algos, protos):
+        t = algo_time(c, op, a, p, nbytes)
+        if t is not None and t >= 0 and (best is None or t < best[0]):
+            best = (t, a, p)
+    if best is None:
+        want = [ALGOS[a] for a in range(len(ALGOS)) if algos[a]]
+        raise InputError(
+            flag,
+            f"no algorithm/protocol available for {op} on {c.ranks} ranks "
+            f"({c.nodes} hosts, {c.gpu.name}) among {','.join(want)} x "
+            f"{','.join(PROTOS[p] for p in range(3) if protos[p])}",
+        )
+    t, a, p = best
+    k = cost(c, op, a, p)
+    assert k is not None
+    f = correction(op, a, p, nbytes)
+    return Choice(
+        ALGOS[a],
+        PROTOS[p],
+        channels_for(c, a, p, nbytes),
+        k.lat * plateau(c, op, a, p, nbytes),
+        t,
+        k.eff * f,
+        k.cap * f,
+    )
+
+
+def parse_list(text: str, names: tuple[str, ...], flag: str, op: str) -> list[bool]:
+    """NCCL_ALGO / NCCL_PROTO semantics (tuning.cc:36-136): a comma list enables exactly its
+    names, ``^list`` everything but them; ``;op:list`` entries override per operation."""
+    on = [True] * len(names)
+    entries = text.split(";")
+    for i, entry in enumerate(entries):
+        prefix, _, elems = entry.rpartition(":")
+        if not prefix and ":" not in entry:
+            if i:
+                raise InputError(flag, f"every entry but the first needs an op prefix: {text!r}")
+        elif prefix.lower() not in (*FUNCS, "sendrecv", "alltoall"):
+            raise InputError(flag, f"unknown op prefix {prefix!r}; choose from: {', '.join(FUNCS)}")
+        if prefix and prefix.lower() != op:
+            continue
+        neg = elems.startswith("^")
+        elems = elems[1:] if neg else elems
+        chosen = [False] * len(names)
+        for e in (x.strip().lower() for x in elems.split(",")):
+            if e not in names:
+                raise InputError(flag, f"unknown {flag} {e!r}; choose from: {', '.join(names)}")
+            chosen[names.index(e)] = True
+        on = [(not x) if neg else x for x in chosen]
+    return on
