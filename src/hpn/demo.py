@@ -245,7 +245,9 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> Demo:
 
     claims = [c for c in select("all") if c.demo]
     meta = {"paper": "all", "quick": False, "demo": True, "only": None}
-    _, res = run_and_record(claims, (out / "reproduce").absolute(), meta)
+    from hpn.app import run
+
+    _, res = run_and_record(claims, (out / "reproduce").absolute(), meta, run)
     counts = ", ".join(f"{n} {k}" for k, n in res["counts"].items())
     demo.claims = [*table_lines(res["claims"]), f"{counts}; report: {res['report']}"]
     demo.wall_s = time.perf_counter() - t0

@@ -73,6 +73,7 @@ class ReproduceResult(Result):
 
 def reproduce(cfg: ReproduceConfig, say: Any = None) -> Outcome[ReproduceResult]:
     """Measure the chosen claims, write the report folder and record it as a run."""
+    from hpn.app import run
     from hpn.errors import InputError
     from hpn.reproduce import select
     from hpn.reproduce.runner import run_and_record
@@ -93,7 +94,7 @@ def reproduce(cfg: ReproduceConfig, say: Any = None) -> Outcome[ReproduceResult]
             "--out", f"{folder} holds a {previous.get('command')} run; give a new folder"
         )
     meta = {"paper": o.paper, "quick": o.quick, "demo": o.demo, "only": o.only}
-    _, result = run_and_record(claims, folder, meta, say or (lambda _m: None))
+    _, result = run_and_record(claims, folder, meta, run, say or (lambda _m: None))
     return Outcome(ReproduceResult.from_dict(result), wall_s=result["wall_s"])
 
 

@@ -5,7 +5,8 @@ model's value beside the paper's, with bands, computed verdicts, causes and one 
   their precision, bands, documented causes) and what the model does not cover;
 - :mod:`~hpn.reproduce.measures_hpn`, :mod:`~hpn.reproduce.measures_aegaeon`: one measure
   per claim, computing the model's value from registered commands
-  (:mod:`hpn.store.runnable`, in-process; each run recorded in the store);
+  (through the runner the caller passes: :func:`hpn.app.run`, in-process; each run
+  recorded in the store);
 - :mod:`~hpn.reproduce.verdict`: pass / explained / fail from the band;
 - :mod:`~hpn.reproduce.runner`, :mod:`~hpn.reproduce.figures`, :mod:`~hpn.reproduce.html`:
   the report folder (``report.html``, ``report.json``, ``figures/ID.png``).

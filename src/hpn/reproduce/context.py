@@ -1,4 +1,8 @@
-"""What a measure runs commands through: each run recorded in the store once per config."""
+"""What a measure runs commands through: each run recorded in the store once per config.
+
+The commands are run by the caller's ``runner`` (the application layer's
+:func:`hpn.app.run`, passed in by :mod:`hpn.app.reproduce` and the demo), so this package
+sits below the application layer and imports none of it."""
 
 from __future__ import annotations
 
@@ -20,11 +24,17 @@ class SubRun:
     wall_s: float
 
 
+def _no_runner(command: str, config: dict[str, Any]) -> Any:
+    raise RuntimeError(f"no command runner given for {command!r}")
+
+
 @dataclass
 class Context:
-    """Runs registered commands in-process (:mod:`hpn.store.runnable`), records each as a
-    run (``root``: the store), and reuses a result when a config repeats across claims."""
+    """Runs commands in-process through ``runner`` (``runner(name, config) -> Outcome``, the
+    application layer's :func:`hpn.app.run`), records each as a run (``root``: the store),
+    and reuses a result when a config repeats across claims."""
 
+    runner: Callable[[str, dict[str, Any]], Any] = _no_runner
     root: Path | None = None
     record: bool = True
     runs: list[SubRun] = field(default_factory=list)
@@ -37,7 +47,7 @@ class Context:
         Parameters
         ----------
         command
-            A runnable command name (``"topo summary"``).
+            A command name (``"topo summary"``).
         config
             Its config tables.
         label
@@ -54,13 +64,13 @@ class Context:
         self, command: str, config: dict[str, Any], label: str
     ) -> tuple[dict[str, Any], dict[str, Any], SubRun]:
         """Like :meth:`run`, also the run's tables and its :class:`SubRun`."""
-        from hpn.store.runnable import get
-
         key = f"{command}\n{json.dumps(config, sort_keys=True)}"
         if key in self._seen:
             return self._seen[key]
         self.say(f"{command}: {label}")
-        out = get(command)(config)
+        out = self.runner(command, config)
+        result = out.result.to_json() if hasattr(out.result, "to_json") else out.result
+        wall = float(out.wall_s or 0.0)
         folder = ""
         if self.record:
             from hpn.store.record import record_run
@@ -69,16 +79,16 @@ class Context:
                 record_run(
                     command,
                     out.config or config,
-                    out.result,
+                    result,
                     out.tables,
                     root=self.root,
-                    wall_s=out.wall_s,
+                    wall_s=wall,
                     label=f"reproduce: {label}",
                 )
             )
-        sub = SubRun(command, label, config, folder, round(out.wall_s, 3))
+        sub = SubRun(command, label, config, folder, round(wall, 3))
         self.runs.append(sub)
-        self._seen[key] = (out.result, out.tables, sub)
+        self._seen[key] = (result, out.tables, sub)
         return self._seen[key]
 
 

@@ -201,6 +201,7 @@ def run_and_record(
     claims: list[Claim],
     folder: Path,
     meta: dict[str, Any],
+    runner: Callable[[str, dict[str, Any]], Any],
     say: Callable[[str], None] = lambda _m: None,
 ) -> tuple[Reproduction, dict[str, Any]]:
     """Measure ``claims``, then record the report folder as a ``reproduce`` run.
@@ -209,6 +210,8 @@ def run_and_record(
     ----------
     claims
         The claims.
+    runner
+        ``runner(command, config) -> Outcome`` (:func:`hpn.app.run`).
     folder
         The report folder (a new one, or a previous report run, which is replaced).
     meta
@@ -224,7 +227,7 @@ def run_and_record(
     from hpn.store.record import record_run
 
     t0 = time.perf_counter()
-    rep = measure_all(claims, Context(say=say), say)
+    rep = measure_all(claims, Context(runner=runner, say=say), say)
     wall = round(time.perf_counter() - t0, 1)
     meta = {**meta, "wall_s": wall}
     result = {
