@@ -10,6 +10,12 @@ time grows more than a single-threaded start-up's and the wall ratios read bette
     python bench/bench_startup.py              # hpn --help and a few commands
     python bench/bench_startup.py --all        # every command's --help
     python bench/bench_startup.py --rounds 9   # best of 9
+    python bench/bench_startup.py --against OTHER/src   # also each case on another checkout
+
+``--against`` runs every case a second time with ``PYTHONPATH=OTHER/src`` in the same rounds
+and prints this tree's CPU time as a ratio of that one's (issue 26: ``--help`` within 1.5x of
+the tree that kept a committed ``flags.json``). A first unmeasured round warms both trees' kept
+flags (this tree's user cache), as every start-up after a user's first finds them.
 """
 
 from __future__ import annotations
@@ -25,9 +31,9 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 SOME = ["traffic", "pool simulate", "fail", "train", "topo summary"]
 
 
-def once(args: list[str]) -> tuple[float, float]:
-    """CPU seconds and wall seconds of one run of ``python ARGS``."""
-    env = {**os.environ, "PYTHONPATH": SRC}
+def once(args: list[str], src: str = SRC) -> tuple[float, float]:
+    """CPU seconds and wall seconds of one run of ``python ARGS`` (``PYTHONPATH=src``)."""
+    env = {**os.environ, "PYTHONPATH": src}
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, *args], env=env, capture_output=True, check=True)
@@ -51,12 +57,20 @@ def main() -> None:
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     runs = {"import numpy": ["-c", "import numpy"]}
     runs.update({name: ["-m", "hpn", *args] for name, args in cases.items()})
+    other = sys.argv[sys.argv.index("--against") + 1] if "--against" in sys.argv else None
     cpu = {name: float("inf") for name in runs}
     wall = dict(cpu)
+    theirs = dict(cpu)
+    for args in runs.values():  # warm-up: kept flags written, files in the page cache
+        once(args)
+        if other:
+            once(args, other)
     for _ in range(rounds):
         for name, args in runs.items():
             c, w = once(args)
             cpu[name], wall[name] = min(cpu[name], c), min(wall[name], w)
+            if other:
+                theirs[name] = min(theirs[name], once(args, other)[0])
     ref_cpu, ref_wall = cpu["import numpy"], wall["import numpy"]
     print(f"{'case':34s} {'cpu s':>6s} {'ratio':>6s}  {'wall s':>6s} {'ratio':>6s}")
     for name in runs:
@@ -66,6 +80,13 @@ def main() -> None:
     print(f"slowest: {worst}: {wall[worst] / ref_wall:.2f}x import numpy (wall; goal 3x)")
     worst = max(runs, key=lambda n: cpu[n])
     print(f"slowest by CPU: {worst}: {cpu[worst] / ref_cpu:.2f}x import numpy (best of {rounds})")
+    if other:
+        print(f"against {other} (CPU s, this tree / that tree):")
+        for name in runs:
+            c, t = cpu[name], theirs[name]
+            print(f"  {name:32s} {t:6.3f} -> {c:6.3f}  {c / t:5.2f}x")
+        worst = max(runs, key=lambda n: cpu[n] / theirs[n])
+        print(f"largest ratio: {worst}: {cpu[worst] / theirs[worst]:.2f}x (goal: 1.5x)")
     print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 

@@ -15,14 +15,16 @@ def test_cli_reference_is_current():
     assert (DOCS / "cli.md").read_text() == cli_markdown() + "\n", "run `make docs`"
 
 
-def test_kept_flags_are_current():
-    """``hpn CMD --help`` builds from ``hpn/app/flags.json``: current and equal to the models."""
+def test_kept_flags_are_written_through_and_equal_the_models(tmp_path, monkeypatch):
+    """``hpn CMD --help`` builds from the user cache's copy, which the first derivation writes."""
     from hpn.app import COMMANDS, flagcache
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     for name in COMMANDS:
-        kept = flagcache.cached(name)
-        assert kept is not None, f"{name}: flags.json is stale or lacks it: run `make docs`"
-        assert kept == flagcache.flags_of(name), name
+        assert flagcache.cached(name) is None, name  # an empty cache
+        derived = flagcache.get(name)
+        assert flagcache.cached(name) == derived == flagcache.flags_of(name), name
+    assert str(tmp_path) in flagcache.path_of("traffic")
 
 
 def test_names_reference_is_current():

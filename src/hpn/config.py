@@ -3,12 +3,27 @@ and one-line messages for validation errors."""
 
 from __future__ import annotations
 
+import math
+import os
 import tomllib
+import types
+import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import tomli_w
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    ValidationError,
+    model_validator,
+)
 
 from hpn.errors import InputError
 from hpn.units import (
@@ -20,21 +35,54 @@ from hpn.units import (
     parse_size,
 )
 
-if TYPE_CHECKING:  # a unit field takes text ("400G") as well as a number; float at run time
+_USER: ContextVar[bool] = ContextVar("hpn_user_input", default=False)
+
+
+@contextmanager
+def user_input() -> Iterator[None]:
+    """While active, size and bandwidth fields need a unit (a config a user wrote); Python
+    callers outside it pass SI numbers (``build("fat-tree", speed=100e9)``)."""
+    token = _USER.set(True)
+    try:
+        yield
+    finally:
+        _USER.reset(token)
+
+
+def _with_unit(parse: Any, kind: str, example: str) -> Any:
+    """``parse`` for config text: in :func:`user_input`, a bare number other than 0 is refused
+    (``speed = 100``: 100 what?); the unit makes the value unambiguous."""
+
+    def check(value: object) -> float:
+        x = parse(value)
+        if not _USER.get():
+            return x
+        bare = isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(value, str):
+            bare = value.strip().lstrip("+-").replace(".", "", 1).replace("e", "", 1).isdigit()
+        if bare and x != 0:
+            raise InputError("", f"give a unit: a {kind} such as {example}, got {value!r}")
+        return x
+
+    check.__name__ = parse.__name__  # the reference names the unit by it
+    return check
+
+
+if TYPE_CHECKING:  # a unit field takes text ("400G"); float at run time
     Bandwidth = Any
     Size = Any
     Duration = Any
 else:
     Bandwidth = Annotated[
         float,
-        BeforeValidator(parse_bandwidth),
+        BeforeValidator(_with_unit(parse_bandwidth, "bandwidth", "100G or 400Gbps")),
         PlainSerializer(format_bandwidth, return_type=str, when_used="json"),
     ]
     """bit/s; accepts ``400G``, ``200Gbps``, ``51.2T``."""
 
     Size = Annotated[
         float,
-        BeforeValidator(parse_size),
+        BeforeValidator(_with_unit(parse_size, "size", "2MB or 1GiB")),
         PlainSerializer(format_size, return_type=str, when_used="json"),
     ]
     """bytes; accepts ``4GB``, ``4GiB``, ``2MB``."""
@@ -47,12 +95,95 @@ else:
     """seconds; accepts ``10us``, ``2ms``, ``5min``."""
 
 
+# --- fields that name a file: the CLI takes any path, the dashboard only those inside --data
+_FILES: ContextVar[tuple[bool, Path | None]] = ContextVar("hpn_files", default=(False, None))
+
+
+@contextmanager
+def files_within(root: str | Path | None) -> Iterator[None]:
+    """While active, a :data:`FilePath` field must resolve (symlinks resolved) inside ``root``;
+    with ``root`` None, no config may name a file at all (the dashboard without ``--data``)."""
+    token = _FILES.set((True, Path(root).resolve() if root is not None else None))
+    try:
+        yield
+    finally:
+        _FILES.reset(token)
+
+
+def allowed_path(value: str) -> str:
+    """``value`` as given (the CLI), or inside :func:`files_within`'s root: its resolved path
+    (relative to the root); a ValueError, which never says whether the file exists, if not."""
+    guarded, root = _FILES.get()
+    if not guarded:
+        return value
+    if root is None:
+        raise ValueError(
+            "names a file on the server, which this dashboard does not read "
+            "(start it with hpn dash --data DIR to allow files inside DIR)"
+        )
+    try:
+        target = (root / value).resolve()
+    except (OSError, RuntimeError, ValueError):
+        raise ValueError("not a usable path inside the --data folder") from None
+    if not target.is_relative_to(root):
+        raise ValueError("must name a file inside the dashboard's --data folder")
+    return str(target)
+
+
+FilePath = Annotated[str, AfterValidator(allowed_path)]
+"""A path to a file or folder the command reads or writes (see :func:`files_within`)."""
+
+
+class _FieldError(InputError):
+    """An error of one field of the model that raised it (:func:`one_line` prefixes its
+    location)."""
+
+
+def _strict(annotation: Any, value: Any) -> str | None:
+    """Why ``value`` is not a strict value of an ``int`` or ``bool`` field (None: it is): a
+    bool is no integer (``segments = true``), a float no integer (``gpus = 8.0``), and only
+    ``true``/``false`` are bools."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) != 1:
+            return None
+        annotation = args[0]
+    if annotation is int and isinstance(value, bool | float):
+        return f"must be a whole number, got {value!r}"
+    if annotation is int and isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return "must be a whole number of at most 19 digits"
+    if annotation is bool and value is not None and not isinstance(value, bool):
+        return f"must be true or false, got {value!r}"
+    if annotation is float and isinstance(value, bool):
+        return f"must be a number, got {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    return None
+
+
 class Model(BaseModel):
-    """Base for config models: unknown fields are errors; defaults and assignments validated."""
+    """Base for config models: unknown fields are errors; defaults and assignments validated;
+    ints and bools strict (:func:`_strict`); inf and nan refused in every float field."""
 
     model_config = ConfigDict(
-        extra="forbid", validate_assignment=True, validate_default=True, defer_build=True
+        extra="forbid",
+        validate_assignment=True,
+        validate_default=True,
+        defer_build=True,
+        allow_inf_nan=False,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, info in cls.model_fields.items():
+                key = info.alias or name
+                if key in data:
+                    why = _strict(info.annotation, data[key])
+                    if why is not None:
+                        raise _FieldError(key, why)
+        return data
 
 
 def one_line(err: ValidationError, prefix: str = "") -> InputError:
@@ -66,7 +197,9 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
         inner = ctx["error"]
         msg = inner.message
         head = loc.split(".")[0] if loc else ""
-        if inner.field and (not loc or inner.field.split(".")[0] == head):
+        if isinstance(inner, _FieldError):
+            field = ".".join(p for p in (prefix, loc, inner.field) if p)
+        elif inner.field and (not loc or inner.field.split(".")[0] == head):
             field = ".".join(p for p in (prefix, inner.field) if p)  # it names the field already
     msg = msg.removeprefix("Value error, ")
     value = first.get("input")
@@ -75,19 +208,49 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
     return InputError(field or "config", msg)
 
 
-def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML file; a missing or malformed file is an InputError naming the line."""
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(str(path), "is a folder, not a file")
-    if not p.is_file():
-        raise InputError(str(path), "no such file")
+MAX_CONFIG_BYTES = 16 * 2**20
+
+
+def read_input(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """The text of an input file: a regular file, a pipe (``--config <(...)``) or a device,
+    at most ``max_bytes``; a UTF-8 byte-order mark dropped. InputError naming the file when
+    it is missing, a folder, too large, not UTF-8 or unreadable (the OS's reason)."""
+    import stat
+
+    from hpn.errors import os_error
+
+    name = str(path)
     try:
-        return tomllib.loads(p.read_text())
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(name, "no such file") from None
+    except OSError as e:
+        raise os_error(e, path) from None
+    if stat.S_ISDIR(mode):
+        raise InputError(name, "is a folder, not a file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise os_error(e, path) from None
+    if len(data) > max_bytes:
+        raise InputError(name, f"is larger than {max_bytes:,} bytes, the limit for this input")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(name, "not a UTF-8 text file") from None
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file (:func:`read_input`); a malformed file is an InputError naming the
+    line; CRLF line ends and a byte-order mark are fine."""
+    text = read_input(path)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(str(path), f"malformed TOML: {e}") from None
-    except UnicodeDecodeError:
-        raise InputError(str(path), "not a UTF-8 text file") from None
+    except RecursionError:
+        raise InputError(str(path), "nested too deeply") from None
 
 
 def dump_toml(data: dict[str, Any]) -> str:

@@ -1,48 +1,335 @@
 """Compiled kernels (numba, the ``fast`` extra) shared by routing and the engine.
 
-Kernels are compiled on first use and cached on disk beside their source, so a process pays
-compilation once per checkout. numba registers a freshly compiled overload *before* it
-writes it to the disk cache; when that write fails with ``RuntimeError: no compiled object
-yet`` (seen once when two test processes compiled the same kernels at the same moment), the
-kernel is nevertheless compiled and usable in this process. `Kernel` calls it again instead
-of failing the run; any other error is raised as it is.
+**A kernel edit always recompiles.** numba's own disk cache checks only the source file of the
+function it compiles: "Cache invalidation fails to recognize changes in symbols defined in
+another file" (numba documentation, *Notes on Caching*, "Caching Limitations", 0.59-0.68; an
+open numba pull request, #8396, would extend it to other files). A kernel whose callee lives in
+another module (``engine/steps.py`` calls ``_ledger_set`` of ``engine/kernels.py``) would load
+its stale machine code after that callee changed. So :func:`compile_in` keys every function's
+cache by a hash (:func:`source_key`) of the source files of every module it reaches: its own,
+and, transitively, those of the functions, compiled dispatchers, intrinsics and modules its code
+names (numba freezes a module's global constants into the code, so the whole file counts), plus
+the numba, numpy and Python versions. The cache of one key is a folder of its own under the
+user's cache (``platformdirs``: ``~/.cache/hpn/kernels/KEY``; under ``$NUMBA_CACHE_DIR`` when
+that is set), so identical sources share compiled code across checkouts and an edit anywhere
+below a kernel compiles it again (:class:`SourceKeyLocator`, put first in numba's locators).
 
-Compiling takes about a minute of CPU (routing's kernels most of it), paid by the first run
-after a checkout or an upgrade; on a terminal, `Kernel` says so on stderr, once per process.
+**Cache write races.** numba registers a freshly compiled overload *before* it writes it to the
+disk cache; when that write fails with ``RuntimeError: no compiled object yet`` (seen once when
+two test processes compiled the same kernels at the same moment), the kernel is nevertheless
+compiled and usable in this process. `Kernel` calls it again instead of failing the run; any
+other error is raised as it is.
+
+**First run.** Compiling takes about a minute of CPU (routing's kernels most of it), paid once
+per source key. On a terminal, the first compile of a kernel module prints one stderr line
+before it starts, ``compiling kernels once (MODULE), about N s``, N from the last time that
+module compiled here (else :data:`EXPECTED_S`), then an elapsed-time counter below it once it
+lasts more than :data:`PROGRESS_AFTER_S` (cleared when the compile ends). Off a terminal (a
+pipe, a log file), nothing is printed: stderr stays one line per error there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import os
 import sys
+import threading
+import time
+import types
 from collections.abc import Callable
 from typing import Any
 
 CACHE_RACE = "no compiled object yet"
 RETRIES = 8  # a kernel's callees may each hit it once while the kernel compiles
-NOTICE = "compiling hpn's numba kernels (once after a checkout or upgrade; about a minute)"
+NOTICE = "compiling kernels once"
+EXPECTED_S = {"hpn.routing.kernels": 60.0, "hpn.engine.kernels": 6.0, "hpn.engine.steps": 8.0}
+"""Compile time of each kernel module on one core of a 2-core machine (measured cold), for the
+notice before this machine has timed one itself; other modules: :data:`DEFAULT_S`."""
+DEFAULT_S = 20.0
+PROGRESS_AFTER_S = 3.0  # a compile longer than this shows its elapsed time
+_LIBRARIES = ("numpy", "numba", "llvmlite", "scipy")  # their versions are in the key instead
+_KEYS: dict[int, tuple[str, str]] = {}  # id(py_func) -> (key, folder), set before it is jitted
+_installed = False
 _listening = False
 
 
+# --- the source key -------------------------------------------------------------------------
+
+
+def _reached(fn: Any) -> Any:
+    """The Python function behind a dispatcher, an intrinsic or a function (None: not code)."""
+    if isinstance(fn, types.FunctionType):
+        return fn
+    if isinstance(fn, (type, types.ModuleType)) or fn is None:
+        return None
+    try:
+        inner = getattr(fn, "py_func", None) or getattr(fn, "_defn", None)  # dispatcher, intrinsic
+    except Exception:  # noqa: BLE001 - an object whose attributes cannot be read is no code
+        return None
+    return inner if isinstance(inner, types.FunctionType) else None
+
+
+def _ours(module: str | None) -> bool:
+    return bool(module) and str(module).partition(".")[0] not in (*_LIBRARIES, "builtins")
+
+
+def _names(code: types.CodeType) -> set[str]:
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _names(const)
+    return out
+
+
+def source_files(fn: Any) -> set[str]:
+    """The source files of every module ``fn`` reaches (see the module docstring).
+
+    Parameters
+    ----------
+    fn
+        A Python function, a numba dispatcher or an intrinsic.
+
+    Returns
+    -------
+    set of str
+        Absolute paths.
+    """
+    files: set[str] = set()
+    seen: set[int] = set()
+    todo = [fn]
+    while todo:
+        f = _reached(todo.pop())
+        if f is None or id(f) in seen or not _ours(getattr(f, "__module__", None)):
+            continue
+        seen.add(id(f))
+        path = getattr(f.__code__, "co_filename", "")
+        if os.path.exists(path):
+            files.add(os.path.abspath(path))
+        ns = f.__globals__
+        for name in _names(f.__code__):
+            obj = ns.get(name)
+            if isinstance(obj, types.ModuleType):
+                file = getattr(obj, "__file__", None)
+                if _ours(obj.__name__) and file:
+                    files.add(os.path.abspath(file))
+                    todo.extend(vars(obj).values())  # what `mod.helper` may name
+            elif obj is not None:
+                todo.append(obj)
+        for cell in f.__closure__ or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                todo.append(cell.cell_contents)
+    return files
+
+
+def source_key(fn: Any) -> str:
+    """A hash of the sources ``fn`` reaches and of the numba, numpy and Python versions.
+
+    Parameters
+    ----------
+    fn
+        A Python function, a numba dispatcher or an intrinsic.
+
+    Returns
+    -------
+    str
+        Hex digest (20 characters).
+    """
+    import numba
+    import numpy
+
+    h = hashlib.sha256(f"{numba.__version__} {numpy.__version__} {sys.version}".encode())
+    digests = []
+    for path in source_files(fn):  # contents, not paths: equal checkouts share the cache
+        with open(path, "rb") as fh:
+            digests.append(hashlib.sha256(fh.read()).digest())
+    for d in sorted(digests):
+        h.update(d)
+    return h.hexdigest()[:20]
+
+
+def cache_root() -> str:
+    """Where keyed kernel caches live: ``$NUMBA_CACHE_DIR/hpn-kernels`` when set, else the
+    user's cache folder (``platformdirs``)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.path.join(os.environ["NUMBA_CACHE_DIR"], "hpn-kernels")
+    from platformdirs import user_cache_dir
+
+    return os.path.join(user_cache_dir("hpn"), "kernels")
+
+
+KEEP_DAYS = 30
+"""A key's folder unused (not written) for this long is removed: edits leave old keys behind."""
+
+
+def _prune(root: str, now: float | None = None) -> None:
+    """Remove the key folders under ``root`` not written for :data:`KEEP_DAYS` days."""
+    import shutil
+
+    now = time.time() if now is None else now
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for e in entries:
+        try:
+            if e.is_dir() and now - e.stat().st_mtime > KEEP_DAYS * 86_400:
+                shutil.rmtree(e.path, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _install_locator() -> None:
+    """Put :class:`SourceKeyLocator` first among numba's cache locators (once), and prune
+    old keys (:func:`_prune`)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    _prune(cache_root())
+    from numba.core import caching
+
+    class SourceKeyLocator(caching._CacheLocator):
+        """numba's cache of one function under the folder of its source key: the stamp is
+        the key (numba's index is then stale exactly when a reached source changed)."""
+
+        def __init__(self, py_func: Any, py_file: str, key: str, folder: str) -> None:
+            self._lineno = py_func.__code__.co_firstlineno
+            self._key = key
+            self._cache_path = folder
+
+        def get_cache_path(self) -> str:
+            return self._cache_path
+
+        def get_source_stamp(self) -> str:
+            return self._key
+
+        def get_disambiguator(self) -> str:
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func: Any, py_file: str) -> Any:
+            found = _KEYS.get(id(py_func))
+            if found is None:
+                return None  # not ours: numba's own locators
+            self = cls(py_func, py_file, *found)
+            try:
+                self.ensure_cache_path()
+            except OSError:  # not writable: numba's own locators
+                return None
+            return self
+
+    locators: Any = caching.CacheImpl._locator_classes
+    locators.insert(0, SourceKeyLocator)
+
+
+# --- the first-run notice -------------------------------------------------------------------
+
+
+def _timings_path() -> str:
+    return os.path.join(cache_root(), "timings.json")
+
+
+def _timings() -> dict[str, float]:
+    try:
+        with open(_timings_path(), encoding="utf-8") as fh:
+            data = json.load(fh)
+        return {str(k): float(v) for k, v in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def _record_timing(module: str, seconds: float) -> None:
+    data = {**_timings(), module: round(seconds, 1)}
+    tmp = f"{_timings_path()}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(tmp), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, _timings_path())
+    except OSError:
+        pass  # only the next estimate is affected
+
+
+def expected_s(module: str) -> float:
+    """The compile time to announce for kernel module ``module``: its last measured one, else
+    :data:`EXPECTED_S` (else :data:`DEFAULT_S`)."""
+    return _timings().get(module, EXPECTED_S.get(module, DEFAULT_S))
+
+
+class _Notice:
+    """numba's compile events as one notice line per kernel module, then a counter."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.module = ""
+        self.started = 0.0
+        self.spent: dict[str, float] = {}  # compile seconds of each module in this process
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, module: str) -> None:
+        self.depth += 1
+        if self.depth > 1:  # a callee compiled inside a kernel's compile
+            return
+        self.module, self.started = module, time.perf_counter()
+        if not sys.stderr.isatty():
+            return
+        if module not in self.spent:
+            line = f"{NOTICE} ({module}), about {expected_s(module):.0f} s"
+            print(line, file=sys.stderr, flush=True)
+        self.stop.clear()
+        self.thread = threading.Thread(target=self._tick, daemon=True, name="hpn-jit")
+        self.thread.start()
+
+    def end(self) -> None:
+        self.depth = max(0, self.depth - 1)
+        if self.depth or not self.module:
+            return
+        spent = self.spent.get(self.module, 0.0) + time.perf_counter() - self.started
+        self.spent[self.module] = spent
+        _record_timing(self.module, spent)  # the next notice's estimate
+        if self.thread is not None:
+            self.stop.set()
+            self.thread.join()
+            self.thread = None
+
+    def _tick(self) -> None:
+        shown = False
+        while not self.stop.wait(1.0):
+            elapsed = time.perf_counter() - self.started + self.spent.get(self.module, 0.0)
+            if elapsed >= PROGRESS_AFTER_S:
+                print(f"\r  compiling: {elapsed:.0f} s", end="", file=sys.stderr, flush=True)
+                shown = True
+        if shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)  # the counter's line cleared
+
+
+_NOTICE = _Notice()
+
+
 def _announce_compiles() -> None:
-    """Print `NOTICE` once on a terminal's stderr when numba compiles (a disk-cache miss)."""
+    """Listen to numba's compile events (once): the notice of the module docstring."""
     global _listening
     if _listening:
         return
     _listening = True
     from numba.core import event
 
-    class _Notice(event.Listener):
-        said = False
-
+    class _Listener(event.Listener):
         def on_start(self, ev: Any) -> None:
-            if not self.said and sys.stderr.isatty():
-                self.said = True
-                print(NOTICE, file=sys.stderr, flush=True)
+            dispatcher = (ev.data or {}).get("dispatcher")
+            fn = getattr(dispatcher, "py_func", None)
+            _NOTICE.start(getattr(fn, "__module__", "") or "numba")
 
         def on_end(self, ev: Any) -> None:
-            pass
+            _NOTICE.end()
 
-    event.register("numba:compile", _Notice())
+    event.register("numba:compile", _Listener())
+
+
+# --- kernels ----------------------------------------------------------------------------------
 
 
 class Kernel:
@@ -82,13 +369,37 @@ class Kernel:
         return self.fn(*args)
 
 
+def keyed_jit(fn: Callable[..., Any], **options: Any) -> Any:
+    """``numba.njit(cache=True, nogil=True, **options)(fn)``, cached under ``fn``'s source key.
+
+    Parameters
+    ----------
+    fn
+        The Python function (its callees already compiled, so the key sees them).
+    **options
+        More numba options.
+
+    Returns
+    -------
+    numba dispatcher
+    """
+    import numba
+
+    _install_locator()
+    key = source_key(fn)
+    _KEYS[id(fn)] = (key, os.path.join(cache_root(), key))
+    njit: Any = numba.njit  # (``_nrt`` is not in numba's type stubs)
+    return njit(cache=True, nogil=True, **options)(fn)
+
+
 def compile_in(
     namespace: dict[str, Any],
     helpers: tuple[str, ...] = (),
     kernels: dict[str, str] | None = None,
     **options: Any,
 ) -> dict[str, Kernel]:
-    """Compile a module's numba functions on first use (``cache=True, nogil=True``).
+    """Compile a module's numba functions on first use (``cache=True, nogil=True``), each
+    cached under its source key (:func:`keyed_jit`).
 
     Parameters
     ----------
@@ -108,10 +419,8 @@ def compile_in(
     dict
         The kernels by name, each wrapped in `Kernel`.
     """
-    import numba
-
-    njit: Any = numba.njit  # (``_nrt`` is not in numba's type stubs)
-    jit = njit(cache=True, nogil=True, **options)
     for name in helpers:
-        namespace[name] = jit(namespace[name])
-    return {name: Kernel(jit(namespace[fn])) for name, fn in (kernels or {}).items()}
+        namespace[name] = keyed_jit(namespace[name], **options)
+    return {
+        name: Kernel(keyed_jit(namespace[fn], **options)) for name, fn in (kernels or {}).items()
+    }

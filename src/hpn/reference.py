@@ -54,7 +54,12 @@ def _models() -> list[tuple[str, type[BaseModel], str]]:
     ]
 
 
-_UNITS = {"parse_bandwidth": "bandwidth", "parse_size": "size", "parse_duration": "duration"}
+_UNITS = {
+    "parse_bandwidth": "bandwidth",
+    "parse_size": "size",
+    "parse_duration": "duration",
+    "allowed_path": "path",
+}
 
 
 def _unit(metadata: Any) -> str | None:
@@ -213,9 +218,6 @@ def write(folder: Path) -> list[Path]:
         p = folder / name
         p.write_text(text + "\n")
         paths.append(p)
-    from hpn.app import flagcache
-
-    paths.append(Path(flagcache.write()))  # the flags `hpn CMD --help` is built from
     return paths
 
 

@@ -14,36 +14,9 @@ case's working folder first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Case:
-    command: str
-    args: tuple[str, ...]
-    fragments: tuple[str, ...]
-    env: dict[str, str] = field(default_factory=dict)
-    setup: str | None = None
-    known: str | None = None  # a known gap: why it fails today, and whose code it is in
-
-    @property
-    def id(self) -> str:
-        return " ".join(self.args).replace("{R}/examples/", "")
-
-
-def cases(command: str, rows: list[tuple]) -> list[Case]:
-    """Rows ``(args, fragments[, extra])``: ``args`` after the command, as one string (split
-    on spaces) or a tuple; ``extra``: ``{"env": {...}, "setup": "name"}``."""
-    out = []
-    for row in rows:
-        args, frags, extra = (*row, {})[:3]
-        argv = tuple(args.split()) if isinstance(args, str) else tuple(args)
-        if isinstance(frags, str):
-            frags = (frags,)
-        out.append(Case(command, tuple(command.split()) + argv, tuple(frags), **extra))
-    return out
-
+from tests.cli.case import Case, cases
 
 # --- input files -----------------------------------------------------------------------------
 TRACE_HEAD = "Request Time,Model Name,Input Length,Output Length\n"
@@ -673,3 +646,20 @@ CORPUS += cases(
         ("--models {F}/adir --workers -1", ("--workers",)),
     ],
 )
+CORPUS += cases(
+    "runs gc", [("extra", ("extra",)), ("", ("HPN_RUNS_DIR", "not a folder"), {"env": RO})]
+)
+
+# the operating system, the store, numbers and file limits (issue 28): tests/cli/corpus_system.py
+from tests.cli import corpus_system as _system  # noqa: E402
+
+INPUTS.update(_system.INPUTS)
+SETUPS.update(_system.SETUPS)
+CORPUS += _system.CASES
+_make_plain = make_inputs
+
+
+def make_inputs(folder: Path) -> Path:  # noqa: F811 - the plain files, then the system table's
+    _make_plain(folder)
+    _system.make_inputs(folder)
+    return folder

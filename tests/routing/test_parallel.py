@@ -182,16 +182,16 @@ def test_ranges_cover_in_order_and_cut_between_keys(n, k, top, seed):
     assert [hi - lo for lo, hi in plain] == [n * (j + 1) // k - n * j // k for j in range(k)]
 
 
-def test_threads_setting(monkeypatch):
+def test_threads_setting(monkeypatch, tmp_path):
     monkeypatch.delenv(P.ENV, raising=False)
     assert P.threads() >= 1
     monkeypatch.setattr(P.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(P, "busy", lambda: 0)
-    assert P.threads() == 4
-    monkeypatch.setattr(P, "busy", lambda: 3)  # other work on three of the four cores
-    assert P.threads() == 1
-    monkeypatch.setattr(P, "busy", lambda: 9)
-    assert P.threads() == 1
+    monkeypatch.setattr(P, "cgroup_quota", lambda root="": None)
+    assert P.threads() == 4  # the affinity mask
+    monkeypatch.setattr(P, "cgroup_quota", lambda root="": 1.5)
+    assert P.threads() == 2  # a quota of 1.5 cores, rounded up
+    monkeypatch.setattr(P, "cgroup_quota", lambda root="": 64.0)
+    assert P.threads() == 4  # a quota above the mask
     monkeypatch.setenv(P.ENV, "3")  # the setting wins
     assert P.threads() == 3
     for bad in ("0", "-1", "two"):
@@ -200,15 +200,24 @@ def test_threads_setting(monkeypatch):
             P.threads()
 
 
-def test_busy_reads_runnable_tasks(tmp_path):
-    f = tmp_path / "loadavg"
-    f.write_text("2.47 2.71 2.47 3/108 22211\n")
-    assert P.busy(str(f)) == 2  # three runnable, this one among them
-    f.write_text("0.01 0.02 0.00 1/90 1\n")
-    assert P.busy(str(f)) == 0
-    f.write_text("garbage\n")
-    assert P.busy(str(f)) == 0
-    assert P.busy(str(tmp_path / "absent")) == 0
+def test_cgroup_quota_v2_and_v1(tmp_path):
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cpu.max").write_text("150000 100000\n")
+    assert P.cgroup_quota(str(v2)) == 1.5
+    (v2 / "cpu.max").write_text("max 100000\n")
+    assert P.cgroup_quota(str(v2)) is None
+    (v2 / "cpu.max").write_text("garbage\n")
+    assert P.cgroup_quota(str(v2)) is None
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("200000\n")
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert P.cgroup_quota(str(v1)) == 2.0
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert P.cgroup_quota(str(v1)) is None
+    assert P.cgroup_quota(str(tmp_path / "absent")) is None
+    assert P.cores(str(v2)) >= 1
 
 
 def test_run_parts_raises_a_threads_error():

@@ -32,7 +32,7 @@ def test_a_failing_write_leaves_no_folder_and_no_row(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(rec, "write_table", boom)
     out = tmp_path / "r"
-    with pytest.raises(OSError):
+    with pytest.raises(InputError, match=rf"^{out}: no space left on device"):
         record_run("x", {"a": 1}, {"y": 1}, {"t": {"a": [1]}}, out=out)
     assert list(tmp_path.iterdir()) == [] and Index(runs_root()).rows() == []
 

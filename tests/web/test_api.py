@@ -17,7 +17,7 @@ from hpn.web import create_app  # noqa: E402
 
 @pytest.fixture
 def client(store, root):
-    with TestClient(create_app(root)) as c:
+    with TestClient(create_app(root), base_url="http://127.0.0.1") as c:
         yield c
 
 

@@ -68,7 +68,7 @@ def test_at_most_workers_run_at_once_and_queued_jobs_cancel():
 
 
 def test_list_and_delete_through_the_api():
-    with TestClient(create_app(runs_root())) as c:
+    with TestClient(create_app(runs_root()), base_url="http://127.0.0.1") as c:
         slow = {"command": "test square", "config": {"p": {"x": 1, "sleep": 30}}}
         r = c.post("/api/jobs", json=slow)
         assert r.status_code == 202, r.text
@@ -89,7 +89,7 @@ def test_list_and_delete_through_the_api():
 
 @pytest.mark.parametrize("depth", [33, 5000])
 def test_deep_json_is_refused_with_400(depth: int):
-    with TestClient(create_app(runs_root())) as c:
+    with TestClient(create_app(runs_root()), base_url="http://127.0.0.1") as c:
         body = '{"command": "topo summary", "config": {"a": ' + "[" * depth + "]" * depth + "}}"
         r = c.post("/api/jobs", content=body, headers={"content-type": "application/json"})
         assert r.status_code == 400 and "nested deeper than 32" in r.json()["error"], r.text

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
-from hpn.config import Model, one_line
+from hpn.config import Model, one_line, user_input
 from hpn.errors import InputError
 from hpn.result import DETAIL, OMIT, Result, json_key
 
@@ -95,7 +95,8 @@ class Command(Generic[C]):
         from hpn.app import limits
 
         try:
-            cfg = self.config.model_validate(data or {})
+            with user_input():  # a bare number in a size or bandwidth field: refused
+                cfg = self.config.model_validate(data or {})
         except ValidationError as e:
             raise one_line(e) from None
         limits.check(self.name, cfg, allow_large)

@@ -1,30 +1,42 @@
 """A kept copy of every command's :class:`~hpn.app.flags.CommandFlags`, so that ``hpn CMD
 --help`` builds its page without importing the command's module, its config models or pydantic.
 
-The copy (``flags.json`` beside this module, written by ``make docs`` through :func:`write`)
-records, for each command, the flags and a checksum of every source file that deriving them
-loaded: the hpn modules (the command's module, its config models and what they import) and
-pydantic's version file. :func:`cached` returns a command's flags only while every one of those
-files still has its checksum; otherwise (an edited model, another pydantic) the caller derives
-them from the models again (:func:`flags_of`). So the copy can be
-stale, which only makes help slower, but never wrong. ``tests/test_reference.py`` checks that it
-is current and that it equals what the models give.
+The copy is a write-through user cache (``platformdirs``: ``~/.cache/hpn/flags/ROOT/CMD.json``,
+``ROOT`` a hash of where this hpn lives, so checkouts do not overwrite each other's): the first
+process that derives a command's flags from its models (:func:`get`) keeps them there, with a
+checksum of every source file loaded by then: the hpn modules (the command's module, its config
+models and what they import) and pydantic's version file. :func:`cached` returns a command's
+flags only while every one of those files still has its checksum and no plug-in is installed;
+otherwise (an edited model, another pydantic) the caller derives them again and rewrites the
+copy. So the copy can be stale, which only makes that one help slower, but never wrong; nothing
+generated is committed, and an unwritable cache only costs the derivation.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 import zlib
-from typing import Any
 
 from hpn.app.flags import CommandFlags
 
-PATH = os.path.join(os.path.dirname(__file__), "flags.json")
-"""Where the copy is kept (inside the package, so an installed hpn has it too)."""
+PLUGIN_GROUPS = ("hpn.commands", "hpn.policies", "hpn.presets")
+"""Entry-point groups whose plug-ins add flags (a policy's knobs, a preset's fields)."""
 
-_loaded: dict[str, Any] | None = None
+
+def folder() -> str:
+    """Where this hpn's copies are kept (``$XDG_CACHE_HOME`` moves it: ``platformdirs``)."""
+    from platformdirs import user_cache_dir
+
+    root = hashlib.sha1(_roots()["hpn"].encode()).hexdigest()[:12]
+    return os.path.join(user_cache_dir("hpn"), "flags", root)
+
+
+def path_of(name: str) -> str:
+    """The kept copy of command ``name``."""
+    return os.path.join(folder(), name.replace(" ", "-") + ".json")
 
 
 def _roots() -> dict[str, str]:
@@ -58,30 +70,52 @@ def _fresh(files: dict[str, str | None], roots: dict[str, str]) -> bool:
     return True
 
 
-PLUGIN_GROUPS = ("hpn.commands", "hpn.policies", "hpn.presets")
-"""Entry-point groups whose plug-ins add flags (a policy's knobs, a preset's fields)."""
+def _plugins() -> bool:
+    from hpn.registry import declared
+
+    return any(declared(g) for g in PLUGIN_GROUPS)
 
 
 def cached(name: str) -> CommandFlags | None:
     """The kept flags of command ``name``, or None when missing or stale (see the module), or
     when a plug-in is installed (its knobs and fields are flags the copy does not have)."""
-    from hpn.registry import declared
+    if _plugins():
+        return None
+    try:
+        with open(path_of(name), encoding="utf-8") as fh:
+            entry = json.load(fh)
+        if not _fresh(entry["files"], _roots()):
+            return None
+        return CommandFlags.from_json(entry["flags"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
-    global _loaded
-    if any(declared(g) for g in PLUGIN_GROUPS):
-        return None
-    if _loaded is None:
-        try:
-            with open(PATH, encoding="utf-8") as fh:
-                _loaded = json.load(fh)
-        except (OSError, ValueError):
-            _loaded = {}
-    entry = (_loaded or {}).get("commands", {}).get(name)
-    if entry is None:
-        return None
-    if not _fresh(entry["files"], _roots()):
-        return None
-    return CommandFlags.from_json(entry["flags"])
+
+def get(name: str) -> CommandFlags:
+    """The flags of command ``name``: the kept copy while current, else derived from its models
+    and kept (write-through)."""
+    flags = cached(name)
+    if flags is None:
+        flags = flags_of(name)
+        keep(name, flags)
+    return flags
+
+
+def keep(name: str, flags: CommandFlags) -> None:
+    """Keep ``flags`` of command ``name`` with the checksums of the sources loaded now (a cache
+    that cannot be written is left alone)."""
+    if _plugins():
+        return  # derived with a plug-in's flags: not what a plain start-up should see
+    path = path_of(name)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"flags": flags.to_json(), "files": _sources()}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def flags_of(name: str) -> CommandFlags:
@@ -103,40 +137,3 @@ def _sources() -> dict[str, str | None]:
             out[f"hpn:{rel}"] = _checksum(path)
     out["pydantic:version.py"] = _checksum(os.path.join(roots["pydantic"], "version.py"))
     return dict(sorted(out.items()))
-
-
-_PROBE = """
-import json, sys
-from hpn.app.flagcache import _sources, flags_of
-flags = flags_of(sys.argv[1]).to_json()
-print(json.dumps({"flags": flags, "files": _sources()}))
-"""
-
-
-def build() -> dict[str, Any]:
-    """The copy for every command: each derived in a fresh interpreter, so that its files are
-    exactly those deriving its flags loaded."""
-    import subprocess
-
-    from hpn.app import COMMANDS
-
-    src = os.path.dirname(_roots()["hpn"])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    commands = {}
-    for name in COMMANDS:
-        p = subprocess.run(
-            [sys.executable, "-c", _PROBE, name],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
-        )
-        commands[name] = json.loads(p.stdout)
-    return {"commands": commands}
-
-
-def write(path: str = PATH) -> str:
-    """Write the copy (``make docs`` does); returns its path."""
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(build(), indent=1, sort_keys=True) + "\n")
-    return path

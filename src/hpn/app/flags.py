@@ -30,6 +30,19 @@ TYPES = {"str": str, "int": int, "float": float, "bool": bool, "path": Path}
 """A flag's value type by name (names keep a description JSON-able)."""
 
 
+def whole_number(text: str) -> int:
+    """An int flag's text: digits only (``8.0``, ``1e3`` and ``true`` are refused)."""
+    if not text.strip().lstrip("+-").isdigit():
+        import typer
+
+        raise typer.BadParameter(f"{text!r} is not a valid integer")
+    return int(text)
+
+
+PARSERS = {"int": whole_number}
+"""Parsers of flag types stricter than typer's own (which reads ``8.0`` as 8)."""
+
+
 @dataclass(frozen=True)
 class Flag:
     """One option of a command, from one field of a config table.
@@ -63,6 +76,11 @@ class Flag:
     show: str | None
     panel: str
     invert: bool = False
+
+    @property
+    def parser(self) -> Any:
+        """A parser stricter than typer's for this flag's type (:data:`PARSERS`), or None."""
+        return PARSERS.get(self.type)
 
     @property
     def decl(self) -> str:
@@ -289,7 +307,7 @@ def config_data(cmd: Command[Any], flags: CommandFlags, values: dict[str, Any]) 
         The config tables: the ``--config`` file, then the files, then the flags.
     """
     from hpn.app.common import FabricFlags
-    from hpn.config import load_toml
+    from hpn.config import load_toml, user_input
 
     data: dict[str, Any] = {}
     file = values.get("config")
@@ -301,7 +319,8 @@ def config_data(cmd: Command[Any], flags: CommandFlags, values: dict[str, Any]) 
     for f in cmd.files:
         path = values.get(f"file{SEP}{f.name}")
         if path is not None:
-            data = _merge(data, f.load(path))
+            with user_input():  # a file's sizes and bandwidths need units too
+                data = _merge(data, f.load(path))
     if flags.fabric:
         given = {f.key[len(FABRIC + SEP) :]: values.get(f.key) for f in flags.fabric}
         spec = FabricFlags(**{k: v for k, v in given.items() if v is not None})

@@ -138,17 +138,47 @@ def _goodput_requests(cfg: Any) -> float | None:
     return None if span is None else _goodput_models() * cfg.pool.rate * span
 
 
-def _mix_requests(cfg: Any) -> float | None:
+def _mix(cfg: Any) -> Any:
     from hpn.pool.mixes import load_mix
 
-    span = _span(cfg.pool.duration)
-    if span is None:
-        return None
     try:
-        mix = load_mix(cfg.pool.mix)
+        return load_mix(cfg.pool.mix)
     except InputError:
         return None  # reported by the service, naming the file
-    return float(sum(mix.rates)) * span
+
+
+def _mix_requests(cfg: Any) -> float | None:
+    span, mix = _span(cfg.pool.duration), _mix(cfg)
+    return None if span is None or mix is None else float(sum(mix.rates)) * span
+
+
+def _mix_models(cfg: Any) -> float | None:
+    mix = _mix(cfg)
+    return None if mix is None else len(mix.names)
+
+
+def _trace(cfg: Any) -> Any:
+    """The trace file a ``pool simulate`` config names, read (once: the run reuses it)."""
+    if cfg.pool.trace is None:
+        return None
+    from hpn.pool.traces import load_for
+
+    p = cfg.pool
+    try:
+        span = _span(p.duration) or 0.0
+        return load_for(p.trace, models=p.trace_models, seed=p.seed, duration=span)
+    except InputError:
+        return None  # reported by the service, naming the file
+
+
+def _trace_measure(what: str) -> Callable[[Any], float | None]:
+    def measure(cfg: Any) -> float | None:
+        tr = _trace(cfg)
+        if tr is None:
+            return None
+        return {"models": len(tr.names), "rows": len(tr), "span": tr.duration}[what]
+
+    return measure
 
 
 def _faults(cfg: Any) -> list[Any]:
@@ -238,6 +268,9 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
             100_000_000,
             _pool_requests,
         ),
+        Limit("pool.trace", "trace models", MAX_MODELS, 100_000, _trace_measure("models")),
+        Limit("pool.trace", "trace requests", _REQUESTS, 100_000_000, _trace_measure("rows")),
+        Limit("pool.trace", "trace span", MAX_SPAN, 30 * DAY, _trace_measure("span"), "s"),
     ),
     "pool goodput": (
         *_POOL_GPUS,
@@ -259,6 +292,7 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
             100_000_000,
             _mix_requests,
         ),
+        Limit("pool.mix", "models in the mix", MAX_MODELS, 100_000, _mix_models),
     ),
     "fail": (
         Limit("fail.faults", "faults", 64, 4_096, _fault_count),

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
-from pydantic import Field, create_model
+from pydantic import Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
 from hpn.app.base import Command, Outcome, Result
-from hpn.config import Model
+from hpn.config import FilePath, Model, allowed_path
 from hpn.errors import InputError
 from hpn.pool.result import PoolResult as SimulateResult
 from hpn.units import parse_duration
@@ -35,10 +35,16 @@ def _policy_help() -> str:
 def _gpu_help() -> str:
     from hpn.pool.gpus import GPUS
 
-    return _names(GPUS)
+    return f"GPU type: {_names(GPUS)}"
 
 
-_POLICY, _GPU = _policy_help(), _gpu_help()
+def _split_help() -> str:
+    from hpn.pool.policies import POLICIES
+
+    return _names(n for n, c in POLICIES.items() if c.split)
+
+
+_POLICY, _GPU, _SPLIT = _policy_help(), _gpu_help(), _split_help()
 
 
 def _slo(ttft: str, tbt: str) -> Any:
@@ -139,7 +145,9 @@ class _SimulateFields(Model):
     """The ``[pool]`` table of ``pool simulate``: its fields, then the policy knobs."""
 
     policy: str = Field("aegaeon", description=_POLICY)
-    trace: str | None = Field(None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder")
+    trace: FilePath | None = Field(
+        None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder"
+    )
     models: int | None = Field(None, ge=1, description="synthetic market: number of models")
     rate: float = Field(0.1, gt=0, description="synthetic market: req/s per model")
     duration: str = Field("300s", description="synthetic market / ServeGen window")
@@ -148,10 +156,14 @@ class _SimulateFields(Model):
     )
     cv: float = Field(1.0, description="synthetic: inter-arrival CV (1 = Poisson, else Gamma)")
     trace_models: int = Field(10, description="Azure trace: models to spread requests over")
-    prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
-    decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
+    prefill_gpus: int | None = Field(
+        None, description=f"prefill partition (policies that split: {_SPLIT})"
+    )
+    decode_gpus: int | None = Field(
+        None, description=f"decode partition (policies that split: {_SPLIT})"
+    )
     gpus: int | None = Field(
-        None, description="GPUs (policies without a split; aegaeon splits 3:5)"
+        None, description=f"GPUs (policies without a split; {_SPLIT} split them 3:5)"
     )
     gpu: str = Field("h800", description=_GPU)
     ttft_slo: str = Field("10s", description="TTFT SLO")
@@ -174,11 +186,21 @@ class SimulateConfig(Model):
     pool: SimulateOptions = Field(default_factory=SimulateOptions)
 
 
+def trace_of(p: SimulateOptions) -> Any:
+    """The trace file ``p`` names, read as ``pool simulate`` reads it (once: the limit check
+    and the run share it; :func:`hpn.pool.traces.load_for`)."""
+    from hpn.pool.traces import load_for
+
+    assert p.trace is not None
+    duration = parse_duration(p.duration, "duration")
+    return load_for(p.trace, models=p.trace_models, seed=p.seed, duration=duration)
+
+
 def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
     """Run a trace through a policy and report SLO attainment, TTFT/TBT, switches."""
     from hpn.pool.gpus import get_gpu
     from hpn.pool.simulate import simulate as run
-    from hpn.pool.traces import detect_format, load_trace, market
+    from hpn.pool.traces import market
 
     p = cfg.pool
     get_gpu(p.gpu)
@@ -187,13 +209,7 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
     if (p.trace is None) == (p.models is None):
         raise InputError("trace", "give either --trace FILE or --models M (synthetic market)")
     if p.trace is not None:
-        fmt = detect_format(p.trace)
-        per_format: dict[str, dict[str, Any]] = {
-            "azure": {"models": p.trace_models, "seed": p.seed},
-            "servegen": {"duration": span, "seed": p.seed},
-        }
-        opts = per_format.get(fmt, {})
-        tr = load_trace(p.trace, fmt, **opts)
+        tr = trace_of(p)
     else:
         assert p.models is not None
         tr = market(p.models, p.rate, span, seed=p.seed, zipf=p.zipf, cv=p.cv)
@@ -221,10 +237,14 @@ class _GoodputFields(Model):
         None, description=_POLICY + " (default: all five, the paper's comparison)"
     )
     rate: float = Field(0.1, gt=0, description="req/s per model")
-    prefill_gpus: int | None = Field(None, description="prefill partition (aegaeon)")
-    decode_gpus: int | None = Field(None, description="decode partition (aegaeon)")
+    prefill_gpus: int | None = Field(
+        None, description=f"prefill partition (policies that split: {_SPLIT})"
+    )
+    decode_gpus: int | None = Field(
+        None, description=f"decode partition (policies that split: {_SPLIT})"
+    )
     gpus: int | None = Field(
-        None, description="GPUs (default 16, the paper's 2 x 8; aegaeon splits 3:5)"
+        None, description=f"GPUs (default 16, the paper's 2 x 8; {_SPLIT} split them 3:5)"
     )
     gpu: str = Field("h800", description=_GPU)
     duration: str = Field("300s", description="length of each simulated trace")
@@ -358,6 +378,11 @@ class _CapacityFields(Model):
     tbt_slo: str = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline or artifact")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
+
+    @field_validator("mix")
+    @classmethod
+    def _mix_file(cls, value: str) -> str:
+        return value if value == "production" else allowed_path(value)
 
 
 if TYPE_CHECKING:

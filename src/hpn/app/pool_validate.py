@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from hpn.app.base import Command, FileInput, Outcome
-from hpn.config import Model
+from hpn.config import FilePath, Model
 from hpn.units import parse_duration
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ MAX_WORKERS = 16
 class ValidateOptions(Model):
     """The ``[pool]`` table of ``pool validate``."""
 
-    folder: str | None = Field(
+    folder: FilePath | None = Field(
         None, description="folder of Aegaeon workload CSVs", json_schema_extra={"flag": None}
     )
     policy: list[str] = Field(default_factory=list, description="policies (default: all)")
@@ -34,7 +34,9 @@ class ValidateOptions(Model):
     workload: str = Field(
         "simulator", description="simulator (as the authors' simulator runs a file) or file"
     )
-    reference: str | None = Field(None, description="CSV file,policy,attainment to compare with")
+    reference: FilePath | None = Field(
+        None, description="CSV file,policy,attainment to compare with"
+    )
     requests: str | None = Field(
         None, description="folder of the authors' simulator's per-request outputs (F.requests.csv)"
     )

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from hpn.app.base import OMIT, Command, FileInput, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
-from hpn.config import Model
+from hpn.config import FilePath, Model
 from hpn.errors import InputError
 
 if TYPE_CHECKING:  # the domain is imported when a command runs (a fast ``hpn --help``)
@@ -94,7 +94,7 @@ def summary(cfg: FabricConfig) -> Outcome[SummaryResult]:
 class ReadOptions(Model):
     """The ``[read]`` table of ``hpn topo import``."""
 
-    path: str = Field(
+    path: FilePath = Field(
         description="a SimAI/ns-3 topology, .json or .graphml file",
         json_schema_extra={"flag": None},
     )
@@ -139,7 +139,7 @@ class WroteResult(Result):
 class ExportOptions(Model):
     """The ``[export]`` table."""
 
-    out: str = Field(description="file to write")
+    out: FilePath = Field(description="file to write")
     format: str = Field("json", description="json, graphml or simai")
     gpu_type: str = Field("H800", description="GPU type in the SimAI header")
 
@@ -169,7 +169,7 @@ def export(cfg: ExportConfig) -> Outcome[WroteResult]:
 class DrawOptions(Model):
     """The ``[draw]`` table."""
 
-    out: str = Field("segment.png", description="picture file (.png, .svg, .pdf)")
+    out: FilePath = Field("segment.png", description="picture file (.png, .svg, .pdf)")
     segment: int = Field(0, ge=0, description="segment index within the pod")
     pod: int = Field(0, ge=0, description="pod index")
 

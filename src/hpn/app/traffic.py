@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
-from hpn.config import Model
+from hpn.config import FilePath, Model
 from hpn.units import format_duration, format_size, parse_size
 
 
@@ -20,12 +20,12 @@ class TrafficOptions(Model):
 
     pattern: str = Field("permutation", description="permutation, all-to-all, incast or rail-ring")
     size: str = Field("2MB", description="bytes per flow, e.g. 2MB")
-    matrix: str | None = Field(
+    matrix: FilePath | None = Field(
         None,
         description="run a traffic matrix file instead of a pattern: htsim connection matrix "
         "(.cm) or CSV src,dst,bytes[,start] (.csv); host i = the fabric's i-th endpoint",
     )
-    write_matrix: str | None = Field(
+    write_matrix: FilePath | None = Field(
         None, description="write the flows run as a matrix file (.csv: CSV, else htsim)"
     )
     routing: str | None = Field(

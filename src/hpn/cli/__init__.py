@@ -16,7 +16,7 @@ import typer
 
 from hpn.cli import dash, demo, plot, reproduce, runs, sweep
 from hpn.cli.lazy import Entry, HelpCommand, click, group
-from hpn.errors import InputError
+from hpn.errors import InputError, system_error
 
 GROUPS = {
     "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",
@@ -41,7 +41,7 @@ def _app_command(name: str) -> Any:
     from hpn.cli import gen
 
     one = typer.Typer(add_completion=False)
-    gen.add(one, flagcache.cached(name) or flagcache.flags_of(name))
+    gen.add(one, flagcache.get(name))
     return typer.main.get_command(one)
 
 
@@ -144,11 +144,11 @@ def _main() -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
+    except (InputError, OSError, MemoryError, RecursionError) as e:  # (the system's too)
+        print(f"error: {system_error(e)}", file=sys.stderr)
+        sys.exit(2)
     except SystemError as e:  # Ctrl-C inside a compiled kernel surfaces as a SystemError
         if not _interrupted(e):
             raise

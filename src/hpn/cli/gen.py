@@ -19,7 +19,7 @@ import typer
 from hpn.app.flags import TYPES, CommandFlags, Flag, config_data, given_flags, required_flag
 from hpn.cli.lazy import HelpCommand
 from hpn.cli.output import JsonOpt, emit_json, kv_table, progress_bar, stdout
-from hpn.cli.store_opts import OutOpt, PlotOpt, check_out, save
+from hpn.cli.store_opts import OutOpt, PlotOpt, save
 from hpn.errors import InputError
 
 _KW = inspect.Parameter.KEYWORD_ONLY
@@ -50,7 +50,7 @@ def _option(f: Flag) -> inspect.Parameter:
         return inspect.Parameter(f.key, _KW, default=False, annotation=Annotated[bool, opt])
     typ = TYPES[f.type]
     ann = list[typ] | None if f.many else typ | None  # type: ignore[valid-type]
-    opt = typer.Option(f.decl, help=f.help, show_default=f.show or False)
+    opt = typer.Option(f.decl, help=f.help, show_default=f.show or False, parser=f.parser)
     opt.rich_help_panel = f.panel
     return inspect.Parameter(f.key, _KW, default=None, annotation=Annotated[ann, opt])
 
@@ -94,32 +94,33 @@ def typer_command(flags: CommandFlags) -> Callable[..., None]:
 def invoke(flags: CommandFlags, kw: dict[str, Any]) -> None:
     """Parse, run, record and print one command."""
     from hpn.app import COMMANDS
+    from hpn.store.record import reserve_out
 
     cmd = COMMANDS.get(flags.name)
     json_out = kw.pop("json_out", False)
     out: Path | None = kw.pop("out", None)
     plot = kw.pop("plot", False)
     allow_large = kw.pop("allow_large", False)
-    check_out(out)
-    given = given_flags(flags, kw)
-    try:
-        cfg = cmd.parse(config_data(cmd, flags, kw), allow_large)
-        if cmd.progress:
-            with progress_bar() as bar:
-                outcome = cmd.run(cfg, progress=bar)
-        else:
-            outcome = cmd.run(cfg)
-    except InputError as e:  # name the flag the user typed, not the config field
-        if e.field in given:
-            raise InputError(given[e.field], e.message) from None
-        missing = required_flag(flags, cmd, e.field) if e.message == "Field required" else None
-        if missing:
-            raise InputError(missing, "required option, not given") from None
-        raise
-    for warning in outcome.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if cmd.stored:
-        save(cmd.name, outcome, out, plot, json_out)
+    with reserve_out(out if cmd.stored else None):  # held until saved: one writer per --out
+        given = given_flags(flags, kw)
+        try:
+            cfg = cmd.parse(config_data(cmd, flags, kw), allow_large)
+            if cmd.progress:
+                with progress_bar() as bar:
+                    outcome = cmd.run(cfg, progress=bar)
+            else:
+                outcome = cmd.run(cfg)
+        except InputError as e:  # name the flag the user typed, not the config field
+            if e.field in given:
+                raise InputError(given[e.field], e.message) from None
+            missing = required_flag(flags, cmd, e.field) if e.message == "Field required" else None
+            if missing:
+                raise InputError(missing, "required option, not given") from None
+            raise
+        for warning in outcome.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        if cmd.stored:
+            save(cmd.name, outcome, out, plot, json_out)
     show(outcome.result, json_out)
 
 

@@ -14,21 +14,15 @@ from typing import Any, ClassVar
 
 from typer.core import TyperCommand, TyperGroup
 
-from hpn.lazy import import_deferring
-
 
 def help_renderer() -> None:
-    """Import typer's help renderer (``typer.rich_utils``) before help is drawn, with the
-    modules it imports at its top but hpn never uses deferred (:func:`hpn.lazy.import_deferring`).
+    """Import typer's help renderer (``typer.rich_utils``) on the way to drawing help.
 
-    typer 0.29's renderer imports ``rich.markdown`` and ``rich.traceback`` (markdown_it,
-    pygments: a third of ``hpn CMD --help``'s imports) for markdown help and pretty tracebacks;
-    hpn has neither. A command that runs draws no help and never imports the renderer (with rich's
-    console and tables, 40-60 ms), so this is called only on the way to drawing help: by
+    A command that runs draws no help and never imports the renderer (with rich's console and
+    tables, 40-60 ms), so this is called only on the way to drawing help: by
     :class:`LazyGroup` and :class:`HelpCommand`.
     """
-    unused = {"rich.markdown": "Markdown", "rich.traceback": "Traceback"}
-    import_deferring("typer.rich_utils", unused)
+    import typer.rich_utils  # noqa: F401
 
 
 class HelpCommand(TyperCommand):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,9 +44,9 @@ stderr = _Console(stderr=True)
 
 def emit_json(obj: dict[str, Any]) -> None:
     """Exactly one JSON object on stdout, nothing else."""
-    from hpn.store.atomic import json_default
+    from hpn.store.atomic import json_text
 
-    sys.stdout.write(json.dumps(obj, default=json_default, indent=2) + "\n")
+    sys.stdout.write(json_text(obj) + "\n")
 
 
 def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:

@@ -30,7 +30,7 @@ def plot(
     from hpn.errors import InputError
     from hpn.plots import FORMATS, available, draw, write_chart
     from hpn.plots.kinds import xy
-    from hpn.store import open_run, runs_root
+    from hpn.store import check_folder, open_run, runs_root
 
     formats = FORMATS if fmt == "both" else (fmt,)
     if fmt not in (*FORMATS, "both"):
@@ -48,6 +48,7 @@ def plot(
     if out is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         out = opened[0].path / "plots" if len(opened) == 1 else runs_root() / "plots" / stamp
+    check_folder(out, "--out")  # before drawing: a file in the way, read-only, no space
     files: list[Path] = []
     if x and y:
         files += write_chart(xy(opened, x, y, by), out / "xy", formats)

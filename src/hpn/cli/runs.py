@@ -138,6 +138,7 @@ def compare(
 @app.command(cls=HelpCommand)
 def query(
     sql: Annotated[str, typer.Argument(help="One SQL statement over views runs and TABLE.")],
+    timeout: Annotated[float, typer.Option(help="Seconds at most (<= 3600; 10,000 rows).")] = 60,
     json_out: JsonOpt = False,
 ) -> None:
     """Ad-hoc SQL (DuckDB) over all runs' Parquet tables: one view per table name, with run_id."""
@@ -145,7 +146,7 @@ def query(
 
     from hpn.store.query import query as q
 
-    res = q(sql)
+    res = q(sql, timeout_s=timeout)
     if json_out:
         emit_json(res)
         return
@@ -159,8 +160,17 @@ def query(
 
 @app.command(cls=HelpCommand)
 def reindex() -> None:
-    """Add run folders missing from the index (e.g. copied in from elsewhere)."""
+    """Add run folders missing from the index; an unreadable index is rebuilt from them."""
     from hpn.store import Index, runs_root
 
-    n = Index(runs_root()).reindex()
-    stdout.print(f"indexed {n} run folder(s) in {runs_root()}", highlight=False)
+    n, aside = Index(runs_root()).rebuild()
+    note = f"the index was unreadable: moved to {aside}\n" if aside else ""
+    stdout.print(f"{note}indexed {n} run folder(s) in {runs_root()}", highlight=False)
+
+
+@app.command(cls=HelpCommand)
+def gc() -> None:
+    """Remove what killed runs left: staging folders of dead writers, unheld lock files."""
+    from hpn.store import Index, claim, runs_root
+
+    stdout.print(claim.report(Index(runs_root()).root), highlight=False)  # (a file: refused)

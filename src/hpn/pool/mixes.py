@@ -88,16 +88,19 @@ def production() -> Mix:
     return Mix(tuple(names), tuple(kinds), tuple(float(rates[r]) for r in ranks), "h20")
 
 
+MAX_ENTRY_COUNT = 100_000  # models one mix file may list or count (the largest models bound)
+
+
 class _Entry(Model):
     name: str | None = None
     model: str
     rate: float = Field(gt=0)
-    count: int = Field(default=1, ge=1)
+    count: int = Field(default=1, ge=1, le=MAX_ENTRY_COUNT)
 
 
 class _MixFile(Model):
     gpu: str = "h20"
-    model: list[_Entry] = Field(min_length=1)
+    model: list[_Entry] = Field(min_length=1, max_length=MAX_ENTRY_COUNT)
 
 
 def load_mix(spec: str | Path) -> Mix:

@@ -235,13 +235,9 @@ def make_router(name: str, **kwargs: Any) -> Router:
     return ROUTERS.get(name).factory(**kwargs)
 
 
-HPN_FAMILY = frozenset({"hpn", "rail-only"})
-"""Presets whose hosts route with HPN's host-side path selection (P §6.1)."""
-
-
 def default_policy(fabric: Fabric) -> str:
-    """The routing a fabric's hosts and switches use: ``hpn`` on HPN-family fabrics (an
-    imported fabric may say so in ``meta["family"]``), ``ecmp`` elsewhere.
+    """The routing a fabric's hosts and switches use: its preset's (``hpn`` on HPN-family
+    fabrics; an imported fabric may name its preset in ``meta["family"]``), else ``ecmp``.
 
     Parameters
     ----------
@@ -259,8 +255,10 @@ def default_policy(fabric: Fabric) -> str:
     >>> default_policy(build("fat-tree", k=4))
     'ecmp'
     """
+    from hpn.topology.presets import PRESETS
+
     family = getattr(fabric.spec, "preset", None) or fabric.meta.get("family")
-    return "hpn" if family in HPN_FAMILY else "ecmp"
+    return PRESETS[family].routing if isinstance(family, str) and family in PRESETS else "ecmp"
 
 
 def router_for(

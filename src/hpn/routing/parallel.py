@@ -10,18 +10,20 @@ result would depend on the other ranges (HPN's round-robin bond numbers a pair's
 by its position among all pairs of a round) or a range reports an error, the caller walks
 everything in one thread, as before.
 
-The number of threads is the number of cores the process may use less those other work keeps
-busy at the call (tasks runnable besides this one, Linux's ``/proc/loadavg``: a second thread
-on a core another process holds costs CPU and saves no time), or ``HPN_ROUTING_THREADS``
-(``1``: one thread); calls with fewer than `SPLIT_MIN` flows or pairs use one. The results do
-not depend on it.
+The number of threads is the number of cores this process may use, counted as loky and dask
+count them: the CPUs of its affinity mask (``os.sched_getaffinity``), capped by its cgroup's CPU
+quota (``cpu.max`` of cgroup v2, ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` of v1, rounded
+up), or ``HPN_ROUTING_THREADS`` (``1``: one thread). The host's load is not counted: another
+container's work says nothing about this process's share. Calls with fewer than `SPLIT_MIN`
+flows or pairs use one thread. The results do not depend on it.
 """
 
 from __future__ import annotations
 
+import math
 import os
-import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -33,8 +35,7 @@ SPLIT_MIN = 20_000  # flows (pairs) of a call below which one thread walks them 
 
 
 def threads() -> int:
-    """Threads the routing kernels use: ``HPN_ROUTING_THREADS`` if set, else the cores this
-    process may run on less the ones busy with other work now (at least 1).
+    """Threads the routing kernels use: ``HPN_ROUTING_THREADS`` if set, else :func:`cores`.
 
     Raises
     ------
@@ -46,33 +47,66 @@ def threads() -> int:
         if not env.isdigit() or int(env) < 1:
             raise InputError(ENV, f"must be a positive integer (got {env!r})")
         return int(env)
-    if hasattr(os, "sched_getaffinity"):
-        cores = len(os.sched_getaffinity(0))
-    else:
-        cores = os.cpu_count() or 1
-    return max(1, cores - busy())
+    return cores()
 
 
-def busy(loadavg: str = "/proc/loadavg") -> int:
-    """Tasks runnable now besides this process's one (Linux's ``/proc/loadavg``, fourth
-    field: runnable/total); 0 where it cannot be read.
+def cores(cgroup: str = "/sys/fs/cgroup") -> int:
+    """The cores this process may use: its affinity mask's CPUs, capped by its cgroup's CPU
+    quota (at least 1).
 
     Parameters
     ----------
-    loadavg
-        The file to read.
+    cgroup
+        Where the cgroup file system is mounted.
 
     Returns
     -------
     int
-        Runnable tasks other than this one.
+        Cores.
     """
+    affinity = getattr(os, "sched_getaffinity", None)
+    n = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    quota = cgroup_quota(cgroup)
+    if quota is not None:
+        n = min(n, math.ceil(quota))
+    return max(1, n)
+
+
+def cgroup_quota(root: str = "/sys/fs/cgroup") -> float | None:
+    """The CPU quota of this process's cgroup, in cores (None: no quota, or not Linux).
+
+    Reads cgroup v2's ``cpu.max`` (``QUOTA PERIOD`` or ``max PERIOD``), else v1's
+    ``cpu/cpu.cfs_quota_us`` and ``cpu/cpu.cfs_period_us`` (a quota of -1: none).
+
+    Parameters
+    ----------
+    root
+        Where the cgroup file system is mounted.
+
+    Returns
+    -------
+    float or None
+        Quota / period.
+    """
+
+    def read(*parts: str) -> str | None:
+        try:
+            with open(os.path.join(root, *parts)) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
     try:
-        with open(loadavg) as f:
-            runnable = int(f.read().split()[3].split("/")[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return max(0, runnable - 1)
+        v2 = read("cpu.max")
+        if v2 is not None:
+            quota, _, period = v2.partition(" ")
+            return None if quota == "max" else int(quota) / int(period or 100_000)
+        q, per = read("cpu", "cpu.cfs_quota_us"), read("cpu", "cpu.cfs_period_us")
+        if q is None or per is None or int(q) <= 0:
+            return None
+        return int(q) / int(per)
+    except (ValueError, ZeroDivisionError):
+        return None
 
 
 def ranges(n: int, k: int, key: np.ndarray | None = None) -> list[tuple[int, int]]:
@@ -118,8 +152,8 @@ def ranges(n: int, k: int, key: np.ndarray | None = None) -> list[tuple[int, int
 
 
 def run_parts(fn: Callable[..., Any], jobs: Sequence[tuple]) -> list[Any]:
-    """``[fn(*job) for job in jobs]``, one thread per job (the first in this one); an
-    exception in any job is raised after all have ended.
+    """``[fn(*job) for job in jobs]``, one thread per job (the first in this one, the others in
+    a ``ThreadPoolExecutor``); an exception in any job is raised after all have ended.
 
     Parameters
     ----------
@@ -133,25 +167,23 @@ def run_parts(fn: Callable[..., Any], jobs: Sequence[tuple]) -> list[Any]:
     list
         The results, in job order.
     """
-    out: list[Any] = [None] * len(jobs)
-    errors: list[BaseException] = []
-
-    def work(i: int) -> None:
+    if len(jobs) <= 1:
+        return [fn(*job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=len(jobs) - 1, thread_name_prefix="hpn-route") as pool:
+        others = [pool.submit(fn, *job) for job in jobs[1:]]
+        first: list[Any] = []
+        error: BaseException | None = None
         try:
-            out[i] = fn(*jobs[i])
-        except BaseException as e:  # (re-raised below, in the caller's thread)
-            errors.append(e)
-
-    others = [threading.Thread(target=work, args=(i,)) for i in range(1, len(jobs))]
-    for t in others:
-        t.start()
-    if jobs:
-        work(0)
-    for t in others:
-        t.join()
-    if errors:
-        raise errors[0]
-    return out
+            first.append(fn(*jobs[0]))
+        except BaseException as e:  # (raised once the others have ended)
+            error = e
+        wait(others)
+    if error is not None:
+        raise error
+    for f in others:
+        if f.exception() is not None:
+            raise f.exception()  # type: ignore[misc]
+    return first + [f.result() for f in others]
 
 
 def join_paths(got: Sequence[tuple]) -> tuple:

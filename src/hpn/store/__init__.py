@@ -10,11 +10,12 @@ from hpn.lazy import lazy_getattr
 if TYPE_CHECKING:
     from hpn.store.index import Index
     from hpn.store.paths import runs_root
-    from hpn.store.record import record_run
+    from hpn.store.record import check_folder, record_run
     from hpn.store.run import Run, open_run
 
-__all__ = ["Index", "Run", "open_run", "record_run", "runs_root"]
+__all__ = ["Index", "Run", "check_folder", "open_run", "record_run", "runs_root"]
 _HOME = {
+    "check_folder": "hpn.store.record",
     "Index": "hpn.store.index",
     "runs_root": "hpn.store.paths",
     "record_run": "hpn.store.record",

@@ -7,6 +7,7 @@ Files get the mode a plain ``open()`` would give them (``0o666`` less the umask)
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -71,10 +72,34 @@ def json_default(x: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(x).__name__}")
 
 
+def finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by None: JSON has neither (Python's
+    ``Infinity`` is not JSON), so no output carries one."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(v) for v in obj]
+    if type(obj).__module__ == "numpy":
+        try:
+            return finite(json_default(obj))
+        except TypeError:
+            return obj
+    return obj
+
+
+def json_text(obj: Any, indent: int | None = 2) -> str:
+    """Strict JSON text of ``obj`` (numpy values converted, NaN and infinities as null)."""
+    return json.dumps(finite(obj), default=json_default, indent=indent, allow_nan=False)
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
-    return write_text(path, json.dumps(obj, default=json_default, indent=2) + "\n")
+    return write_text(path, json_text(obj) + "\n")
 
 
 def is_temp(name: str) -> bool:
-    """A name :func:`write_with` or a run's staging folder uses while writing."""
-    return name.startswith(".") and (name.endswith(".tmp") or ".part-" in name)
+    """A name :func:`write_with`, a run's staging folder or its lock uses while writing."""
+    return name.startswith(".") and (
+        name.endswith(".tmp") or ".part-" in name or name.endswith(".lock")
+    )

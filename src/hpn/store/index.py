@@ -1,12 +1,16 @@
 """The SQLite index of all runs (WAL mode, so sweep workers and the dashboard share it).
 
 Run folders are the truth (each holds a ``run.json``); the index makes listing and finding
-them fast and can be rebuilt from the folders with :func:`Index.reindex`.
+them fast and can be rebuilt from the folders with :func:`Index.reindex` (``hpn runs
+reindex``, which also replaces an index that is not a readable SQLite file). An index that
+cannot be read is one line naming it; one the first write could not finish (a full disk) is
+removed again.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -14,7 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hpn.errors import InputError, os_error
 from hpn.store.paths import INDEX
+
+REBUILD = "run `hpn runs reindex` to rebuild it from the run folders"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -62,29 +69,75 @@ class Index:
         self.root = Path(root)
         self.path = self.root / INDEX
         if self.root.exists() and not self.root.is_dir():
-            from hpn.errors import InputError
             from hpn.store.paths import root_field
 
             raise InputError(root_field(), f"{self.root} is a file, not a folder")
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise os_error(e, self.root) from None
+        if self.path.is_dir():
+            raise InputError(str(self.path), f"is a folder, not a run index; {REBUILD}")
+        new = not self.path.exists()
+        con = None
+        try:
+            con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
             con.execute("PRAGMA busy_timeout=60000")
             con.executescript(_SCHEMA)
             con.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as e:
+            if con is not None:
+                con.close()
+            if new:  # nothing was in it: leave nothing behind
+                self._remove_files()
+                raise InputError(str(self.path), f"cannot be created ({e})") from None
+            raise InputError(
+                str(self.path), f"is not a readable run index ({e}); {REBUILD}"
+            ) from None
+        try:
             try:
                 yield con
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+        except sqlite3.DatabaseError as e:
+            raise InputError(str(self.path), f"cannot be written ({e})") from None
         finally:
             con.close()
+
+    def _remove_files(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def check(self) -> None:
+        """InputError if the index exists and cannot be read (before any work is done)."""
+        if self.path.exists() or self.path.is_symlink():
+            self.count()
+
+    def rebuild(self) -> tuple[int, Path | None]:
+        """Index every run folder afresh; an unreadable index is moved aside first. Returns
+        (runs indexed, where the unreadable one went or None)."""
+        aside = None
+        try:
+            self.check()
+        except InputError:
+            aside = self.path.with_name(f"{INDEX}.corrupt-{int(time.time())}")
+            try:
+                if self.path.is_dir():
+                    self.path.rename(aside)
+                else:
+                    os.replace(self.path, aside)
+            except OSError as e:
+                raise os_error(e, self.path) from None
+            for suffix in ("-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        return self.reindex(), aside
 
     def upsert(self, row: dict[str, Any], *, computed: bool = False) -> str:
         """Insert or update a run (keyed by path); returns its id. ``computed`` counts a result."""
@@ -129,7 +182,7 @@ class Index:
         sql = f"SELECT {', '.join(COLUMNS)} FROM runs WHERE {where} ORDER BY created DESC, id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        if not self.path.exists():
+        if not self.path.exists() and not self.path.is_symlink():
             return []
         with self._db() as con:
             out = [dict(zip(COLUMNS, r, strict=True)) for r in con.execute(sql, params)]
@@ -139,7 +192,7 @@ class Index:
 
     def count(self, where: str = "1", params: tuple[Any, ...] = ()) -> int:
         """How many runs match a SQL condition (parameters bound)."""
-        if not self.path.exists():
+        if not self.path.exists() and not self.path.is_symlink():
             return 0
         with self._db() as con:
             (n,) = con.execute(f"SELECT count(*) FROM runs WHERE {where}", params).fetchone()

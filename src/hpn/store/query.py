@@ -20,6 +20,7 @@ from hpn.store.run import Run
 
 MAX_ROWS = 10_000  # rows a query returns at most
 TIMEOUT_S = 60.0
+MAX_TIMEOUT_S = 3600.0
 MEMORY = "2GB"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -99,6 +100,8 @@ def query(
 
     import duckdb
 
+    if not 0.1 <= timeout_s <= MAX_TIMEOUT_S:  # (nan too)
+        raise InputError("--timeout", f"give seconds in 0.1..{MAX_TIMEOUT_S:g}, got {timeout_s}")
     check_read_only(sql)
     con = connect(runs, root)
     timer = threading.Timer(timeout_s, con.interrupt)

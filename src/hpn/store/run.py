@@ -80,8 +80,11 @@ def open_run(ref: str | Path, root: Path | None = None) -> Run:
     """A run by folder path, id, unique id prefix, or ``latest``."""
     root = root or runs_root()
     p = Path(ref)
-    if (p / META).exists():
-        return Run(p.absolute())
+    try:
+        if (p / META).exists():
+            return Run(p.absolute())
+    except OSError:  # a name too long, a loop: not a folder, so an id
+        pass
     idx = Index(root)
     if str(ref) == "latest":
         rows = idx.rows("status = 'done'", limit=1)

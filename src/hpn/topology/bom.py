@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.config import Model
 from hpn.errors import InputError
@@ -34,6 +34,14 @@ class Prices(Model):
     switch: dict[str, float] = Field(default_factory=dict)
     transceiver: dict[str, float] = Field(default_factory=dict)
     cable: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("switch", "transceiver", "cable")
+    @classmethod
+    def _non_negative(cls, table: dict[str, float]) -> dict[str, float]:
+        for key, price in table.items():
+            if price < 0:
+                raise ValueError(f"price of {key} must be >= 0, got {price}")
+        return table
 
 
 class SwitchRow(TypedDict):

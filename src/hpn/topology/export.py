@@ -12,6 +12,8 @@ from hpn.errors import InputError
 from hpn.topology.assembly import LINK_DTYPES, NODE_DTYPES
 from hpn.topology.fabric import Fabric, Links, LinkTier, Network, NodeKind, Nodes
 
+MAX_BYTES = 2**30  # a topology file's size at most
+
 FORMATS = ("json", "graphml", "simai")
 _NODE_COLS = tuple(NODE_DTYPES)
 _LINK_COLS = tuple(LINK_DTYPES)
@@ -214,14 +216,18 @@ def read(path: str | Path, fmt: str | None = None) -> Fabric:
         When the file is missing or malformed.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(str(path), "no such file")
     fmt = fmt or {".json": "json", ".graphml": "graphml"}.get(path.suffix, "simai")
     if fmt == "json":
+        from hpn.config import read_input
+
         try:
-            doc = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            doc = json.loads(read_input(path, MAX_BYTES))
+        except json.JSONDecodeError as e:
             raise InputError(str(path), f"malformed JSON: {e}") from None
+        except RecursionError:
+            raise InputError(str(path), "JSON nested too deeply") from None
         return from_json(doc, str(path))
     if fmt == "graphml":
         return read_graphml(path)

@@ -32,6 +32,7 @@ class Preset:
     build: Callable[[Any], Fabric]
     summary: str
     check: Callable[[Any], Any] | None = None  # raises InputError past a port budget
+    routing: str = "ecmp"  # the routing its hosts and switches use by default
 
 
 PRESETS: Registry[Preset] = Registry("preset", group="hpn.presets")
@@ -43,6 +44,7 @@ def register(
     build: Callable[[Any], Fabric],
     summary: str,
     check: Callable[[Any], Any] | None = None,
+    routing: str = "ecmp",
 ) -> None:
     """Register a preset: its spec model, builder, port-budget check and one-line summary.
 
@@ -60,12 +62,20 @@ def register(
         ``check(spec)``: raises :class:`~hpn.errors.InputError` (field ``core``, ``agg`` or
         ``tor``) for a spec past a chip's port budget, before anything is built; None: the
         spec model's bounds suffice.
+    routing
+        The routing policy its hosts and switches use when a command names none (``hpn``:
+        HPN's host-side path selection, P §6.1).
     """
-    PRESETS.add(name, Preset(name, spec, build, summary, check), summary)
+    PRESETS.add(name, Preset(name, spec, build, summary, check, routing), summary)
 
 
 register(
-    "hpn", HpnSpec, build_hpn, "HPN: dual-ToR, rail-optimized, dual-plane, 15:1 core", hpn_shape
+    "hpn",
+    HpnSpec,
+    build_hpn,
+    "HPN: dual-ToR, rail-optimized, dual-plane, 15:1 core",
+    hpn_shape,
+    routing="hpn",
 )
 register(
     "rail-only",
@@ -73,6 +83,7 @@ register(
     build_hpn,
     "HPN segments with a per-rail tier 2 (Table 4)",
     hpn_shape,
+    routing="hpn",
 )
 register(
     "dcn-plus",

@@ -20,6 +20,8 @@ from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
 from hpn.topology.infer import infer_structure
 from hpn.units import parse_bandwidth, parse_duration
 
+MAX_BYTES = 2**30  # a SimAI/HPCC topology file's size at most
+
 
 def _num(x: float) -> str:
     return f"{x:.9f}".rstrip("0").rstrip(".") or "0"
@@ -103,10 +105,9 @@ def read_simai(path: str | Path, backup_hosts_per_segment: int | None = None) ->
     InputError
         When the file is malformed.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(str(path), "no such file")
-    text = p.read_text(errors="replace")
+    from hpn.config import read_input
+
+    text = read_input(path, MAX_BYTES)
     first, _, rest = text.partition("\n")
     head = first.split()
     try:

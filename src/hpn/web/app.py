@@ -1,15 +1,22 @@
 """The dashboard's FastAPI app: JSON API, HTML pages, static files.
 
 Safety: files are served only from run folders the store indexes (resolved paths must stay
-inside the run folder); request bodies are bounded; runs go through :func:`hpn.app.run`
-in worker processes with a memory and time cap each (:mod:`hpn.web.jobs`), never through a
-shell; JSON bodies are bounded in size and nesting; POSTs must be JSON, so another web page
-cannot post a form to it.
+inside the run folder); a job's config names no file on the server unless the app has a
+``data`` folder, and then only inside it (symlinks resolved; :func:`hpn.config.files_within`);
+error messages quote nothing the client did not send (:func:`withhold`); the ``Host`` header
+must name the bound address or loopback (against DNS rebinding) and a state-changing request
+must come from the dashboard's own origin; with a ``token`` every request must carry it; request
+bodies are bounded in size and nesting; POSTs must be JSON, so another web page cannot post a
+form to it; runs go through :func:`hpn.app.run` in worker processes with a memory and time
+cap each (:mod:`hpn.web.jobs`), never through a shell.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import secrets
+import socket
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -18,12 +25,13 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from hpn.config import dump_toml
+from hpn.config import dump_toml, files_within
 from hpn.errors import InputError
 from hpn.store import Index, Run, runs_root
+from hpn.store.atomic import json_text
 from hpn.store.run import META
 from hpn.web import pages
-from hpn.web.jobs import Jobs
+from hpn.web.jobs import Jobs, withhold
 
 MAX_BODY = 64 * 1024
 MAX_DEPTH = 32  # nesting of a request's JSON (or TOML) config
@@ -65,12 +73,65 @@ def depth_of(x: Any) -> int:
 
 
 STATIC = {"dash.js": "text/javascript", "dash.css": "text/css"}
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+WILDCARD = ("0.0.0.0", "::", "")
+STATE_CHANGING = ("POST", "PUT", "PATCH", "DELETE")
+TOKEN_COOKIE = "hpn_token"
 
 
-def create_app(root: Path | None = None) -> FastAPI:
+def allowed_hosts(host: str) -> set[str]:
+    """Names a request's ``Host`` may give: the bound address, loopback, and (bound to every
+    address) this machine's names."""
+    names = {*LOOPBACK, host.strip("[]").lower()}
+    if host in WILDCARD:
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return names
+
+
+def host_name(header: str) -> str:
+    """The name part of a ``Host`` header (``[::1]:8765`` -> ``::1``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _finite(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise InputError("body", f"number {text} is out of range (finite numbers only)")
+    return x
+
+
+def _no_constant(text: str) -> Any:
+    raise InputError("body", f"{text} is not a number JSON allows")
+
+
+class StrictJSON(JSONResponse):
+    """JSON without NaN or Infinity (null instead), so every response parses as JSON."""
+
+    def render(self, content: Any) -> bytes:
+        return json_text(content, indent=None).encode()
+
+
+def create_app(
+    root: Path | None = None,
+    *,
+    data: Path | None = None,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+) -> FastAPI:
+    """The dashboard over the store at ``root``.
+
+    ``data``: the folder job configs may name files in (None: no files); ``host``: the address
+    it is bound to (for the ``Host`` check); ``token``: a secret every request must carry
+    (``Authorization: Bearer``, the ``hpn_token`` cookie, or ``?token=`` once, which sets it).
+    """
     root = Path(root or runs_root()).absolute()
+    data = Path(data).resolve() if data is not None else None
     index = Index(root)
-    jobs = Jobs(root)
+    jobs = Jobs(root, data=data)
+    hosts = allowed_hosts(host)
     from contextlib import asynccontextmanager
 
     @asynccontextmanager
@@ -79,9 +140,17 @@ def create_app(root: Path | None = None) -> FastAPI:
         jobs.shutdown()
 
     app = FastAPI(
-        title="hpn dashboard", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+        title="hpn dashboard",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+        default_response_class=StrictJSON,
     )
     app.state.jobs = jobs
+
+    def refuse(status: int, why: str) -> JSONResponse:
+        return JSONResponse({"error": why}, status)
 
     @app.middleware("http")
     async def bound_body(request: Request, call_next):
@@ -93,9 +162,37 @@ def create_app(root: Path | None = None) -> FastAPI:
                 return JSONResponse({"error": f"body over {MAX_BODY} bytes"}, 413)
         return await call_next(request)
 
+    @app.middleware("http")
+    async def same_origin(request: Request, call_next):
+        # added last, so it runs first: Host, token, Origin before anything else
+        if host_name(request.headers.get("host", "")) not in hosts:
+            return refuse(403, "Host header not allowed: open the dashboard by its own address")
+        given = None
+        if token is not None:
+            auth = request.headers.get("authorization", "")
+            given = request.query_params.get("token")
+            for cand in (auth.removeprefix("Bearer ").strip(), request.cookies.get(TOKEN_COOKIE)):
+                given = given or cand or None
+            if given is None or not secrets.compare_digest(given, token):
+                return refuse(401, "token required: open the URL hpn dash printed")
+        if request.method in STATE_CHANGING:
+            origin = request.headers.get("origin")
+            site = request.headers.get("sec-fetch-site", "")
+            if origin is not None:
+                netloc = origin.split("://", 1)[-1].lower()
+                if netloc != request.headers.get("host", "").lower():
+                    return refuse(403, "cross-origin request refused")
+            elif site in ("cross-site", "same-site"):
+                return refuse(403, "cross-origin request refused")
+        response = await call_next(request)
+        if token is not None and request.query_params.get("token") == token:
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+        return response
+
     @app.exception_handler(InputError)
-    async def input_error(_: Request, e: InputError):
-        return JSONResponse({"error": str(e), "field": e.field}, 400)
+    async def input_error(request: Request, e: InputError):
+        sent = getattr(request.state, "sent", "")
+        return JSONResponse({"error": withhold(str(e), sent), "field": e.field}, 400)
 
     def run_of(run_id: str) -> Run:
         row = index.get(run_id)
@@ -215,9 +312,12 @@ def create_app(root: Path | None = None) -> FastAPI:
         if nesting(raw) > MAX_DEPTH:
             raise InputError("body", f"JSON nested deeper than {MAX_DEPTH} levels")
         try:
-            body = json.loads(raw)
-        except ValueError:
+            body = json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
+        except InputError:
+            raise
+        except (ValueError, RecursionError):
             raise HTTPException(400, "malformed JSON") from None
+        request.state.sent = raw.decode("utf-8", "replace")
         if not isinstance(body, dict) or not isinstance(body.get("command"), str):
             raise InputError("command", "give {command, config | config_toml}")
         config = body.get("config")
@@ -232,7 +332,15 @@ def create_app(root: Path | None = None) -> FastAPI:
             raise InputError("config", "must be a table")
         if depth_of(config) > MAX_DEPTH:
             raise InputError("config", f"nested deeper than {MAX_DEPTH} levels")
-        return JSONResponse(jobs.submit(body["command"], config).view(), 202)
+        try:
+            with files_within(data):
+                job = jobs.submit(body["command"], config)
+        except InputError:
+            raise
+        except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as e:
+            # a value no check caught: still the client's input, refused and nothing queued
+            raise InputError("config", f"cannot be run ({type(e).__name__})") from None
+        return JSONResponse(job.view(), 202)
 
     @app.get("/api/jobs")
     def api_jobs() -> dict[str, Any]:

@@ -8,7 +8,9 @@ once and at most ``MAX_PENDING`` wait or run. A job can be cancelled while it wa
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
+import re
 import secrets
 import sys
 import threading
@@ -19,6 +21,7 @@ from typing import Any
 
 from hpn.app import command as get
 from hpn.app import run
+from hpn.config import files_within
 from hpn.errors import InputError
 
 MAX_PENDING = 8  # queued + running
@@ -27,6 +30,20 @@ MEMORY_CAP = 4 * 2**30  # bytes of address space per job
 TIME_CAP = 600.0  # seconds of wall clock per job
 KEEP = 200  # finished jobs remembered
 PRELOAD = ["hpn.store.record", "hpn.app", "hpn.plots", "numpy"]
+
+
+_QUOTED = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+
+
+def withhold(message: str, sent: str) -> str:
+    """``message`` with every quoted text the client did not send itself replaced by ``'...'``
+    (a file's contents never reach the page)."""
+
+    def keep(m: re.Match[str]) -> str:
+        inner = m.group(1) if m.group(1) is not None else m.group(2)
+        return m.group(0) if inner and inner in sent else "'...'"
+
+    return _QUOTED.sub(keep, message)
 
 
 @dataclass
@@ -51,7 +68,13 @@ class Job:
 
 
 def _work(
-    command: str, config: dict[str, Any], root: str, memory: int, path: list[str], conn
+    command: str,
+    config: dict[str, Any],
+    root: str,
+    data: str | None,
+    memory: int,
+    path: list[str],
+    conn,
 ) -> None:
     """In the job's process: cap the memory, compute, record; send (status, run id | error)."""
     import resource
@@ -64,7 +87,8 @@ def _work(
         from hpn.store.record import record_run
         from hpn.store.run import Run
 
-        out = run(command, config)
+        with files_within(data):  # the config is parsed again here: same rule as at submit
+            out = run(command, config)
         folder = record_run(
             command,
             out.config or config,
@@ -92,8 +116,10 @@ class Jobs:
         *,
         memory: int = MEMORY_CAP,
         time_cap: float = TIME_CAP,
+        data: Path | None = None,
     ):
         self.root, self.memory, self.time_cap = root, memory, time_cap
+        self.data = data
         self.workers = workers
         self.jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -137,7 +163,15 @@ class Jobs:
                 path = list(sys.path)  # where plug-ins' entry points are found
                 proc = self._ctx.Process(
                     target=_work,
-                    args=(job.command, job.config, str(self.root), self.memory, path, send),
+                    args=(
+                        job.command,
+                        job.config,
+                        str(self.root),
+                        str(self.data) if self.data is not None else None,
+                        self.memory,
+                        path,
+                        send,
+                    ),
                     daemon=True,
                     name=f"hpn-job-{job.id}",
                 )
@@ -164,7 +198,10 @@ class Jobs:
                 else:
                     code = proc.exitcode
                     job.status = "failed"
-                    job.error = detail or f"the job's process died (exit code {code})"
+                    sent = json.dumps(job.config, ensure_ascii=False)
+                    job.error = withhold(
+                        detail or f"the job's process died (exit code {code})", sent
+                    )
             recv.close()
 
     def get(self, job_id: str) -> Job | None:

@@ -144,7 +144,7 @@ def fabric_page(presets: list[str], preset: str, run: str | None, view: str = "s
     opts = "".join(
         f"<option{' selected' if p == preset else ''}>{escape(p)}</option>" for p in presets
     )
-    src = f"run {escape(run)}" if run else "preset"
+    src = f"run {escape(run)}" if run else f"preset <b id=source>{escape(preset)}</b>"
     data = json.dumps({"preset": preset, "run": run, "view": view})
     body = (
         f"<p class=muted>Fabric of {src}. Click a switch for its ports"

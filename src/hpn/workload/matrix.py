@@ -42,6 +42,7 @@ from hpn.topology.fabric import Fabric
 
 FORMATS = ("htsim", "csv")
 MAX_FLOWS = 4_000_000
+MAX_BYTES = 2**30  # a matrix file's size at most (4 M flows of up to ~250 bytes a line)
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,13 +70,10 @@ def matrix_format(path: str | Path, fmt: str | None = None) -> str:
 
 def read_matrix(path: str | Path, fmt: str | None = None) -> Matrix:
     """Read a matrix file (format from ``fmt`` or the file name)."""
+    from hpn.config import read_input
+
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InputError("--matrix", f"cannot read {p}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError("--matrix", f"{p} is not a text file") from None
+    text = read_input(p, MAX_BYTES)
     if matrix_format(p, fmt) == "csv":
         return _read_csv(text, str(p))
     return _read_htsim(text, str(p))

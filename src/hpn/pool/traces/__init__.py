@@ -44,7 +44,7 @@ def detect_format(path: str | Path) -> str:
     if not p.is_file():
         raise InputError(str(path), "no such file")
     with open(p, encoding="utf-8", errors="replace") as f:
-        head = f.readline().strip()
+        head = f.readline().strip().lstrip("\ufeff").lstrip('"')
     if head.startswith("Request Time"):
         return "aegaeon"
     if head.startswith("TIMESTAMP"):
@@ -75,8 +75,47 @@ def load_trace(path: str | Path, fmt: str | None = None, **options: Any) -> Trac
     return READERS.get(fmt)(path, **options)
 
 
+def load_for(path: str | Path, *, models: int, seed: int, duration: float) -> Trace:
+    """Read a trace as ``pool simulate`` does; the last one read is kept (keyed by path,
+    size, mtime and options), so the limit check and the run read it once.
+
+    Parameters
+    ----------
+    path
+        The trace file (or ServeGen folder).
+    models
+        Azure traces: the models its requests are spread over.
+    seed
+        Azure and ServeGen: the seed of the spreading and the arrivals.
+    duration
+        ServeGen: seconds of arrivals drawn from its rates.
+
+    Returns
+    -------
+    Trace
+        The requests.
+    """
+    import os
+
+    fmt = detect_format(path)
+    per_format: dict[str, dict[str, Any]] = {
+        "azure": {"models": models, "seed": seed},
+        "servegen": {"duration": duration, "seed": seed},
+    }
+    opts = per_format.get(fmt, {})
+    st = os.stat(path)
+    key = (str(path), fmt, tuple(sorted(opts.items())), st.st_size, st.st_mtime_ns)
+    if _LAST.get("key") != key:
+        _LAST.clear()
+        _LAST.update(key=key, trace=load_trace(path, fmt, **opts))
+    return _LAST["trace"]
+
+
+_LAST: dict[str, Any] = {}
+
 __all__ = [
     "READERS",
+    "load_for",
     "Trace",
     "calibrate_zipf",
     "detect_format",

@@ -11,6 +11,8 @@ import numpy.typing as npt
 
 from hpn.errors import InputError
 
+MAX_TRACE_BYTES = 8 * 2**30  # a trace file's size at most (100 M requests, the large bound)
+
 
 @dataclass(frozen=True)
 class Trace:
@@ -110,13 +112,29 @@ def read_text(path: str | Path) -> str:
     InputError
         When the file is missing or not UTF-8.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(str(path), "no such file")
-    try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(str(path), "not a UTF-8 text file") from None
+    from hpn.config import read_input
+
+    return read_input(path, MAX_TRACE_BYTES)
+
+
+def split_csv(line: str) -> list[str]:
+    """One CSV line's fields; quoted fields (``"a,b"``) as CSV reads them.
+
+    Parameters
+    ----------
+    line
+        The line, without its line end.
+
+    Returns
+    -------
+    list of str
+        The fields.
+    """
+    if '"' not in line:
+        return line.split(",")
+    import csv
+
+    return next(csv.reader([line]), [])
 
 
 MAX_TOKENS = 2**20  # tokens in one request's prompt or output: past any model's context

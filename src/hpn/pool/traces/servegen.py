@@ -19,7 +19,7 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.pool.models import artifact_model
-from hpn.pool.traces.base import Trace, parse_float, read_text
+from hpn.pool.traces.base import Trace, parse_float, read_text, split_csv
 from hpn.pool.traces.synthetic import sample_lengths
 
 Pmf = tuple[np.ndarray, np.ndarray]
@@ -46,7 +46,7 @@ def read_windows(path: str | Path) -> list[tuple[float, float, str, float, float
     for no, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        cols = line.split(",")
+        cols = split_csv(line)
         where = f"{path}:{no}"
         if len(cols) != 6:
             raise InputError(where, f"expected 6 columns ({', '.join(COLUMNS)}), got {len(cols)}")

@@ -112,7 +112,11 @@ function fabric() {
   for (const b of $$("#view-toggle button")) b.addEventListener("click", () => setView(b.dataset.view));
   $("#segment").addEventListener("change", (e) => { st.segment = Number(e.target.value); draw(); });
   $("#pod").addEventListener("change", (e) => { st.pod = Number(e.target.value); st.segment = 0; draw(); });
-  $("#preset").addEventListener("change", () => { st.pod = 0; st.segment = 0; draw(); });
+  $("#preset").addEventListener("change", () => {
+    st.pod = 0; st.segment = 0;
+    if ($("#source")) $("#source").textContent = $("#preset").value;
+    draw();
+  });
   draw();
 }
 
@@ -123,7 +127,7 @@ function newRun() {
   const pick = () => {
     const c = commands.find((x) => x.name === $("#command").value);
     $("#config").value = c.example_toml;
-    const lim = Object.entries(c.limits).map(([k, v]) => `${k} in [${v[0]}, ${v[1]}]`).join(", ");
+    const lim = c.limits.join("; ");
     $("#summary").textContent = c.summary + (lim ? ` Limits: ${lim}.` : "");
   };
   getJSON("/api/commands").then((d) => {

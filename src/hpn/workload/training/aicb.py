@@ -53,11 +53,17 @@ def parse_collective(word: str) -> tuple[str | None, str]:
     return None, group  # NONE, BROADCAST and unknown words: no communication
 
 
+MAX_BYTES = 64 * 2**20  # an AICB workload file's size at most
+MAX_RECORDS = 100_000  # its records (layers x phases) at most
+MAX_GA = 4_096  # gradient-accumulation steps (the micro-batch bound of `train`)
+
+
 def read_aicb(path: str | Path) -> tuple[dict[str, int], list[list[str]]]:
-    p = Path(path)
-    if not p.is_file():
+    from hpn.config import read_input
+
+    if Path(path).is_dir() or not Path(path).exists():
         raise InputError(str(path), "no such AICB workload file")
-    lines = [ln.split() for ln in p.read_text().splitlines() if ln.strip()]
+    lines = [ln.split() for ln in read_input(path, MAX_BYTES).splitlines() if ln.strip()]
     if len(lines) < 2:
         raise InputError(str(path), "expected a header line and a record count")
     head = lines[0]
@@ -76,6 +82,10 @@ def read_aicb(path: str | Path) -> tuple[dict[str, int], list[list[str]]]:
     except ValueError:
         raise InputError(f"{path}: line 2", "expected the number of records") from None
     recs = lines[2:]
+    if count > MAX_RECORDS:
+        raise InputError(f"{path}: line 2", f"{count:,} records; at most {MAX_RECORDS:,}")
+    if not 1 <= keys.get("ga", 1) <= MAX_GA:
+        raise InputError(f"{path}: line 1", f"ga must be in 1..{MAX_GA:,}, got {keys['ga']}")
     if len(recs) != count:
         raise InputError(f"{path}: line 2", f"says {count} records, the file has {len(recs)}")
     for i, r in enumerate(recs):

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from hpn.config import Duration, Model, Size, load_toml, one_line
+from hpn.config import Duration, FilePath, Model, Size, load_toml, one_line
 from hpn.errors import InputError
 from hpn.workload.training.gpus import GPU_PEAK_TFLOPS
 
@@ -22,14 +22,14 @@ class ModelCfg(Model):
     """A decoder-only transformer (dense or MoE)."""
 
     name: str = "model"
-    layers: int = Field(ge=1)
-    hidden: int = Field(ge=1)
-    heads: int = Field(ge=1)
-    ffn: int | None = Field(None, ge=1, description="FFN width (default 4 x hidden)")
+    layers: int = Field(ge=1, le=4_096)
+    hidden: int = Field(ge=1, le=2**17)
+    heads: int = Field(ge=1, le=4_096)
+    ffn: int | None = Field(None, ge=1, le=2**20, description="FFN width (default 4 x hidden)")
     gated_ffn: bool = Field(False, description="SwiGLU-style FFN (three matrices)")
-    seq_len: int = Field(2048, ge=1)
-    vocab: int = Field(50257, ge=1)
-    experts: int = Field(0, ge=0, description="experts per MoE layer (0: dense)")
+    seq_len: int = Field(2048, ge=1, le=2**24)
+    vocab: int = Field(50257, ge=1, le=2**24)
+    experts: int = Field(0, ge=0, le=4_096, description="experts per MoE layer (0: dense)")
     top_k: int = Field(2, ge=1, description="experts per token")
 
     @property
@@ -98,7 +98,7 @@ class JobConfig(Model):
     name: str = "job"
     gpus: int | None = Field(None, ge=1, description="default: tp x pp x dp")
     model: ModelCfg | None = None
-    aicb: str | None = Field(None, description="AICB/SimAI workload file instead of a model")
+    aicb: FilePath | None = Field(None, description="AICB/SimAI workload file instead of a model")
     parallel: ParallelCfg = Field(default_factory=lambda: ParallelCfg(global_batch=1))
     gpu: GpuCfg = Field(default_factory=GpuCfg)
     precision: Literal["bf16", "fp16", "fp32"] = "bf16"
