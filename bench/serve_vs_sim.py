@@ -88,6 +88,12 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument(
+        "--startup",
+        type=float,
+        default=None,
+        help="serverless: engine start-up per scale-up on both sides (default: the build)",
+    )
     ap.add_argument("--out")
     ap.add_argument(
         "--timeline", help="folder: write each side's event log (hpn.serve.timeline) there"
@@ -102,8 +108,12 @@ def main() -> int:
         help="profile one instance alone (default: all instances busy at once)",
     )
     a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hpn-serve-check-") as tmp:
+        return run(a, tmp)
 
-    tmp = tempfile.mkdtemp(prefix="hpn-serve-check-")
+
+def run(a, tmp: str) -> int:
+    """The check, with generated models and profiles in `tmp` (removed afterwards)."""
     models = a.models
     if models is None:
         models = os.path.join(tmp, "models")
@@ -146,7 +156,10 @@ def main() -> int:
             prof, prof_path = measure_profile(pol)
         cl = cluster_for(pol, a.prefill, a.decode, a.workers)
         logs: list = []
-        sim = predict(etr, pol, cl, prof, kvb, slo, timeline=logs if a.timeline else None)
+        opts = {"startup": a.startup} if a.startup is not None and pol == "serverless" else {}
+        sim = predict(
+            etr, pol, cl, prof, kvb, slo, timeline=logs if a.timeline else None, options=opts
+        )
         if a.timeline:
             Path(a.timeline).mkdir(parents=True, exist_ok=True)
             Path(a.timeline, f"{pol}-sim.json").write_text(json.dumps(logs[0]) + "\n")
@@ -164,6 +177,7 @@ def main() -> int:
             link_bps=a.link if a.device == "cpu" else None,
             threads=1,
             slo=[slo.ttft, slo.tbt],
+            startup=opts.get("startup"),
         )
         if a.timeline:
             args["timeline"] = str(Path(a.timeline, f"{pol}-engine.json").resolve())

@@ -103,6 +103,8 @@ def fits(value: Any, tp: Any, path: str) -> None:
 
 
 def declares(cls: Any, dotted: str) -> bool:
+    if typing.get_origin(cls) in (typing.Union, types.UnionType):  # a command with two results
+        return any(declares(c, dotted) for c in typing.get_args(cls) if c is not type(None))
     head, _, rest = dotted.partition(".")
     if typing.get_origin(cls) is dict:  # any key (``fct_s.p99``)
         sub = typing.get_args(cls)[1]

@@ -32,6 +32,7 @@ LAYERS: dict[str, float] = {
     "hpn.serve": 7,
     "hpn.lab": 7,
     "hpn.store": 8,
+    "hpn.reproduce": 8.25,
     "hpn.app": 8.5,
     "hpn.plots": 9,
     "hpn.report": 10,

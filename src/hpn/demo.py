@@ -56,6 +56,7 @@ class Demo:
     runs: list[Path] = field(default_factory=list)
     figures: list[tuple[str, str]] = field(default_factory=list)
     report: Path | None = None
+    claims: list[str] = field(default_factory=list)  # the reproduce subset's table
     wall_s: float = 0.0
 
 
@@ -238,5 +239,16 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> Demo:
         "iteration on HPN and DCN+, a link failure under dual-ToR and single-ToR, and a "
         "serving-pool comparison.",
     )
+    say("reproduce: a few claims of both papers beside the model (hpn reproduce --quick: more)")
+    from hpn.reproduce import select
+    from hpn.reproduce.runner import run_and_record, table_lines
+
+    claims = [c for c in select("all") if c.demo]
+    meta = {"paper": "all", "quick": False, "demo": True, "only": None}
+    from hpn.app import run
+
+    _, res = run_and_record(claims, (out / "reproduce").absolute(), meta, run)
+    counts = ", ".join(f"{n} {k}" for k, n in res["counts"].items())
+    demo.claims = [*table_lines(res["claims"]), f"{counts}; report: {res['report']}"]
     demo.wall_s = time.perf_counter() - t0
     return demo

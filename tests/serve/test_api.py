@@ -92,8 +92,9 @@ def test_streaming_sends_one_event_per_token_then_done(served, hosts):
     lines = _run(app, go)
     assert lines[-1] == "data: [DONE]"
     chunks = [json.loads(x[6:]) for x in lines[:-1]]
-    assert len(chunks) == 5
-    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None] * 4 + ["length"]
+    assert len(chunks) == 6  # one per token, then the finish reason on its own
+    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None] * 5 + ["length"]
+    assert chunks[-1]["choices"][0]["text"] == ""
     full = _run(app, lambda c: c.post("/v1/completions", json={**body, "stream": False}))
     assert "".join(c["choices"][0]["text"] for c in chunks) == full.json()["choices"][0]["text"]
 
@@ -113,8 +114,16 @@ def test_chat_streams_deltas(served, hosts):
             return [json.loads(ln[6:]) async for ln in r.aiter_lines() if ln.startswith("data: {")]
 
     chunks = _run(app, go)
-    assert len(chunks) == 3 and chunks[0]["object"] == "chat.completion.chunk"
-    assert "content" in chunks[0]["choices"][0]["delta"]
+    # the role first, one delta per token, then the finish reason with an empty delta
+    assert len(chunks) == 5 and chunks[0]["object"] == "chat.completion.chunk"
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all("content" in c["choices"][0]["delta"] for c in chunks[1:4])
+    assert chunks[-1]["choices"][0] == {
+        "index": 0,
+        "delta": {},
+        "logprobs": None,
+        "finish_reason": "length",
+    }
 
 
 @pytest.mark.parametrize(
@@ -184,6 +193,7 @@ def test_concurrent_requests_of_several_models_all_complete(served, hosts):
         text = hosts[names[i % 3]].tokenizer.decode(want, skip_special_tokens=True)
         assert r.json()["choices"][0]["text"] == text
     m = _run(app, lambda c: c.get("/metrics")).text
-    assert "hpn_ttft_seconds_bucket" in m and "hpn_tbt_seconds_count" in m
+    assert "vllm:time_to_first_token_seconds_bucket" in m
+    assert "vllm:inter_token_latency_seconds_count" in m
     assert "hpn_switches_total" in m and "hpn_instance_model{" in m
-    assert 'hpn_waiting_requests{model="' in m
+    assert 'vllm:num_requests_waiting{model_name="' in m

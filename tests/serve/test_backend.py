@@ -80,3 +80,19 @@ def test_instances_report_the_model_they_hold(hosts, spec):
     reqs = _reqs(names, 2, 0.0)
     eng = _serve(hosts, spec, "aegaeon", reqs)
     assert {i.resident for i in eng.backend.instances} == {names[0]}
+
+
+def test_serverless_engine_waits_out_a_configured_start_up(hosts, spec):
+    names = sorted(hosts)[:1]
+    reqs = [Request(0, names[0], 0.0, 5, 2, 30.0, 0.5)]
+    eng = Engine(
+        hosts, spec, "serverless", cluster_for("serverless", 0, 0, 1),
+        profile=flat_profile(hosts), slo=Slo(30.0, 0.5), options={"startup": 1.5},
+    )  # fmt: skip
+    try:
+        eng.run(reqs, until=60)
+    finally:
+        eng.stop()
+    # tick at 1 s starts the engine (>= 1.5 s), the balancer's next poll after it is ready
+    assert eng.startup_s == 1.5 and reqs[0].done_t >= 0
+    assert reqs[0].first_t >= 2.5

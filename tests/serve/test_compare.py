@@ -80,9 +80,12 @@ def _shared_profile():
     return p
 
 
-def _timeline(profile, tr, cluster, policy="dedicated"):
+def _timeline(profile, tr, cluster, policy="dedicated", options=None):
     logs: list = []
-    predict(tr, policy, cluster, profile, {"a": 1e3, "b": 1e3}, Slo(10.0, 1.0), timeline=logs)
+    predict(
+        tr, policy, cluster, profile, {"a": 1e3, "b": 1e3}, Slo(10.0, 1.0), timeline=logs,
+        options=options,
+    )  # fmt: skip
     return {r["rid"]: r for r in logs[0]["requests"]}, logs[0]["events"]
 
 
@@ -132,3 +135,15 @@ def test_shared_device_counts_a_cold_scale_up_as_compute():
     _, events = _timeline(p, tr, Cluster(1, 0, 0, 1), "serverless")
     loads = [(e["t"], e["ev"]) for e in events if e["ev"].startswith("load")]
     assert loads == [(1.0, "load"), (pytest.approx(1.0 + 0.625), "load-done")]
+
+
+def test_a_configured_start_up_is_charged_before_the_copy():
+    # startup 3 s: the cold load lasts max(build + copy 1.25 s, 3 s + copy 0.25 s) = 3.25 s
+    tr = Trace.build([0.0], [0], [10], [2], ["a"], ["engine"])
+    _, events = _timeline(_profile(), tr, Cluster(1, 0, 0, 1), "serverless", {"startup": 3})
+    loads = [(e["t"], e["ev"]) for e in events if e["ev"].startswith("load")]
+    assert loads == [(1.0, "load"), (pytest.approx(4.25), "load-done")]
+    # shorter than the build: the build as measured
+    _, events = _timeline(_profile(), tr, Cluster(1, 0, 0, 1), "serverless", {"startup": 0.5})
+    loads = [(e["t"], e["ev"]) for e in events if e["ev"].startswith("load")]
+    assert loads == [(1.0, "load"), (pytest.approx(2.25), "load-done")]

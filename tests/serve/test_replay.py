@@ -12,7 +12,7 @@ import pytest
 from hpn.pool.metrics import slo_attainment, slo_attainment_artifact
 from hpn.pool.policies.base import Slo
 from hpn.pool.traces.base import Trace
-from hpn.serve.replay import Replayed, assign_models, measure, parse_map, plan
+from hpn.serve.replay import Replayed, assign_models, fold_warning, measure, parse_map, plan
 from tests.serve.conftest import NEEDS, flat_profile
 
 
@@ -41,6 +41,13 @@ def test_plan_scales_time_maps_models_and_clips_lengths():
     assert [r.model for r in reqs] == ["m1", "m2", "m1"]
     assert [(r.input_len, r.output_len) for r in reqs] == [(10, 3), (64, 32), (5, 1)]
     assert assign_models(["a", "b", "c"], ["m1"], {}) == {"a": "m1", "b": "m1", "c": "m1"}
+
+
+def test_folding_trace_models_onto_fewer_served_ones_warns_once():
+    folded = fold_warning(assign_models(["a", "b", "c"], ["m1", "m2"], {}))
+    assert folded is not None and "3 trace models folded onto 2" in folded
+    assert "\n" not in folded
+    assert fold_warning(assign_models(["a", "b"], ["m1", "m2", "m3"], {})) is None
 
 
 @pytest.mark.parametrize("bad", ["a", "a=", "=b", "a=b,,"])

@@ -11,6 +11,7 @@ pytest.importorskip("transformers", reason=NEEDS)
 
 from hpn.serve.device import Link  # noqa: E402
 from hpn.serve.runner import DecodeBatch, Seq, prefill  # noqa: E402
+from hpn.serve.sampling import SamplingParams  # noqa: E402
 from hpn.serve.weights import DeviceModel  # noqa: E402
 
 PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [20, 21, 22], list(range(30, 70)), [100]]
@@ -29,11 +30,11 @@ def test_batched_prefill_and_decode_match_generate(dev_model, spec):
     host, dm = dev_model
     seqs = [Seq(i, host.info.name, p, N) for i, p in enumerate(PROMPTS)]
     for s, t in zip(seqs, prefill(dm.module, seqs, spec.torch_device), strict=True):
-        s.take(t)
+        s.take(*t)
     b = DecodeBatch(dm.module, seqs, spec.torch_device)
     while b.seqs:
         for s, t in zip(b.seqs, b.step(), strict=True):
-            s.take(t)
+            s.take(*t)
         b.drop([i for i, s in enumerate(b.seqs) if not s.finished])
     for s, p in zip(seqs, PROMPTS, strict=True):
         assert s.out == reference(host, p, N)
@@ -45,20 +46,20 @@ def test_join_leave_and_split_mid_stream_leave_tokens_unchanged(dev_model, spec)
     dev = spec.torch_device
     seqs = [Seq(i, host.info.name, p, N) for i, p in enumerate(PROMPTS)]
     for s, t in zip(seqs[:2], prefill(dm.module, seqs[:2], dev), strict=True):
-        s.take(t)
+        s.take(*t)
     b = DecodeBatch(dm.module, seqs[:2], dev)
     for _ in range(3):
         for s, t in zip(b.seqs, b.step(), strict=True):
-            s.take(t)
+            s.take(*t)
     # a KV round trip through host memory, then two newcomers join between steps
     for s in b.split():
         s.kv = s.kv.clone().to("cpu").to(dev)
     for s, t in zip(seqs[2:], prefill(dm.module, seqs[2:], dev), strict=True):
-        s.take(t)
+        s.take(*t)
     b.assemble(seqs)
     while b.seqs:
         for s, t in zip(b.seqs, b.step(), strict=True):
-            s.take(t)
+            s.take(*t)
         b.drop([i for i, s in enumerate(b.seqs) if not s.finished])
     for s, p in zip(seqs, PROMPTS, strict=True):
         assert s.out == reference(host, p, N)
@@ -68,11 +69,13 @@ def test_seeded_sampling_repeats_and_differs_by_seed(dev_model, spec):
     host, dm = dev_model
 
     def run(seed):
-        s = Seq(0, host.info.name, PROMPTS[0], N, temperature=1.0, seed=seed)
-        s.take(prefill(dm.module, [s], spec.torch_device)[0])
+        s = Seq(
+            0, host.info.name, PROMPTS[0], N, sampling=SamplingParams(temperature=1.0, seed=seed)
+        )
+        s.take(*prefill(dm.module, [s], spec.torch_device)[0])
         b = DecodeBatch(dm.module, [s], spec.torch_device)
         while not s.finished:
-            s.take(b.step()[0])
+            s.take(*b.step()[0])
         return s.out
 
     assert run(1) == run(1)

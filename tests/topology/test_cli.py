@@ -92,6 +92,8 @@ def test_demo_runs_end_to_end(tmp_path):
     r = run_cli("demo", "--out", str(tmp_path / "d"))
     assert r.code == 0, r.err
     assert "15,360" in r.out and "AllReduce busbw" in r.out and "samples/s" in r.out
+    assert "hpn.tab2.tier1" in r.out and "aegaeon.fig11a.ratio" in r.out  # reproduce subset
+    assert (tmp_path / "d" / "reproduce" / "report.html").is_file()
     png = tmp_path / "d" / "hpn-segment.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (tmp_path / "d" / "report.html").read_text()

@@ -148,6 +148,7 @@ _add(
     "topo bom",
     "hpn.app.topo:BOM",
     "Bill of materials: switches, optics, cables, switch power, heat-sink check, cost.",
+    example={"fabric": {"preset": "hpn"}},
 )
 _add(
     "topo draw",
@@ -158,6 +159,7 @@ _add(
     "route paths",
     "hpn.app.route:PATHS",
     "Equal-cost path counts between NIC pairs, and the path-search space (P Table 1).",
+    example={"fabric": {"preset": "hpn"}},
 )
 _add(
     "route select",
@@ -213,6 +215,12 @@ _add(
     "hpn.app.fail:RELIABILITY",
     "Monte Carlo of failures over months: crashes, degraded hours, goodput loss, cost.",
     example={"fabric": {"preset": "hpn"}, "reliability": {"gpus": 3072, "months": 12}},
+)
+
+_add(
+    "reproduce",
+    "hpn.app.reproduce:REPRODUCE",
+    "Every claim of both papers the model covers: paper vs model, band, verdict, figure.",
 )
 
 _add("lab up", "hpn.app.lab:UP", "Build the fabric for real in network namespaces (root).")

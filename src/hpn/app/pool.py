@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
 from pydantic import Field, create_model, field_validator
 from pydantic.fields import FieldInfo
@@ -15,6 +15,7 @@ from hpn.pool.result import PoolResult as SimulateResult
 from hpn.units import parse_duration
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
+    from hpn.app.pool_compare import ComparisonResult
     from hpn.pool.search import CapacityGroup
 
 # Size limits (models, GPUs, trace length, requests) are in hpn.app.limits, checked at parse.
@@ -232,7 +233,9 @@ def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
 class _GoodputFields(Model):
     """The ``[pool]`` table of ``pool goodput``: its fields, then the policy knobs."""
 
-    policy: str = Field("aegaeon", description=_POLICY)
+    policy: str | None = Field(
+        None, description=_POLICY + " (default: all five, the paper's comparison)"
+    )
     rate: float = Field(0.1, gt=0, description="req/s per model")
     prefill_gpus: int | None = Field(
         None, description=f"prefill partition (policies that split: {_SPLIT})"
@@ -240,12 +243,18 @@ class _GoodputFields(Model):
     decode_gpus: int | None = Field(
         None, description=f"decode partition (policies that split: {_SPLIT})"
     )
-    gpus: int | None = Field(None, description=f"GPUs ({_SPLIT} split them 3:5)")
+    gpus: int | None = Field(
+        None, description=f"GPUs (default 16, the paper's 2 x 8; {_SPLIT} split them 3:5)"
+    )
     gpu: str = Field("h800", description=_GPU)
     duration: str = Field("300s", description="length of each simulated trace")
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
-    metric: str = Field("deadline", description="deadline (per-token deadlines) or artifact")
+    metric: str | None = Field(
+        None,
+        description="deadline (per-token deadlines) or artifact "
+        "(default: deadline; the comparison shows both)",
+    )
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
@@ -278,9 +287,10 @@ class GoodputResult(Result):
         return f"pool goodput: {self.policy}"
 
     def rows(self) -> list[tuple[str, Any]]:
+        at_max = f"{self.attainment_at_max:.1%}" if self.max_models else "-"
         rows: list[tuple[str, Any]] = [
             ("max models", f"{self.max_models} at {self.rate:g} req/s each ({self.metric})"),
-            ("SLO attainment at max", f"{self.attainment_at_max:.1%}"),
+            ("SLO attainment at max", at_max),
             ("models per GPU", self.models_per_gpu),
         ]
         if self.models_per_decode_gpu is not None:
@@ -293,33 +303,65 @@ class GoodputResult(Result):
         return rows
 
 
-def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult]:
-    """Largest number of models (at ``rate`` each) served with >= 90 % SLO attainment."""
+DEFAULT_GPUS = 16  # the paper's testbed: 2 nodes x 8 GPUs (A §7.1)
+
+
+def _search(p: GoodputOptions, policy: str, metric: str) -> dict[str, Any]:
     from hpn.pool.search import goodput as search
 
-    p = cfg.pool
-    out = search(
-        p.policy,
+    unsized = p.gpus is None and p.prefill_gpus is None and p.decode_gpus is None
+    return search(
+        policy,
         p.rate,
         parse_duration(p.duration, "duration"),
         p.seed,
-        metric=p.metric,
+        metric=metric,
         gpu=p.gpu,
-        gpus=p.gpus,
+        gpus=DEFAULT_GPUS if unsized else p.gpus,
         prefill_gpus=p.prefill_gpus,
         decode_gpus=p.decode_gpus,
         slo=_slo(p.ttft_slo, p.tbt_slo),
         switch=p.switch,
-        options=_options(p, p.policy),
+        options=_options(p, policy),
     )
-    models = [int(k) for k in out["evaluated"]]
-    slo = {
-        "policy": [p.policy] * len(models),
-        "load": [m * p.rate for m in models],  # req/s over all models
-        "models": models,
-        "slo_attainment": [out["evaluated"][str(m)] for m in models],
-    }
-    return Outcome(GoodputResult.from_dict(out), {"slo": slo})
+
+
+def _own(p: GoodputOptions, policy: str) -> GoodputOptions:
+    """``p`` with the knobs of other policies cleared (in the comparison a knob applies to its
+    own policy), and a prefill/decode split given as plain GPUs to policies without one."""
+    from hpn.pool.policies import get_policy
+
+    name = get_policy(policy).name
+    update: dict[str, Any] = {f: None for f, k in _knobs().items() if name not in k.owners}
+    if not get_policy(policy).split and p.gpus is None and p.prefill_gpus is not None:
+        update.update(gpus=p.prefill_gpus + (p.decode_gpus or 0), prefill_gpus=None)
+        update["decode_gpus"] = None
+    return p.model_copy(update=update)
+
+
+def _slo_table(runs: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """The ``slo`` table (plot kind slo-load): attainment by load, one policy per run."""
+    table: dict[str, list[Any]] = {"policy": [], "load": [], "models": [], "slo_attainment": []}
+    for out in runs:
+        for m, att in out["evaluated"].items():
+            table["policy"].append(out["policy"])
+            table["load"].append(int(m) * out["rate"])  # req/s over all models
+            table["models"].append(int(m))
+            table["slo_attainment"].append(att)
+    return table
+
+
+def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult | ComparisonResult]:
+    """Largest number of models (at ``rate`` each) served with >= 90 % SLO attainment; with
+    no policy, every policy side by side (:func:`hpn.app.pool_compare.compare`)."""
+    p = cfg.pool
+    if p.policy is None:
+        from hpn.app.pool_compare import compare
+
+        both = compare(p, lambda q, pol, m: _search(_own(q, pol), pol, m), _slo_table)
+        return cast("Outcome[GoodputResult | ComparisonResult]", both)
+    out = _search(p, p.policy, p.metric or "deadline")
+    return Outcome(GoodputResult.from_dict(out), {"slo": _slo_table([out])})
 
 
 # --- capacity ------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ class ValidateOptions(Model):
     reference: FilePath | None = Field(
         None, description="CSV file,policy,attainment to compare with"
     )
+    requests: str | None = Field(
+        None, description="folder of the authors' simulator's per-request outputs (F.requests.csv)"
+    )
     workers: int = Field(1, ge=1, le=MAX_WORKERS, description="files simulated in parallel")
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
@@ -58,8 +61,18 @@ def validate(cfg: ValidateConfig) -> Outcome[ValidateResult]:
     if p.folder is None:
         raise InputError("folder", "give the folder of Aegaeon workload CSVs: pool validate DIR")
     slo = Slo(parse_duration(p.ttft_slo, "ttft-slo"), parse_duration(p.tbt_slo, "tbt-slo"))
-    res = run(p.folder, p.policy or None, p.gpu, p.gpus, p.workload, p.reference, p.workers, slo)
-    rows = res.to_json()["rows"]
+    res = run(
+        p.folder,
+        p.policy or None,
+        p.gpu,
+        p.gpus,
+        p.workload,
+        p.reference,
+        p.workers,
+        slo,
+        p.requests,
+    )
+    rows = res.table()
     columns = {k: [r[k] for r in rows] for k in (rows[0] if rows else {})}
     return Outcome(res, {"validate": columns})
 

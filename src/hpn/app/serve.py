@@ -168,6 +168,25 @@ class ServeOptions(DeviceOptions):
     profile: str | None = Field(None, description="profile file (default: measure at start)")
     ttft_slo: str = Field("10s", description="TTFT SLO")
     tbt_slo: str = Field("100ms", description="TBT SLO")
+    max_model_len: int | None = Field(
+        None, ge=16, description="context tokens at most (default: each model's own)"
+    )
+    max_tokens: int | None = Field(None, ge=1, description="output tokens per request at most")
+    kv_blocks: int | None = Field(
+        None, ge=1, description="KV blocks (16 tokens) per instance at most (default: memory)"
+    )
+    startup: str | None = Field(
+        None,
+        description="serverless: engine start-up per scale-up, e.g. 22.3s as the pool "
+        "charges (default: the model build alone, as measured)",
+    )
+
+    @field_validator("startup")
+    @classmethod
+    def _startup(cls, value: str | None) -> str | None:
+        if value is not None and parse_duration(value, "startup") < 0:
+            raise ValueError("must be >= 0")
+        return value
 
 
 class ServeConfig(Model):
@@ -188,7 +207,7 @@ def serve(cfg: ServeConfig) -> Outcome[ServeResult]:
     cluster_for(o.policy, o.prefill, o.decode, o.workers)  # bad input is named before
     scan(o.models)  # torch loads (seconds), in the order the server checks it
     _needs_engine()
-    from hpn.serve.server import serve_models
+    from hpn.serve.server import Limits, serve_models
 
     serve_models(
         o.models,
@@ -203,6 +222,9 @@ def serve(cfg: ServeConfig) -> Outcome[ServeResult]:
         o.link,
         o.threads,
         _slo(o.ttft_slo, o.tbt_slo),
+        Limits(max_model_len=o.max_model_len, max_tokens=o.max_tokens),
+        kv_blocks=o.kv_blocks,
+        startup=None if o.startup is None else parse_duration(o.startup, "startup"),
     )
     return Outcome(ServeResult())
 
@@ -292,7 +314,8 @@ def replay(cfg: ReplayConfig) -> Outcome[ReplayResult]:
     )
     names = {f for f in ReplayResult.__dataclass_fields__}
     res = ReplayResult(**{k: v for k, v in out.items() if k in names})
-    return Outcome(res, tables)
+    warn = out.get("warning")
+    return Outcome(res, tables, warnings=[warn] if warn else [])
 
 
 MAKE_MODELS = Command(

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from hpn.cli import dash, demo, plot, runs, sweep
+from hpn.cli import dash, demo, plot, reproduce, runs, sweep
 from hpn.cli.lazy import Entry, HelpCommand, click, group
 from hpn.errors import InputError, system_error
 
@@ -68,7 +68,7 @@ def _entries() -> dict[str, dict[str, Entry]]:
         parent, _, word = name.rpartition(" ")
         summary = COMMANDS.summary(name) or _plugin_summary(name)
         out.setdefault(parent, {})[word] = Entry(summary, partial(_app_command, name))
-    for fn in (demo.demo, sweep.sweep, plot.plot, dash.dash):
+    for fn in (demo.demo, sweep.sweep, plot.plot, dash.dash, reproduce.reproduce):
         out[""][fn.__name__] = Entry(_summary(fn), partial(_one, fn, fn.__name__))
     return out
 

@@ -24,5 +24,7 @@ def demo(
     d = run_demo(out, say=lambda msg: stderr.print(f"[bold]>[/bold] {msg}"))
     stdout.print(kv_table(f"hpn demo ({d.wall_s:.0f} s, {len(d.runs)} runs stored)", d.figures))
     stdout.print(f"report: {d.report}", highlight=False)
+    for line in d.claims:
+        stdout.print(line, highlight=False, soft_wrap=True)
     stdout.print(f"picture of one HPN segment: {out / 'hpn-segment.png'}", highlight=False)
     stdout.print("browse the runs: .venv/bin/hpn dash  ->  http://127.0.0.1:8765/", highlight=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -82,6 +83,7 @@ def simulate(
     switch: str = "optimized",
     drain: float = DRAIN_S,
     options: dict | None = None,
+    observe: Callable[[list[Request]], None] | None = None,
 ) -> PoolResult:
     """Simulate `trace` under `policy`; unfinished requests at trace end + `drain` score 0.
 
@@ -105,6 +107,8 @@ def simulate(
         Seconds served after the last arrival.
     options
         Policy knobs (the policy's ``Knobs`` model; :meth:`Policy.options`).
+    observe
+        Called with the run's requests when it ends (request-level validation).
 
     Returns
     -------
@@ -187,6 +191,8 @@ def simulate(
     ]
     end = trace.duration + drain
     backend.run(reqs, pol.on_arrival, until=end)
+    if observe is not None:
+        observe(reqs)
     res = summarize(
         reqs,
         sink.gaps,

@@ -27,9 +27,11 @@ from hpn.errors import InputError
 from hpn.pool.policies import POLICIES, get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.simulate import split_gpus
+from hpn.pool.validate_requests import RequestDiff, compare, read_requests, reference_file
 from hpn.result import Result, json_key
 
 MAX_FILES = 500
+REQUEST_POLICIES = ("serverless-artifact",)  # what the authors' simulator's SeLLM policy runs
 WORKLOADS = ("simulator", "file")
 HEADER = "Request Time,Model Name"
 
@@ -51,6 +53,7 @@ class ValidateRow:
     wall_s: float
     reference: float | None = None  # %, artifact accounting
     difference: float | None = None  # attainment_artifact - reference, points
+    requests_diff: RequestDiff | None = None  # request by request (``requests`` folder)
 
 
 _COLUMNS = (  # (heading, field) of the terminal table
@@ -67,6 +70,15 @@ _COLUMNS = (  # (heading, field) of the terminal table
 )
 
 
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with its request-level counts as plain columns (None where there are none)."""
+    d = row.pop("requests_diff", None) or {}
+    row["ref_failed"] = d["failed_both"] + d["failed_only_reference"] if d else None
+    row["differing"] = d.get("differing")
+    row["ttft_mean_abs_diff_s"] = d.get("ttft_mean_abs_diff_s")
+    return row
+
+
 @dataclass
 class ValidateResult(Result):
     """Every row of one `validate` call, with the pool it ran on (``hpn pool validate``)."""
@@ -81,12 +93,19 @@ class ValidateResult(Result):
         """The JSON form: the rows as objects under ``rows``."""
         return {**super().to_json(detail), "rows": [asdict(r) for r in self.points]}
 
+    def table(self) -> list[dict[str, Any]]:
+        """The rows with the request-level counts as plain columns."""
+        return [_flat(asdict(r)) for r in self.points]
+
     def lines(self) -> list[str]:
         """The rows as a text table under a heading line."""
         cols = list(_COLUMNS)
         if any(r.reference is not None for r in self.points):
             cols += [("ref %", "reference"), ("diff", "difference")]
-        values = [asdict(r) for r in self.points]
+        values = [_flat(asdict(r)) for r in self.points]
+        if any(r.requests_diff is not None for r in self.points):
+            cols += [("ref failed", "ref_failed"), ("req differ", "differing")]
+            cols += [("TTFT |diff| s", "ttft_mean_abs_diff_s")]
         table = [[h for h, _ in cols]] + [
             ["" if r[k] is None else str(r[k]) for _, k in cols] for r in values
         ]
@@ -192,7 +211,7 @@ def read_reference(path: str | Path, files: list[str], policies: list[str]) -> d
 
 
 def _one(args) -> ValidateRow:
-    path, policy, gpu, gpus, workload, slo = args
+    path, policy, gpu, gpus, workload, slo, requests = args
     from hpn.pool.simulate import simulate
     from hpn.pool.traces import load_trace
     from hpn.pool.traces.artifact_sim import as_artifact_simulator
@@ -200,11 +219,18 @@ def _one(args) -> ValidateRow:
     trace = load_trace(path, "aegaeon")
     if workload == "simulator":
         trace = as_artifact_simulator(trace)
+    seen: list = []
     if get_policy(policy).split:
         p, d = split_gpus(gpus, 1)
-        res = simulate(trace, policy, gpu=gpu, prefill_gpus=p, decode_gpus=d, slo=slo)
+        res = simulate(
+            trace, policy, gpu=gpu, prefill_gpus=p, decode_gpus=d, slo=slo, observe=seen.extend
+        )
     else:
-        res = simulate(trace, policy, gpu=gpu, gpus=gpus, slo=slo)
+        res = simulate(trace, policy, gpu=gpu, gpus=gpus, slo=slo, observe=seen.extend)
+    diff = None
+    ref = None if requests is None else reference_file(requests, Path(path).name)
+    if ref is not None:
+        diff = compare(seen, read_requests(ref), slo.ttft, slo.tbt)
     return ValidateRow(
         file=Path(path).name,
         policy=policy,
@@ -217,6 +243,7 @@ def _one(args) -> ValidateRow:
         tbt_p50_s=round(res.tbt_p50_s, 5),
         tbt_p99_s=round(res.tbt_p99_s, 5),
         wall_s=round(res.wall_s, 3),
+        requests_diff=diff,
     )
 
 
@@ -229,6 +256,7 @@ def validate(
     reference: str | Path | None = None,
     workers: int = 1,
     slo: Slo = Slo(),
+    requests: str | Path | None = None,
 ) -> ValidateResult:
     """Every policy on every Aegaeon workload file of `folder` (see the module docstring).
 
@@ -250,6 +278,11 @@ def validate(
         Processes running the (file, policy) pairs.
     slo
         TTFT and TBT SLOs.
+    requests
+        Folder of the authors' simulator's per-request outputs (``F.requests.csv``,
+        :mod:`hpn.pool.validate_requests`) for the policies it simulates
+        (``REQUEST_POLICIES``); rows with one get request-level counts, and its attainment
+        as the reference when ``reference`` has none.
 
     Returns
     -------
@@ -268,7 +301,13 @@ def validate(
     from hpn.pool.gpus import get_gpu
 
     g = get_gpu(gpu).name.lower()
-    jobs = [(str(f), p, g, gpus, workload, slo) for f in files for p in names]
+    if requests is not None and not Path(requests).is_dir():
+        raise InputError("requests", f"{requests}: not a folder")
+    jobs = [
+        (str(f), p, g, gpus, workload, slo, requests if p in REQUEST_POLICIES else None)
+        for f in files
+        for p in names
+    ]
     if workers == 1 or len(jobs) == 1:
         rows = [_one(j) for j in jobs]
     else:
@@ -277,6 +316,8 @@ def validate(
     out = []
     for r in rows:
         v = ref.get((r.file, r.policy))
+        if v is None and r.requests_diff is not None:
+            v = r.requests_diff["reference_attainment"]
         if v is not None:
             diff = round(r.attainment_artifact - v, 2)
             r = ValidateRow(**{**asdict(r), "reference": v, "difference": diff})

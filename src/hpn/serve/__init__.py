@@ -7,10 +7,13 @@
 - `device`: an instance's device, memory budget, thread count and host link (throttled).
 - `weights`: weights in host memory (pinned on CUDA), copied into an instance's device pool
   (scale up), evicted (scale down), pre-loaded behind the running model.
-- `kv`: per-request KV caches, assembled into a batch and split back between steps.
+- `kv`: paged-KV accounting: a block pool per instance, a block table per request.
+- `sampling`: sampling parameters and the sampler (penalties, top-p/k, logprobs).
 - `runner`: batched prefill and decode steps with transformers' own model classes.
+- `decoding`: an instance's decode loop: aborts, block slots, preemption, re-admission.
 - `backend`: `EngineBackend`, the pool `Backend` contract on a wall clock with one worker
   thread per instance.
+- `api`, `server`, `metrics`: the OpenAI-compatible HTTP server and vLLM's metrics.
 
 torch, transformers, safetensors and tokenizers come with the `engine` extra; importing
 this package does not import them.

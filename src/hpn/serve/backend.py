@@ -28,13 +28,28 @@ import numpy as np
 
 from hpn.pool.backend import Backend, Cluster, Done, Instance, MetricsSink
 from hpn.pool.requests import Request
+from hpn.serve.decoding import admit, run_decode
 from hpn.serve.device import DeviceSpec, Link
-from hpn.serve.runner import DecodeBatch, Seq, prefill
+from hpn.serve.kv import BLOCK_TOKENS, KVManager
+from hpn.serve.runner import Seq, prefill
 from hpn.serve.weights import HostModel
 from hpn.serve.workers import Worker
 
-BLOCK_TOKENS = 16
 KV_FLOOR_BLOCKS = 1024  # pre-loading needs this much KV room left (as the simulator)
+
+
+def kv_blocks(hosts: dict[str, HostModel], spec: DeviceSpec, override: int | None = None):
+    """(blocks per instance, bytes per block): the budget left by the largest model's
+    weights in blocks of `BLOCK_TOKENS` tokens of the largest KV per token (vLLM sizes
+    its pool from the memory left after the weights; `override` as its
+    ``num_gpu_blocks_override``, here only lower)."""
+    per_tok = max(h.info.kv_bytes_per_token(spec.elem_bytes) for h in hosts.values())
+    block_bytes = BLOCK_TOKENS * per_tok
+    free = spec.memory_bytes - max(h.nbytes for h in hosts.values())
+    n = max(0, free // block_bytes)
+    if override is not None:
+        n = min(n, override)
+    return int(n), int(block_bytes)
 
 
 class EngineError(RuntimeError):
@@ -42,6 +57,8 @@ class EngineError(RuntimeError):
 
 
 class _DecodeOp:
+    """One running decode operation (shared by the scheduler and the compute lane)."""
+
     def __init__(self, inst, batches, budget, on_done, stop):
         self.inst, self.batches, self.budget, self.on_done, self.stop = (
             inst,
@@ -52,6 +69,7 @@ class _DecodeOp:
         )
         self.lock = threading.Lock()
         self.joins: list[tuple[int, list[Request]]] = []
+        self.waiting: list[tuple[int, Seq]] = []  # preempted: (batch index, seq)
         self.interrupted = False
         self.closed = False
 
@@ -72,6 +90,11 @@ class EngineBackend(Backend):
     cold_start
         Scale-ups (other than of a pre-loaded model) build and initialise the model first,
         as an engine start-up does (for policies with their own loader, e.g. serverless).
+    blocks
+        KV blocks per instance at most (default: what the memory budget holds).
+    startup_s
+        A cold scale-up lasts at least this long before its weights are copied (the
+        policy's configured engine start-up; 0: the build alone, as measured).
     """
 
     def __init__(
@@ -81,9 +104,12 @@ class EngineBackend(Backend):
         hosts: dict[str, HostModel],
         spec: DeviceSpec,
         cold_start: bool = False,
+        blocks: int | None = None,
+        startup_s: float = 0.0,
     ):
         super().__init__(cluster, sink)
         self.cold_start = cold_start
+        self.startup_s = startup_s
         self.hosts = hosts
         self.spec = spec
         self.workers = {
@@ -106,6 +132,16 @@ class EngineBackend(Backend):
         self.kv_bytes_per_token = {
             m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
         }
+        n_blocks, self.block_bytes = kv_blocks(hosts, spec, blocks)
+        if n_blocks < 1:
+            raise ValueError("the device budget leaves no room for one KV block")
+        self.kv = {i.iid: KVManager(n_blocks) for i in self.instances}
+        self.preemptions = 0
+
+    @property
+    def max_context(self) -> int:
+        """Tokens one request may hold (the whole pool of an instance)."""
+        return next(iter(self.kv.values())).capacity_tokens
 
     # --- clock and loop ------------------------------------------------------------------
     def now(self) -> float:
@@ -233,7 +269,7 @@ class EngineBackend(Backend):
 
         def copy():
             if model not in w.ready:
-                w.copy_in(model, self.cold_start)
+                w.copy_in(model, self.cold_start, self.startup_s)
             self.post(self._done, self._loaded, inst, model, on_done)
 
         w.h2d.submit(copy)  # behind a running pre-load of `model`: waits for it, no copy
@@ -271,23 +307,36 @@ class EngineBackend(Backend):
 
         def job():
             t0 = time.perf_counter()
-            toks = prefill(w.module(model), seqs, self.spec.torch_device)
-            finals = []
-            for s, tok in zip(seqs, toks, strict=True):
-                s.kv_on = inst.iid
-                s.take(tok)
-                finals.append(s.finished)
-                if s.finished:
-                    s.kv = None
+            self.post(self._scheduled, reqs, self.now())
+            res: dict[int, tuple] = {}
+            for chunk in admit(self, inst.iid, [s for s in seqs if not s.cancelled]):
+                toks = prefill(w.module(model), chunk, self.spec.torch_device)
+                for s, (tok, lp) in zip(chunk, toks, strict=True):
+                    s.kv_on = inst.iid
+                    s.take(tok, lp)
+                    res[s.rid] = (tok, s.finished)
+                    if s.finished:
+                        self._release(s)
             t = self.now()
             took = time.perf_counter() - t0
-            self.post(self._done, self._prefilled, inst, reqs, toks, finals, t, took, on_done)
+            out = [res.get(r.rid) for r in reqs]
+            self.post(self._done, self._prefilled, inst, reqs, out, t, took, on_done)
 
         w.compute.submit(job)
 
-    def _prefilled(self, inst, reqs, toks, finals, t, took, on_done) -> None:
-        for r, tok, final in zip(reqs, toks, finals, strict=True):
-            self._token(r, tok, t, final)
+    def _scheduled(self, reqs: list[Request], t: float) -> None:
+        scheduled = getattr(self.sink, "scheduled", None)
+        if scheduled is not None:
+            for r in reqs:
+                if r.generated == 0:
+                    scheduled(r, t)
+
+    def _prefilled(self, inst, reqs, out, t, took, on_done) -> None:
+        for r, res in zip(reqs, out, strict=True):
+            if res is None:  # aborted before its prefill
+                self._ended(r, t)
+                continue
+            self._token(r, res[0], t, res[1])
             r.kv_at = inst
         inst.busy = False
         self.sink.busy(inst, took)
@@ -302,17 +351,63 @@ class EngineBackend(Backend):
         self.emit_tokens(r, t, 0.0, 1)
         if seq.on_token is not None:
             seq.on_token(r, seq, tok, t)
-        if r.done_t >= 0 and self.forget_after is not None:
+        if r.done_t >= 0:
+            self._finished(r)
+
+    def _finished(self, r: Request) -> None:
+        ended = getattr(self.sink, "ended", None)
+        if ended is not None:
+            ended(r, self.seqs[r.rid])
+        if self.forget_after is not None:
             self.call_at(self.now() + self.forget_after, self._forget, r.rid)
+
+    def abort(self, rid: int, reason: str = "abort") -> None:
+        """End request `rid` at its next step boundary (scheduler thread): it leaves its
+        batch, its blocks are freed and the policy sees it finished; `reason` (abort, or
+        stop for a stop string the server matched) goes to the metrics."""
+        s, r = self.seqs.get(rid), self.reqs.get(rid)
+        if s is None or r is None or r.done_t >= 0 or r.failed or s.cancelled:
+            return
+        s.end_reason = reason
+        s.cancel_step = self.steps
+        s.cancelled = True
+
+    def _ended(self, r: Request, t: float) -> None:
+        """An aborted request leaves (scheduler thread): done with what it generated."""
+        if r.done_t >= 0:
+            return
+        r.output_len = r.generated
+        r.done_t = t
+        if r.generated == 0:
+            r.last_t = t
+        self._finished(r)
+
+    def _release(self, s: Seq) -> None:
+        """Drop a request's KV and blocks wherever they are (any thread)."""
+        s.kv = None
+        if s.kv_on is not None:
+            self.kv[s.kv_on].free(s.rid)
 
     def _forget(self, rid: int) -> None:
         """Drop a finished request's state (a long-running server)."""
-        self.seqs.pop(rid, None)
+        s = self.seqs.pop(rid, None)
+        if s is not None and s.kv_on is not None:
+            self.kv[s.kv_on].free(rid)
         self.reqs.pop(rid, None)
 
     def _tokens(self, items) -> None:
         for r, tok, t, final in items:
-            self._token(r, tok, t, final)
+            if tok is None:
+                self._ended(r, t)
+            else:
+                self._token(r, tok, t, final)
+
+    def _preempted(self, rid: int) -> None:
+        self.preemptions += 1
+        note = getattr(self.sink, "preempted", None)
+        r = self.reqs.get(rid)
+        if note is not None and r is not None:
+            note(r)
 
     def decode(self, inst, batches, budget, on_done, stop_on_finish=False) -> None:
         op = _DecodeOp(inst, [list(b) for b in batches if b], budget, on_done, stop_on_finish)
@@ -320,7 +415,7 @@ class EngineBackend(Backend):
         inst.decoding = True
         self._ops[inst.iid] = op
         self._pending += 1
-        self.workers[inst.iid].compute.submit(self._run_decode, op)
+        self.workers[inst.iid].compute.submit(run_decode, self, op)
 
     def interrupt(self, inst: Instance) -> None:
         op = self._ops.get(inst.iid)
@@ -338,86 +433,6 @@ class EngineBackend(Backend):
             op.joins.append((index, list(reqs)))
         return True
 
-    def _run_decode(self, op: _DecodeOp) -> None:
-        """The decode loop (compute lane)."""
-        w = self.workers[op.inst.iid]
-        dev = self.spec.torch_device
-        t_start = time.perf_counter()
-        dbs = [
-            DecodeBatch(w.module(b[0].model), [self._resident_seq(r, w) for r in b], dev)
-            for b in op.batches
-        ]
-        models = [b[0].model for b in op.batches]
-        first, budget_end, finished = True, math.inf, []
-        while True:
-            with op.lock:
-                joins, op.joins = op.joins, []
-                ending = not first and (op.interrupted or self.now() >= budget_end - 1e-9)
-                if ending or (not joins and not any(db.seqs for db in dbs)):
-                    op.closed = True
-            for index, reqs in joins:
-                running = {s.rid for db in dbs for s in db.seqs}
-                new = [
-                    self._resident_seq(r, w)
-                    for r in reqs
-                    if r.rid not in running and not self.seqs[r.rid].finished
-                ]
-                if index >= len(dbs):
-                    model = reqs[0].model
-                    dbs.append(DecodeBatch(w.module(model), [], dev))
-                    models.append(model)
-                db = dbs[index]
-                have = {s.rid for s in db.seqs}
-                db.assemble(db.split() + [s for s in new if s.rid not in have])
-            if op.closed:
-                break
-            out = []
-            stop = False
-            step_t0 = time.perf_counter()
-            for db in dbs:
-                if not db.seqs:
-                    continue
-                toks = db.step()
-                t = self.now()
-                keep = []
-                for i, (s, tok) in enumerate(zip(db.seqs, toks, strict=True)):
-                    s.take(tok)
-                    out.append((self.reqs[s.rid], tok, t, s.finished))
-                    if s.finished:
-                        finished.append(self.reqs[s.rid])
-                        stop = True
-                    else:
-                        keep.append(i)
-                db.drop(keep)
-            self.post(self._tokens, out)
-            self.steps += 1
-            self.step_s += time.perf_counter() - step_t0
-            if first:
-                first = False
-                if op.budget is not None:
-                    budget_end = self.now() + op.budget
-            if stop and op.stop:
-                with op.lock:  # joins accepted before the close stay resident, not run
-                    op.closed = True
-                    op.joins = []
-                break
-        for db in dbs:
-            self.forward_s += db.forward_s
-            for s in db.split():
-                s.kv_on = op.inst.iid
-        for r in finished:
-            self.seqs[r.rid].kv = None
-        self.decode_s += time.perf_counter() - t_start
-        t = self.now()
-        self.post(self._done, self._decoded, op, tuple(finished), t, time.perf_counter() - t_start)
-
-    def _resident_seq(self, r: Request, w: Worker) -> Seq:
-        s = self.seqs[r.rid]
-        s.wait_kv()
-        if s.kv_on != w.iid or s.kv is None:
-            raise RuntimeError(f"request {r.rid}: KV is not on instance {w.iid}")
-        return s
-
     def _decoded(self, op: _DecodeOp, finished, t, took) -> None:
         inst = op.inst
         self._ops.pop(inst.iid, None)
@@ -428,8 +443,8 @@ class EngineBackend(Backend):
 
     # --- KV cache ------------------------------------------------------------------------
     def _kv_on(self, iid: int) -> int:
-        kv = self.kv_bytes_per_token
-        return sum(s.kv_tokens * kv[s.model] for s in self.seqs.values() if s.kv_on == iid)
+        """Bytes of the blocks in use on instance `iid`."""
+        return self.kv[iid].used_blocks() * self.block_bytes
 
     def move_kv(self, reqs, src, dst, on_done) -> None:
         """Copy KV device -> host (src's d2h lane) -> device (dst's h2d lane). As in the
@@ -475,11 +490,27 @@ class EngineBackend(Backend):
             self.call_at(self.now(), self._done, self._moved, reqs, dst, on_done)
 
     def _copy(self, seqs: list[Seq], dst: Instance | None, link) -> None:
+        """Copy KV to `dst` (None: host), blocks freed at the source and taken at the
+        destination; a KV finding no free blocks there is dropped (preempted: the
+        decode loop recomputes it), as is one of a request already gone."""
         import torch
 
-        live = [
-            s for s in seqs if s.kv is not None and s.kv_on != (None if dst is None else dst.iid)
-        ]
+        to = None if dst is None else dst.iid
+        live = []
+        for s in seqs:
+            if s.kv is None or s.kv_on == to:
+                if s.preempted or s.kv is None:
+                    s.kv_on = to
+                continue
+            if s.finished or s.cancelled:
+                self._release(s)
+                s.kv_on = to
+            elif to is not None and not self.kv[to].allocate_slots(s.rid, s.kv_tokens):
+                self._release(s)
+                s.preempted, s.kv_on = True, to
+                self.post(self._preempted, s.rid)
+            else:
+                live.append(s)
         if dst is None:
             pin = self.spec.kind == "cuda"
             new = [torch.empty_like(s.kv, device="cpu", pin_memory=pin) for s in live]
@@ -487,7 +518,9 @@ class EngineBackend(Backend):
             new = [torch.empty_like(s.kv, device=self.spec.torch_device) for s in live]
         link.copy(list(zip(new, [s.kv for s in live], strict=True)))
         for s, t in zip(live, new, strict=True):
-            s.kv, s.kv_on = t, None if dst is None else dst.iid
+            if s.kv_on is not None:
+                self.kv[s.kv_on].free(s.rid)
+            s.kv, s.kv_on = t, to
 
     def _moved(self, reqs, dst, on_done) -> None:
         on_done(Done("move_kv", dst, tuple(reqs), self.now()))

@@ -45,9 +45,18 @@ class EngineCost(CostModel):
     cold
         Scale-ups start the model afresh (a policy whose system starts an engine per
         scale-up, as the engine then does: `engine.cold_start`).
+    startup
+        Such a start-up lasts at least this long before the weights' copy (the policy's
+        configured ``startup``, which the engine waits out: `engine.startup_s`).
     """
 
-    def __init__(self, profile: dict, kv_bytes_per_token: dict[str, float], cold: bool = False):
+    def __init__(
+        self,
+        profile: dict,
+        kv_bytes_per_token: dict[str, float],
+        cold: bool = False,
+        startup: float = 0.0,
+    ):
         dev = profile["device"]
         link = dev.get("link_bps") or 1e12  # unthrottled (CUDA): KV moves ~free
         budget = float(dev["memory_bytes"])
@@ -56,6 +65,7 @@ class EngineCost(CostModel):
         self.budget = budget
         self.profile = profile
         self.cold = cold
+        self.startup = startup
         self.kvb = dict(kv_bytes_per_token)
         self.active = int(profile["device"].get("concurrent", 1))  # instances computing
         self.shared = profile.get("contention")
@@ -101,8 +111,9 @@ class EngineCost(CostModel):
         return tokens * self.kvb[model] / self.gpu.host_link
 
     def switch_time(self, model: str) -> float:
-        t = switch_seconds(self.profile, model, self.cold)
-        return t * self.factor("load") if self.cold else t
+        if not self.cold:
+            return switch_seconds(self.profile, model)
+        return switch_seconds(self.profile, model, True, self.startup, self.factor("load"))
 
     def prefetch_time(self, model: str) -> float:
         return float(self.profile["switch_s"][model])
@@ -151,7 +162,14 @@ class SharedDeviceBackend(SimulatedBackend):
         if not (self.engine_cost.cold and model not in (inst.resident, inst.prefetched)):
             super().load(inst, model, on_done)
             return
+        cost = self.engine_cost
         self._computing(inst.iid, True)
+        if cost.startup > 0:  # the build computes; the rest of the start-up waits
+            p = cost.profile
+            build = (float(p["cold_switch_s"][model]) - float(p["switch_s"][model])) * (
+                cost.factor("load")
+            )
+            self.call_at(self.now() + max(0.0, build), self._computing, inst.iid, False)
 
         def done(d):
             self._computing(d.inst.iid, False)
@@ -197,22 +215,26 @@ def predict(
     rates: dict[str, float] | None = None,
     drain: float = 300.0,
     timeline: list | None = None,
+    options: dict | None = None,
 ) -> PoolResult:
     """Simulate `trace` (model names = served models) on the profiled device; with a
     `timeline` list, append the simulated backend's event log (`hpn.serve.timeline`)."""
     wall = time.perf_counter()
-    from hpn.serve.engine import cold_start
+    from hpn.serve.engine import cold_start, startup_s
 
     cls = get_policy(policy)
-    cold = cold_start(cls, {})
-    cost = EngineCost(profile, kv_bytes_per_token, cold)
+    options = options or {}
+    cold = cold_start(cls, options)
+    startup = startup_s(cls, options)
+    cost = EngineCost(profile, kv_bytes_per_token, cold, startup)
     sink = Recorder()
     from hpn.serve.timeline import Traced, traced
 
     base: type[SimulatedBackend] = SharedDeviceBackend if cost.shared else SimulatedBackend
     backend = (base if timeline is None else traced(base))(cost, cluster, sink)
     rates = rates or {m: 1.0 for m in trace.names}
-    pol = cls(backend, predictor(profile, kv_bytes_per_token, cold), cluster, rates, slo)
+    pred = predictor(profile, kv_bytes_per_token, cold, startup)
+    pol = cls(backend, pred, cluster, rates, slo, **options)
     reqs = requests_of(trace, slo)
     end = trace.duration + drain
     backend.run(reqs, pol.on_arrival, until=end)

@@ -49,6 +49,12 @@ def cluster_for(policy: str, prefill: int, decode: int, workers: int) -> Cluster
     return cl
 
 
+def startup_s(cls, options: dict) -> float:
+    """The engine start-up a policy's options configure (``startup``), 0 if not given:
+    the engine then starts as long as building the model takes (what it measures)."""
+    return float(options.get("startup", 0.0)) if cold_start(cls, options) else 0.0
+
+
 def cold_start(cls, options: dict) -> bool:
     """Whether a policy's system starts an engine per scale-up (its own `loader` charges
     a start-up), so the engine builds the model afresh instead of reusing one."""
@@ -73,6 +79,7 @@ class Engine:
         options: dict | None = None,
         sink=None,
         timeline: bool = False,
+        kv_blocks: int | None = None,
     ):
         self.hosts, self.spec, self.slo, self.cluster = hosts, spec, slo, cluster
         if profile is None:
@@ -89,11 +96,16 @@ class Engine:
             from hpn.serve.timeline import traced
 
             backend_cls = traced(EngineBackend)
-        self.backend = backend_cls(cluster, self.sink, hosts, spec, self.cold_start)
+        self.startup_s = startup_s(cls, options or {})
+        self.backend = backend_cls(
+            cluster, self.sink, hosts, spec, self.cold_start, kv_blocks, self.startup_s
+        )
         self.kv_bytes_per_token = {
             m: float(h.info.kv_bytes_per_token(spec.elem_bytes)) for m, h in hosts.items()
         }
-        self.predictor = profiles.predictor(profile, self.kv_bytes_per_token, self.cold_start)
+        self.predictor = profiles.predictor(
+            profile, self.kv_bytes_per_token, self.cold_start, self.startup_s
+        )
         rates = rates or {m: 1.0 for m in hosts}
         self.policy = cls(self.backend, self.predictor, cluster, rates, slo, **(options or {}))
         self._rid = 0
@@ -142,6 +154,16 @@ class Engine:
 
         self.backend.post(arrive)
         return rid
+
+    def abort(self, rid: int, reason: str = "abort") -> None:
+        """End request `rid` at its next step boundary (thread-safe; see
+        `EngineBackend.abort`)."""
+        self.backend.post(self.backend.abort, rid, reason)
+
+    def max_len(self, model: str) -> int:
+        """Context tokens a request of `model` may reach: the model's own length
+        (``max_position_embeddings``), at most what one instance's KV pool holds."""
+        return min(self.hosts[model].info.max_len, self.backend.max_context)
 
     def stop(self) -> None:
         self.backend.stop()

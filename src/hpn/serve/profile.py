@@ -209,14 +209,14 @@ def _measure_shape(
                 _sync(spec)
                 t0 = time.perf_counter()
                 for s, tok in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
-                    s.take(tok)
+                    s.take(*tok)
                 _sync(spec)
                 pre.append(time.perf_counter() - t0)
                 db = DecodeBatch(dm.module, seqs, dev)
                 for _ in range(DECODE_STEPS):
                     t0 = time.perf_counter()
                     for s, tok in zip(db.seqs, db.step(), strict=True):
-                        s.take(tok)
+                        s.take(*tok)
                     _sync(spec)
                     steps.append(time.perf_counter() - t0)
             pts.append((L, B, statistics.median(pre[1:]), statistics.median(steps[DECODE_STEPS:])))
@@ -265,10 +265,12 @@ def load(path: str | Path) -> dict:
     return doc
 
 
-def predictor(profile: dict, kv_bytes_per_token: dict[str, float], cold: bool = False):
+def predictor(
+    profile: dict, kv_bytes_per_token: dict[str, float], cold: bool = False, startup: float = 0.0
+):
     """The policies' estimates (`pool.Predictor`) from a fitted profile: the engine's and
     the simulator's prediction of it use this same one. `cold`: scale-ups start the model
-    afresh (`cold_switch_s`)."""
+    afresh (`cold_switch_s`), lasting at least `startup` seconds before the copy."""
     from hpn.pool.predictor import Predictor
 
     names = sorted(kv_bytes_per_token)
@@ -281,7 +283,7 @@ def predictor(profile: dict, kv_bytes_per_token: dict[str, float], cold: bool = 
     return Predictor(
         prefill={m: tuple(profile["fits"][m]["prefill"]) for m in names},
         decode={m: tuple(profile["fits"][m]["decode"]) for m in names},
-        switch_s={m: switch_seconds(profile, m, cold) for m in names},
+        switch_s={m: switch_seconds(profile, m, cold, startup) for m in names},
         kv_s_per_token={m: kvb[m] / link for m in names},
         weights={m: float(profile["weights"][m]) for m in names},
         kv_bytes_per_token=kvb,
@@ -291,12 +293,19 @@ def predictor(profile: dict, kv_bytes_per_token: dict[str, float], cold: bool = 
     )
 
 
-def switch_seconds(profile: dict, model: str, cold: bool = False) -> float:
-    """Measured scale-up seconds of `model` (cold: with the model built afresh)."""
+def switch_seconds(
+    profile: dict, model: str, cold: bool = False, startup: float = 0.0, build_factor=1.0
+) -> float:
+    """Measured scale-up seconds of `model` (cold: with the model built afresh, its build
+    x `build_factor` (contention), and the whole start-up at least `startup` seconds
+    before the weights' copy, as `DeviceModel.load` waits)."""
     if cold:
         if model not in profile.get("cold_switch_s", {}):
             raise InputError("profile", "no cold_switch_s: profile again (hpn serve profile)")
-        return float(profile["cold_switch_s"][model])
+        t = float(profile["cold_switch_s"][model]) * build_factor
+        if startup > 0:
+            return max(t, startup + float(profile["switch_s"][model]))
+        return t
     return float(profile["switch_s"][model])
 
 

@@ -71,6 +71,17 @@ def assign_models(trace_names, served: list[str], mapping: dict[str, str]) -> di
     return out
 
 
+def fold_warning(names: dict[str, str]) -> str | None:
+    """One line when trace models share served models (`names`: trace -> served)."""
+    served = set(names.values())
+    if len(served) >= len(names):
+        return None
+    return (
+        f"warning: {len(names)} trace models folded onto {len(served)} served models "
+        "(their requests share instances; give --map or serve more models)"
+    )
+
+
 def plan(
     trace: Trace,
     served: list[str],
@@ -130,7 +141,8 @@ async def _one(client, url: str, r: Replayed, t0: float) -> None:
                 if '"error"' in line[:16]:
                     r.error = json.loads(line[6:])["error"]["message"]
                     break
-                times.append(time.perf_counter() - t0)
+                if '"finish_reason": null' in line:  # a token (the finish chunk has none)
+                    times.append(time.perf_counter() - t0)
     except Exception as e:  # a dropped connection counts as a failed request
         r.error = f"{type(e).__name__}: {e}"
     r.tokens = times
@@ -248,8 +260,12 @@ def replay_trace(
     else:
         assert models is not None  # one of the two, checked above
         tr = market(models, rate, duration, seed=seed)
-    res, reqs = replay(tr, url, time_scale, parse_map(mapping), slo, max_input, max_output)
+    mapped = parse_map(mapping)
+    warn = fold_warning(assign_models(tr.names, served_models(url.rstrip("/")), mapped))
+    res, reqs = replay(tr, url, time_scale, mapped, slo, max_input, max_output)
     out = res.to_json(detail=True)
+    if warn is not None:
+        out["warning"] = warn
     out["url"] = url
     out["errors"] = sum(1 for r in reqs if r.error)
     return out, {"tokens": token_table(reqs)}

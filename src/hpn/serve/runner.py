@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpn.serve.sampling import GREEDY, Sampled, SamplingParams, sample
+
 
 @dataclass(eq=False)
 class Seq:
@@ -24,14 +26,19 @@ class Seq:
     prompt: list[int]
     max_new: int
     eos: frozenset[int] = frozenset()  # empty: ignore EOS
-    temperature: float = 0.0
-    seed: int | None = None
+    sampling: SamplingParams = GREEDY
     out: list[int] = field(default_factory=list)
+    lps: list = field(default_factory=list)  # per output token: (logprob, top) or None
     kv: Any = None  # tensor [layers, 2, H, tokens, D]
     kv_on: int | None = None  # instance id holding `kv`, None = host
     finished: bool = False
     on_token: Any = None  # callback(req, seq, token, t) on the scheduler thread
     moving: Any = None  # threading.Event of the last KV move started (set when it lands)
+    cancelled: bool = False  # aborted by its client: leaves at the next step boundary
+    preempted: bool = False  # KV dropped for lack of blocks: recomputed when they free
+    end_reason: str = ""  # why it was aborted (abort, or stop: a stop string matched)
+    cancel_step: int = -1  # the engine's step count when aborted, and when it left
+    drop_step: int = -1
     _gen: Any = None
 
     @property
@@ -45,9 +52,12 @@ class Seq:
         if m is not None:
             m.wait()
 
-    def take(self, token: int) -> None:
+    def take(self, token: int, lp=None) -> None:
         self.out.append(token)
-        if len(self.out) >= self.max_new or token in self.eos:
+        self.lps.append(lp)
+        if len(self.out) >= self.max_new or (
+            token in self.eos and len(self.out) > self.sampling.min_tokens
+        ):
             self.finished = True
 
     def generator(self, device):
@@ -55,7 +65,8 @@ class Seq:
 
         if self._gen is None:
             g = torch.Generator(device=device)
-            g.manual_seed(self.rid if self.seed is None else self.seed)
+            seed = self.sampling.seed
+            g.manual_seed(self.rid if seed is None else seed)
             self._gen = g
         return self._gen
 
@@ -70,32 +81,21 @@ def cache_kw(module) -> str:
     return name
 
 
-def sample(logits, seqs: list[Seq]) -> list[int]:
-    """Greedy (temperature 0) or seeded sampling, one token per row."""
-    import torch
+def prefill(module, seqs: list[Seq], device, recompute: bool = False) -> list[Sampled]:
+    """One forward over the (left-padded) prompts; sets each seq's KV; the first tokens.
 
-    greedy = logits.argmax(dim=-1).tolist()
-    out = []
-    for i, s in enumerate(seqs):
-        if s.temperature <= 0:
-            out.append(int(greedy[i]))
-            continue
-        p = torch.softmax(logits[i].float() / s.temperature, dim=-1)
-        out.append(int(torch.multinomial(p, 1, generator=s.generator(p.device)).item()))
-    return out
-
-
-def prefill(module, seqs: list[Seq], device) -> list[int]:
-    """One forward over the (left-padded) prompts; sets each seq's KV; the first tokens."""
+    `recompute`: rebuild the KV of preempted seqs (prompt and every output token but the
+    last, which the next decode step feeds); nothing is sampled."""
     import torch
     from transformers import DynamicCache
 
-    lens = [len(s.prompt) for s in seqs]
+    ctxs = [s.prompt + s.out[:-1] if recompute else s.prompt for s in seqs]
+    lens = [len(c) for c in ctxs]
     P = max(lens)
     ids = torch.zeros(len(seqs), P, dtype=torch.long)
     mask = torch.zeros(len(seqs), P, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, P - lens[i] :] = torch.tensor(s.prompt)
+    for i, c in enumerate(ctxs):
+        ids[i, P - lens[i] :] = torch.tensor(c)
         mask[i, P - lens[i] :] = 1
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     ids, mask, pos = ids.to(device), mask.to(device), pos.to(device)
@@ -116,6 +116,8 @@ def prefill(module, seqs: list[Seq], device) -> list[int]:
                     for ly in layers
                 ]
             )
+        if recompute:
+            return []
         return sample(out.logits[:, -1, :], seqs)
 
 
@@ -194,7 +196,7 @@ class DecodeBatch:
                 ly.values = ly.values[:, :, pad:]
             self.mask = self.mask[:, pad:]
 
-    def step(self) -> list[int]:
+    def step(self) -> list[Sampled]:
         """One forward over the batch: each seq's last token in, one new token out."""
         import torch
 

@@ -82,17 +82,22 @@ class DeviceModel:
         self._skeleton: Any = None
         self.copy_s = 0.0
 
-    def load(self, link: Link, cold: bool = False) -> float:
+    def load(self, link: Link, cold: bool = False, startup_s: float = 0.0) -> float:
         """Allocate device tensors, copy the weights over `link`, bind them; seconds taken.
 
         `cold`: start the model as a fresh engine does first (build and initialise the
         transformers module from its config), the scale-up of a system without Aegaeon's
-        reusable engine (ServerlessLLM's engine start-up)."""
+        reusable engine (ServerlessLLM's engine start-up); with `startup_s`, the start-up
+        lasts at least that long (a configured engine start-up: vLLM's initialisation,
+        which this engine does not have) before the weights are copied."""
         import torch
 
         t0 = time.perf_counter()
         if cold:
             self._skeleton = self.host.fresh()
+            wait = startup_s - (time.perf_counter() - t0)
+            if wait > 0:
+                time.sleep(wait)
         elif self._skeleton is None:
             self._skeleton = self.host.skeleton()
         dev = self.spec.torch_device

@@ -79,9 +79,9 @@ class Worker:
             raise RuntimeError(f"instance {self.iid}: {model} is not on the device")
         return s.module
 
-    def copy_in(self, model: str, cold: bool = False) -> float:
+    def copy_in(self, model: str, cold: bool = False, startup_s: float = 0.0) -> float:
         """Scale up `model` (on the h2d lane): seconds the copy took."""
-        took = self.slot(model).load(self.h2d_link, cold)
+        took = self.slot(model).load(self.h2d_link, cold, startup_s)
         self.ready.add(model)
         return took
 
