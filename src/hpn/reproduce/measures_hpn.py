@@ -11,6 +11,7 @@ Jobs = dict[str, dict[str, Any]]
 CLOS = {"dual_tor": False, "rail_optimized": False, "dual_plane": False}
 FABRICS = (("DCN+", "dcn-plus", "ecmp"), ("HPN", "hpn", "hpn"))  # each with its own routing
 SIZES = "1M,4M,16M,64M,256M,1G,4G"
+PAPER_NCCL = "2.18.3"  # the release the paper measured with (P §9, its test-bed table)
 LINK = "link:host=12,nic=3,port=0,at=10s,repair=100s"
 FLAP = "flap:host=12,nic=3,port=0,at=10s,down=10s"  # the model's assumed flap (failures.md)
 
@@ -208,7 +209,14 @@ def _busbw(ctx: Context, op: str, sizes: str) -> dict[str, list[list[float]]]:
     for name, preset, routing in FABRICS:
         cfg = {
             "fabric": {"preset": preset},
-            "collective": {"op": op, "gpus": 448, "sizes": sizes, "routing": routing, "seed": 1},
+            "collective": {
+                "op": op,
+                "gpus": 448,
+                "sizes": sizes,
+                "routing": routing,
+                "seed": 1,
+                "nccl": PAPER_NCCL,
+            },
         }
         res = ctx.run("collective", cfg, f"{op} 448 GPUs {preset}")["results"]
         out[name] = [[r["size_bytes"], round(r["busbw_GBps"], 3)] for r in res]
