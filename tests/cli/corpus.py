@@ -486,6 +486,15 @@ CORPUS += cases(
     "demo",
     [("--out {F}/afile", ("--out",))],
 )
+CORPUS += cases(
+    "reproduce",
+    [
+        ("nope", ("paper", "hpn, aegaeon or all")),
+        ("--only nope", ("--only", "unknown claim")),
+        ("--only ,", ("--only", "one or more claim ids")),
+        ("--out {F}/afile", ("--out", "file")),
+    ],
+)
 # the lab (tests/lab): every case is refused before anything is built or written
 CORPUS += cases(
     "lab up",

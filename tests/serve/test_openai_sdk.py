@@ -296,7 +296,7 @@ def test_disconnect_aborts_within_one_step_and_frees_everything(server, names, s
                 if n == 3:
                     break
     else:
-        with httpx.Client(timeout=0.5) as h, pytest.raises(httpx.ReadTimeout):
+        with httpx.Client(timeout=0.2) as h, pytest.raises(httpx.ReadTimeout):
             h.post(url, json=body)  # the client gives up, closing its connection
     deadline = time.time() + 10
     rid = max(be.seqs)
@@ -305,7 +305,7 @@ def test_disconnect_aborts_within_one_step_and_frees_everything(server, names, s
         time.sleep(0.01)
     assert seq.cancelled and be.reqs[rid].done_t >= 0
     assert 0 <= seq.drop_step - seq.cancel_step <= 1  # left at the next step boundary
-    assert len(seq.out) < 100
+    assert len(seq.out) < body["max_tokens"]  # aborted, not run to its length
     time.sleep(0.2)
     assert all(kvm.used_blocks() == 0 for kvm in be.kv.values())
     m = _metrics(port)

@@ -39,7 +39,8 @@ def test_traffic_records_flows_links_and_tier_utilization(cli, tmp_path: Path):
 
 
 def test_pool_commands_record_runs(cli):
-    r = cli("pool", "goodput", "--rate", "0.1", "--gpus", "4", "--duration", "60s", "--json")
+    args = "pool goodput --policy aegaeon --rate 0.1 --gpus 4 --duration 60s --json"
+    r = cli(*args.split())
     assert r.code == 0, r.err
     row = Index(runs_root()).rows("command = 'pool goodput'")[0]
     run = Run(Path(row["path"]))

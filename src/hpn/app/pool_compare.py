@@ -17,7 +17,7 @@ from hpn.app.base import Outcome, Result
 
 COMPARED: tuple[tuple[str, str], ...] = (
     ("aegaeon", "Aegaeon"),
-    ("serverless-artifact", "ServerlessLLM (the paper's baseline, authors' simulator)"),
+    ("serverless-artifact", "ServerlessLLM (baseline of the paper, simulator of its authors)"),
     ("serverless", "vanilla ServerlessLLM (engine start per scale-up)"),
     ("muxserve", "MuxServe"),
     ("dedicated", "dedicated (one GPU per model)"),
@@ -75,7 +75,7 @@ class ComparisonResult(Result):
             f"{m} {'-' if r is None else f'{r:.2f}x'}"
             for m, r in self.aegaeon_over_baseline.items()
         )
-        out.append(f"aegaeon / the paper's ServerlessLLM ({BASELINE}): {ratios}")
+        out.append(f"aegaeon / ServerlessLLM baseline ({BASELINE}): {ratios}")
         return out
 
 
