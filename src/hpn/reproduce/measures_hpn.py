@@ -161,6 +161,7 @@ def dual_plane_balance(ctx: Context, jobs: Jobs) -> Measured:
 
 
 def _train(ctx: Context, job: dict[str, Any], label: str, dcn_pods: int = 1) -> Measured:
+    job = {**job, "comm": {**job.get("comm", {}), "nccl": PAPER_NCCL}}
     per = {}
     for name, preset, routing in FABRICS:
         fabric: dict[str, Any] = {"preset": preset}
