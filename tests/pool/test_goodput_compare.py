@@ -7,6 +7,19 @@ import json
 from tests.conftest import run_cli
 
 POLICIES = ["aegaeon", "serverless-artifact", "serverless", "muxserve", "dedicated"]
+SMALL = [
+    "pool",
+    "goodput",
+    "--gpus",
+    "2",
+    "--rate",
+    "0.05",
+    "--duration",
+    "60s",
+    "--metric",
+    "deadline",
+]
+"""A small comparison: every policy, one accounting, a minute of trace."""
 
 
 def test_default_is_the_papers_comparison():
@@ -34,18 +47,7 @@ def test_default_is_the_papers_comparison():
 
 
 def test_table_shows_a_dash_for_zero_models():
-    r = run_cli(
-        "pool",
-        "goodput",
-        "--gpus",
-        "2",
-        "--rate",
-        "0.05",
-        "--duration",
-        "60s",
-        "--metric",
-        "deadline",
-    )
+    r = run_cli(*SMALL)
     assert r.code == 0, r.err
     rows = {ln.split()[0]: ln.split() for ln in r.out.splitlines() if ln.split()}
     assert set(POLICIES) <= set(rows)
@@ -63,20 +65,6 @@ def test_single_policy_zero_models_shows_a_dash():
 
 
 def test_a_knob_applies_to_its_own_policy_in_the_comparison():
-    r = run_cli(
-        "pool",
-        "goodput",
-        "--gpus",
-        "2",
-        "--rate",
-        "0.05",
-        "--duration",
-        "60s",
-        "--metric",
-        "deadline",
-        "--qs",
-        "1",
-        "--json",
-    )
+    r = run_cli(*SMALL, "--qs", "1", "--json")
     assert r.code == 0, r.err
     assert len(json.loads(r.out)["policies"]) == 5

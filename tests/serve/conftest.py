@@ -49,6 +49,23 @@ def flat_profile(hosts, step=0.004, switch=0.01):
     }
 
 
+def aegaeon_engine(hosts, spec):
+    """A started one-prefill, one-decode aegaeon engine on the flat profile (the API tests')."""
+    from hpn.serve.engine import Engine, cluster_for
+    from hpn.serve.metrics import ServeMetrics
+
+    eng = Engine(
+        hosts,
+        spec,
+        "aegaeon",
+        cluster_for("aegaeon", 1, 1, 0),
+        profile=flat_profile(hosts),
+        sink=ServeMetrics(),
+    )
+    eng.start()
+    return eng
+
+
 def reference(host, prompt, n):
     """transformers' own greedy generate() on the host copy."""
     import torch

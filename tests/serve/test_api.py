@@ -7,29 +7,19 @@ import json
 
 import pytest
 
-from tests.serve.conftest import NEEDS, flat_profile, reference
+from tests.serve.conftest import NEEDS, aegaeon_engine, reference
 
 pytest.importorskip("torch", reason=NEEDS)
 pytest.importorskip("transformers", reason=NEEDS)
 pytest.importorskip("prometheus_client", reason=NEEDS)
 httpx = pytest.importorskip("httpx")
 
-from hpn.serve.engine import Engine, cluster_for  # noqa: E402
-from hpn.serve.metrics import ServeMetrics  # noqa: E402
 from hpn.serve.server import Limits, create_app  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def served(hosts, spec):
-    eng = Engine(
-        hosts,
-        spec,
-        "aegaeon",
-        cluster_for("aegaeon", 1, 1, 0),
-        profile=flat_profile(hosts),
-        sink=ServeMetrics(),
-    )
-    eng.start()
+    eng = aegaeon_engine(hosts, spec)
     app = create_app(eng, Limits(max_body_bytes=4096, max_prompt_tokens=64, max_tokens=32))
     yield eng, app
     eng.stop()

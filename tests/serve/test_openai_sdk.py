@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.serve.conftest import NEEDS, flat_profile, reference
+from tests.serve.conftest import NEEDS, aegaeon_engine, reference
 
 pytest.importorskip("torch", reason=NEEDS)
 pytest.importorskip("transformers", reason=NEEDS)
@@ -17,22 +17,12 @@ openai = pytest.importorskip("openai", reason=NEEDS)
 prom = pytest.importorskip("prometheus_client.parser", reason=NEEDS)
 uvicorn = pytest.importorskip("uvicorn", reason=NEEDS)
 
-from hpn.serve.engine import Engine, cluster_for  # noqa: E402
-from hpn.serve.metrics import ServeMetrics  # noqa: E402
 from hpn.serve.server import Limits, create_app  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server(hosts, spec):
-    eng = Engine(
-        hosts,
-        spec,
-        "aegaeon",
-        cluster_for("aegaeon", 1, 1, 0),
-        profile=flat_profile(hosts),
-        sink=ServeMetrics(),
-    )
-    eng.start()
+    eng = aegaeon_engine(hosts, spec)
     app = create_app(eng, Limits(max_model_len=400))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -314,9 +304,7 @@ def test_disconnect_aborts_within_one_step_and_frees_everything(server, names, s
 
 
 def test_metrics_names_and_counts_equal_requests_sent(hosts, spec, names):
-    eng = Engine(hosts, spec, "aegaeon", cluster_for("aegaeon", 1, 1, 0),
-                 profile=flat_profile(hosts), sink=ServeMetrics())  # fmt: skip
-    eng.start()
+    eng = aegaeon_engine(hosts, spec)
     app = create_app(eng)
     import httpx
 
