@@ -306,7 +306,9 @@ class GoodputResult(Result):
 DEFAULT_GPUS = 16  # the paper's testbed: 2 nodes x 8 GPUs (A §7.1)
 
 
-def _search(p: GoodputOptions, policy: str, metric: str) -> dict[str, Any]:
+def _search(
+    p: GoodputOptions, policy: str, metric: str, results: dict[int, Any] | None = None
+) -> dict[str, Any]:
     from hpn.pool.search import goodput as search
 
     unsized = p.gpus is None and p.prefill_gpus is None and p.decode_gpus is None
@@ -316,6 +318,7 @@ def _search(p: GoodputOptions, policy: str, metric: str) -> dict[str, Any]:
         parse_duration(p.duration, "duration"),
         p.seed,
         metric=metric,
+        results=results,
         gpu=p.gpu,
         gpus=DEFAULT_GPUS if unsized else p.gpus,
         prefill_gpus=p.prefill_gpus,
@@ -358,7 +361,7 @@ def goodput(cfg: GoodputConfig) -> Outcome[GoodputResult | ComparisonResult]:
     if p.policy is None:
         from hpn.app.pool_compare import compare
 
-        both = compare(p, lambda q, pol, m: _search(_own(q, pol), pol, m), _slo_table)
+        both = compare(p, lambda q, pol, m, memo: _search(_own(q, pol), pol, m, memo), _slo_table)
         return cast("Outcome[GoodputResult | ComparisonResult]", both)
     out = _search(p, p.policy, p.metric or "deadline")
     return Outcome(GoodputResult.from_dict(out), {"slo": _slo_table([out])})

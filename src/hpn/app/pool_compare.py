@@ -85,7 +85,7 @@ def _att(value: float | None) -> str:
 
 def compare(
     p: Any,
-    search: Callable[[Any, str, str], dict[str, Any]],
+    search: Callable[[Any, str, str, dict[int, Any]], dict[str, Any]],
     slo_table: Callable[[list[dict[str, Any]]], dict[str, list[Any]]],
 ) -> Outcome[ComparisonResult]:
     """Every policy of :data:`COMPARED` on the pool ``p`` describes.
@@ -95,8 +95,9 @@ def compare(
     p
         The ``[pool]`` table of ``pool goodput``.
     search
-        ``search(p, policy, metric) -> goodput dict`` (:func:`hpn.pool.search.goodput`);
-        it applies each policy knob to its own policy only.
+        ``search(p, policy, metric, results) -> goodput dict``
+        (:func:`hpn.pool.search.goodput`); it applies each policy knob to its own policy only,
+        and ``results`` (one dict per policy) lets the second accounting reuse the first's runs.
     slo_table
         Builds the ``slo`` table from the goodput dicts.
 
@@ -109,7 +110,8 @@ def compare(
     rows: list[PolicyGoodput] = []
     first: list[dict[str, Any]] = []
     for policy, name in COMPARED:
-        runs = [search(p, policy, m) for m in metrics]
+        memo: dict[int, Any] = {}
+        runs = [search(p, policy, m, memo) for m in metrics]
         first.append(runs[0])
         second = runs[1] if len(runs) > 1 else None
         rows.append(

@@ -134,6 +134,7 @@ def goodput(
     start: int = 8,
     limit: int = 1024,
     metric: str = "deadline",
+    results: dict[int, Any] | None = None,
     **sim: Any,
 ) -> dict:
     """Max models at `rate` req/s each with attainment >= 90 % on the given pool.
@@ -152,6 +153,9 @@ def goodput(
         First and largest model count tried.
     metric
         ``deadline`` or ``artifact`` attainment.
+    results
+        Simulated results by model count, read and filled: a search of the same pool under the
+        other accounting passes the same dict and simulates only the counts not yet run.
     **sim
         Pool arguments of :func:`~hpn.pool.simulate.simulate` (``gpu``, ``gpus``, ...).
 
@@ -162,9 +166,12 @@ def goodput(
     """
     seen: dict[int, float] = {}
     unserved: dict[int, int] = {}
+    memo = {} if results is None else results
 
     def ok(m: int) -> bool:
-        res = simulate(market(m, rate, duration, seed), policy, **sim)
+        res = memo.get(m)
+        if res is None:
+            res = memo[m] = simulate(market(m, rate, duration, seed), policy, **sim)
         seen[m] = _score(res, metric)
         if res.unserved_models:  # a placement that leaves models out serves fewer than m
             unserved[m] = res.unserved_models
