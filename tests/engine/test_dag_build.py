@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpn.engine.dag import FlowDAG
+from hpn.engine.dag import ID, FlowDAG
 from hpn.errors import InputError
 
 FIELDS = ("kind", "src", "dst", "size", "group", "keys", "dep_before", "dep_after", "delay")
@@ -60,4 +60,4 @@ def test_dependencies_broadcast_like_numpy(before, after):
     d.add_deps(before, after)
     for got, ref in zip(d._deps[0], want, strict=True):
         np.testing.assert_array_equal(got, ref)
-        assert got.dtype == np.int64
+        assert got.dtype == ID  # stored task ids are int32

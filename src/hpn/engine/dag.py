@@ -21,6 +21,20 @@ from hpn.errors import InputError
 from hpn.routing.base import Paths
 
 FLOW, COMPUTE = 0, 1
+ID = np.int32
+"""The dtype of stored task ids (dependency edges, flow and compute indices): 4 bytes, half of
+int64, on DAGs of millions of flows; a DAG of more than ``2**31 - 1`` tasks is refused."""
+_ID_MAX = np.iinfo(ID).max
+
+
+def _ids(x: np.ndarray) -> np.ndarray:
+    """``x`` as :data:`ID`; an id out of its range is kept out of range (-1), so
+    :meth:`FlowDAG.validate` names it as an unknown task instead of a wrapped one."""
+    if x.dtype == ID:
+        return x
+    if len(x) and (int(x.min()) < -1 or int(x.max()) > _ID_MAX):
+        x = np.where((x < 0) | (x > _ID_MAX), -1, x)
+    return x.astype(ID)
 
 
 def _arr(x, n: int | None, dtype, name: str) -> np.ndarray:
@@ -43,14 +57,14 @@ class Tasks:
     src: np.ndarray
     dst: np.ndarray
     size: np.ndarray  # bytes per flow
-    group: np.ndarray  # coupled group per flow, -1 = none
+    group: np.ndarray  # coupled group per flow (ID), -1 = none
     keys: np.ndarray  # routing key per flow
     has_path: np.ndarray  # bool per flow: an explicit path was given
     paths: Paths  # explicit paths of the flows with has_path, in flow order
     compute_task: np.ndarray
     node: np.ndarray  # GPU per compute task
     duration: np.ndarray  # s per compute task
-    dep_before: np.ndarray
+    dep_before: np.ndarray  # ID (int32), as every stored task id
     dep_after: np.ndarray
 
 
@@ -69,6 +83,8 @@ class FlowDAG:
         self._groups = 0
 
     def _new_ids(self, n: int, kind: int, delay) -> np.ndarray:
+        if self.num_tasks + n > _ID_MAX:
+            raise InputError("dag", f"at most {_ID_MAX:,} tasks, got {self.num_tasks + n:,}")
         ids = np.arange(self.num_tasks, self.num_tasks + n, dtype=np.int64)
         self.num_tasks += n
         self._kinds.append(np.full(n, kind, np.int8))
@@ -104,7 +120,7 @@ class FlowDAG:
             raise InputError("paths", f"{len(paths)} paths for {n} flows")
         ids = self._new_ids(n, FLOW, delay)
         keys = ids if keys is None else _arr(keys, n, np.int64, "keys")
-        group = np.full(n, -1, np.int64)
+        group = np.full(n, -1, ID)
         if groups is not None:
             labels = _arr(groups, n, np.int64, "groups")
             k = int(labels.max()) + 1 if n else 0
@@ -135,10 +151,10 @@ class FlowDAG:
         b, a = np.asarray(before, np.int64), np.asarray(after, np.int64)
         if b.ndim <= 1 and a.ndim <= 1 and (b.size == a.size or 1 in (b.size, a.size)):
             n = a.size if b.size == 1 else b.size  # what np.broadcast_arrays gives, faster
-            b = b.ravel().copy() if b.size == n else np.full(n, b.ravel()[0])
-            a = a.ravel().copy() if a.size == n else np.full(n, a.ravel()[0])
+            b = _ids(b.ravel()) if b.size == n else np.full(n, _ids(b.ravel())[0])
+            a = _ids(a.ravel()) if a.size == n else np.full(n, _ids(a.ravel())[0])
         else:
-            b, a = (x.ravel().copy() for x in np.broadcast_arrays(b, a))
+            b, a = (_ids(x.ravel()) for x in np.broadcast_arrays(b, a))
         self._deps.append((b, a))
         self.__dict__.pop("tasks", None)
 
@@ -150,7 +166,7 @@ class FlowDAG:
     @cached_property
     def tasks(self) -> Tasks:
         kind = np.concatenate(self._kinds) if self._kinds else np.zeros(0, np.int8)
-        local = np.zeros(len(kind), np.int64)
+        local = np.zeros(len(kind), ID)
         is_flow = kind == FLOW
         local[is_flow] = np.arange(int(is_flow.sum()))
         local[~is_flow] = np.arange(int((~is_flow).sum()))
@@ -167,15 +183,15 @@ class FlowDAG:
             src=cat[0].astype(np.int64, copy=False),
             dst=cat[1].astype(np.int64, copy=False),
             size=cat[2].astype(np.float64, copy=False),
-            group=cat[3].astype(np.int64, copy=False),
+            group=cat[3].astype(ID, copy=False),
             keys=cat[4].astype(np.int64, copy=False),
             has_path=np.concatenate(has) if has else np.zeros(0, bool),
             paths=Paths.concat([f[5] for f in self._flows if f[5] is not None]),
             compute_task=np.flatnonzero(~is_flow),
             node=np.concatenate(comp[0]) if comp[0] else np.zeros(0, np.int64),
             duration=np.concatenate(comp[1]) if comp[1] else np.zeros(0),
-            dep_before=np.concatenate(deps[0]) if deps[0] else np.zeros(0, np.int64),
-            dep_after=np.concatenate(deps[1]) if deps[1] else np.zeros(0, np.int64),
+            dep_before=np.concatenate(deps[0]) if deps[0] else np.zeros(0, ID),
+            dep_after=np.concatenate(deps[1]) if deps[1] else np.zeros(0, ID),
         )
         self._collapse(t)
         return t

@@ -419,6 +419,23 @@ def _conn_kernel(src, dst, keys, bits):  # pragma: no cover - compiled
     return first[:nc], inv, True
 
 
+def _succ_kernel(before, after, n):  # pragma: no cover - compiled
+    # the successors of each task, grouped by predecessor in edge order (a stable counting
+    # sort: what after[np.argsort(before, kind="stable")] gives), and the group offsets
+    off = np.zeros(n + 1, np.int64)
+    for e in range(len(before)):
+        off[before[e] + 1] += 1
+    for t in range(n):
+        off[t + 1] += off[t]
+    fill = off[:-1].copy()
+    succ = np.empty(len(after), after.dtype)
+    for e in range(len(before)):
+        b = before[e]
+        succ[fill[b]] = after[e]
+        fill[b] += 1
+    return succ, off
+
+
 def _helper(name: str) -> Any:
     """The compiled helper ``name`` (called by the batch steps' kernels, `engine.steps`)."""
     _kernel("fill")
@@ -433,7 +450,7 @@ def _kernel(name: str):
         kernels = {
             "fill": "_fill_kernel", "ledger": "_ledger_kernel", "reach": "_reach_kernel",
             "hops": "_hops_kernel", "tiers": "_tier_kernel", "conn": "_conn_kernel",
-            "tier_list": "_tier_list_kernel",
+            "tier_list": "_tier_list_kernel", "succ": "_succ_kernel",
         }  # fmt: skip
         _compiled.update(compile_in(globals(), helpers, kernels))
     return _compiled[name]
@@ -673,3 +690,33 @@ def connection_ids(
         np.asarray(src, i64), np.asarray(dst, i64), np.asarray(keys, i64), bits
     )
     return (first, inv) if ok else None
+
+
+def successors(before: np.ndarray, after: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The dependency edges ``before[i] -> after[i]`` of ``n`` tasks as CSR: the successors
+    grouped by predecessor, in edge order within a group (a stable sort), and the offsets.
+
+    Parameters
+    ----------
+    before, after
+        Task ids per edge (the same integer dtype).
+    n
+        Number of tasks.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Successors (``after``'s dtype) and offsets (int64, ``n + 1``).
+
+    Examples
+    --------
+    >>> s, off = successors(np.array([2, 0, 2]), np.array([0, 1, 1]), 3)
+    >>> s.tolist(), off.tolist()
+    ([1, 0, 1], [0, 1, 1, 3])
+    """
+    if HAVE_NUMBA and len(before):
+        return _kernel("succ")(before, after, n)
+    order = np.argsort(before, kind="stable")
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(before, minlength=n), out=off[1:])
+    return after[order], off

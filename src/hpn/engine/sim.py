@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpn.engine import kernels, state, steps
-from hpn.engine.dag import FLOW, FlowDAG, Tasks
+from hpn.engine.dag import FLOW, ID, FlowDAG, Tasks
 from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums_listed
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct
@@ -227,7 +227,7 @@ def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     given = np.flatnonzero(t.has_path)
     routed = np.flatnonzero(~t.has_path)
     start = np.zeros(nf, np.int64)
-    length = np.zeros(nf, np.int64)
+    length = np.zeros(nf, ID)  # hops per flow
     latency = np.zeros(nf)
     parts, n_routed = [], 0
     if len(given):
@@ -397,12 +397,11 @@ class Sim:
     def _start(self, tasks: np.ndarray) -> None:
         t, now = self.t, self.now
         self.task.start[tasks] = now
-        flows = t.local[tasks[t.kind[tasks] == FLOW]]
+        flows = t.local[tasks[t.kind[tasks] == FLOW]].astype(np.int64)  # stored as ID
         comp = tasks[t.kind[tasks] != FLOW]
         if len(comp):
             self.queue.push(now + t.duration[t.local[comp]], DONE, comp)
         if len(flows):
-            self.flow.start[flows] = now
             empty = self.flow.rem[flows] <= 0
             if empty.any():
                 self._tx_done(flows[empty])
@@ -724,7 +723,9 @@ class Sim:
     def result(self, wall: float) -> Result:
         """The run's :class:`Result`, with ``wall`` seconds of wall time."""
         t, fl, tk, smp = self.t, self.flow, self.task, self.sampler
+        fl.release()  # every flow has ended: its event state goes before the result's arrays
         finish = tk.finish[t.flow_task] if self.nf else np.zeros(0)
+        start = tk.start[t.flow_task] if self.nf else np.zeros(0)  # a flow starts as its task
         series = None
         if smp.interval:
             series = Series(
@@ -739,7 +740,7 @@ class Sim:
             task_finish=tk.finish,
             flow_task=t.flow_task,
             size=t.size,
-            start=fl.start,
+            start=start,
             tx_end=fl.tx_end,
             finish=finish,
             path_latency=self.path.latency,

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpn.engine import steps
+from hpn.engine import kernels, steps
+from hpn.engine.dag import ID
 from hpn.engine.links import LinkLedger
 from hpn.engine.maxmin import distinct, gather_rows
 from hpn.routing.base import Paths
@@ -42,8 +43,7 @@ class FlowState:
     rate: np.ndarray  # bytes/s
     fin: np.ndarray  # projected end of transmission (inf: not sending)
     soon: np.ndarray  # when rem falls to size * 1e-12 (<= fin)
-    start: np.ndarray
-    tx_end: np.ndarray
+    tx_end: np.ndarray  # (a flow's start is its task's: TaskState.start)
     sending: np.ndarray  # bool: transmitting
     act: np.ndarray  # the transmitting flows (and some that ended), sorted
     by_rate: RateIndex
@@ -67,13 +67,23 @@ class FlowState:
             rate=np.zeros(n),
             fin=np.full(n, np.inf),
             soon=np.full(n, np.inf),
-            start=np.full(n, np.nan),
             tx_end=np.full(n, np.nan),
             sending=np.zeros(n, bool),
             act=np.zeros(0, np.int64),
             by_rate=RateIndex(np.zeros(n, bool)),
             inc=np.zeros(n, bool),
         )
+
+    def release(self) -> None:
+        """Drop the per-flow event state (bytes left, rates, projected ends, flags) once
+        every flow has ended, keeping ``size`` and ``tx_end`` (what a result reads): on
+        millions of flows it is the largest part of the engine's memory."""
+        empty, none = np.zeros(0), np.zeros(0, bool)
+        self.rem = self.t_at = self.rate = self.fin = self.soon = empty
+        self.sending = self.inc = none
+        self.act = self.cand = np.zeros(0, np.int64)
+        self.by_rate = RateIndex(none)
+        self.n_act, self.joined = 0, []
 
     def active(self) -> np.ndarray:
         """The transmitting flows, sorted."""
@@ -305,17 +315,18 @@ class TaskState:
 
     @classmethod
     def of(cls, n: int, before: np.ndarray, after: np.ndarray) -> TaskState:
-        """The state of ``n`` tasks with edges ``before[i] -> after[i]``, none started."""
-        order = np.argsort(before, kind="stable")
-        off = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(before, minlength=n), out=off[1:])
+        """The state of ``n`` tasks with edges ``before[i] -> after[i]``, none started.
+        Task ids, counts and the scratch are int32 (:data:`hpn.engine.dag.ID`); the
+        successors are grouped by a stable counting sort (compiled: no int64 permutation
+        of the edges is built)."""
+        succ, off = kernels.successors(before, after, n)
         return cls(
             start=np.full(n, np.nan),
             finish=np.full(n, np.nan),
-            succ=after[order],
+            succ=succ,
             succ_off=off,
-            indeg=np.bincount(after, minlength=n).astype(np.int64),
-            stamp=np.full(n, -1, np.int64),
+            indeg=np.bincount(after, minlength=n).astype(ID),
+            stamp=np.full(n, -1, ID),
         )
 
     def roots(self) -> np.ndarray:
@@ -335,7 +346,7 @@ class TaskState:
         _, pos = gather_rows(off[tasks], cnt)
         succ, local = distinct(self.succ[pos], self.stamp)
         self.indeg[succ] -= np.bincount(local, minlength=len(succ))
-        return np.sort(succ[self.indeg[succ] == 0])
+        return np.sort(succ[self.indeg[succ] == 0]).astype(np.int64)
 
 
 @dataclass(eq=False)
