@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hpn.engine.maxmin import EPS, distinct, gather_rows, incidence, maxmin_rates
+from hpn.engine.records import LedgerRec
 from hpn.jit import compile_in
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
@@ -215,9 +216,9 @@ def _grow(key, val):  # pragma: no cover - compiled
     return k2, v2
 
 
-def _ledger_set(lk, v, now, load, carried, busy, peak, since, cap_at, cap, on):
-    # pragma: no cover - compiled
-    # LinkLedger.set for one link: book its load up to `now`, then hold `v`
+def _ledger_set(lk, v, now, led):  # pragma: no cover - compiled
+    # LinkLedger.set for one link: book its load up to `now`, then hold `v` (led: LedgerRec)
+    load, carried, busy, peak, since, cap_at, cap, on = led
     old = load[lk]
     dt = now - since[lk]
     carried[lk] += old * dt
@@ -235,8 +236,8 @@ def _ledger_set(lk, v, now, load, carried, busy, peak, since, cap_at, cap, on):
     on[lk] = v > 0
 
 
-def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, cap, on):
-    # pragma: no cover - compiled
+def _ledger_kernel(links, new, now, led):  # pragma: no cover - compiled
+    load, carried, busy, peak, since, cap_at, cap, on = led
     n = len(links)
     for i in range(n):
         if i + 16 < n:  # the cache lines of a link 16 ahead (random links miss every cache)
@@ -246,7 +247,7 @@ def _ledger_kernel(links, new, now, load, carried, busy, peak, since, cap_at, ca
             _prefetch(cap_at, ahead)
             _prefetch(cap, ahead)
             _prefetch(on, ahead)
-        _ledger_set(links[i], new[i], now, load, carried, busy, peak, since, cap_at, cap, on)
+        _ledger_set(links[i], new[i], now, led)
 
 
 def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
@@ -592,19 +593,8 @@ def ledger_set(ledger: Any, links: np.ndarray, new: np.ndarray, now: float) -> N
     now
         Time of the change, s.
     """
-    _kernel("ledger")(
-        np.asarray(links, np.int64),
-        np.asarray(new, np.float64),
-        float(now),
-        ledger.load,
-        ledger.bytes,
-        ledger.busy,
-        ledger.peak,
-        ledger.since,
-        ledger.cap_at,
-        ledger.cap,
-        ledger.on,
-    )
+    led = LedgerRec.of(ledger)
+    _kernel("ledger")(np.asarray(links, np.int64), np.asarray(new, np.float64), float(now), led)
 
 
 def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) -> np.ndarray:

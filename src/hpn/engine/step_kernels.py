@@ -20,9 +20,10 @@ _prefetch = _k._prefetch  # a cache-line hint (the numba intrinsic once `_kernel
 __all__ = ["BEFORE", "GROW", "HAVE_NUMBA", "RESUME"]
 
 
-def _cand_min(cand, lo, hi, sending, inc, fin, soon, ordered):  # pragma: no cover
+def _cand_min(cand, lo, hi, fr, ordered):  # pragma: no cover
     # compiled. The candidates cand[lo:hi]: returns those kept, as cand[lo:hi] again, and
-    # the earliest fin and soon among them
+    # the earliest fin and soon among them (fr: FlowRec)
+    sending, inc, fin, soon = fr.sending, fr.inc, fr.fin, fr.soon
     m = np.inf
     first = np.inf
     if ordered:  # by soon <= fin: stop at the first soon past the best fin
@@ -56,34 +57,17 @@ def _cand_min(cand, lo, hi, sending, inc, fin, soon, ordered):  # pragma: no cov
     return lo, n, m, first
 
 
-def _cand_min_kernel(cand, sending, inc, fin, soon, ordered):  # pragma: no cover - compiled
-    return _cand_min(cand, 0, len(cand), sending, inc, fin, soon, ordered)
+def _cand_min_kernel(cand, fr, ordered):  # pragma: no cover - compiled
+    return _cand_min(cand, 0, len(cand), fr, ordered)
 
 
-def _end_batch(
-    cand,
-    lo,
-    hi,
-    sending,
-    inc,
-    soon,
-    fin,
-    limit,
-    now,
-    rate,
-    rem,
-    tx_end,
-    start,
-    length,
-    links,
-    hops,
-    latency,
-    flow_task,
-    ordered,
-):  # pragma: no cover - compiled
+def _end_batch(cand, lo, hi, fr, limit, now, pr, hops, flow_task, ordered):
+    # pragma: no cover - compiled
     # FlowState.ending, then Sim._tx_done for those flows (all sending), with the times and
     # tasks of their completions sorted as EventQueue.push sorts them (np.lexsort), of the
-    # candidates cand[lo:hi]; those kept are cand[lo:n]
+    # candidates cand[lo:hi]; those kept are cand[lo:n] (fr: FlowRec, pr: PathRec)
+    sending, inc, fin, soon, rate, rem, tx_end = fr
+    start, length, links, latency = pr
     n = lo
     out = np.empty(hi - lo, np.int64)
     k = 0
@@ -160,20 +144,14 @@ def _end_batch(
     return lo, n, ended, old, times, ids, bounds[: nb + 1]
 
 
-# fmt: off
-def _batch_kernel(
-    cand, sending, inc, soon, fin, limit, now, rate, rem, tx_end, start, length, links, hops,
-    latency, flow_task, ordered,
-):  # pragma: no cover - compiled
-    return _end_batch(
-        cand, 0, len(cand), sending, inc, soon, fin, limit, now, rate, rem, tx_end, start,
-        length, links, hops, latency, flow_task, ordered,
-    )
-# fmt: on
-
-
-def _end_kernel(flows, now, sending, rate, rem, fin, soon, tx_end, start, length, links, hops):
+def _batch_kernel(cand, fr, limit, now, pr, hops, flow_task, ordered):
     # pragma: no cover - compiled
+    return _end_batch(cand, 0, len(cand), fr, limit, now, pr, hops, flow_task, ordered)
+
+
+def _end_kernel(flows, now, fr, pr, hops):  # pragma: no cover - compiled
+    sending, inc, fin, soon, rate, rem, tx_end = fr
+    start, length, links = pr.start, pr.length, pr.links
     sent = np.empty(len(flows), np.int64)
     old = np.empty(len(flows), np.float64)
     n = 0
@@ -199,9 +177,9 @@ def _end_kernel(flows, now, sending, rate, rem, fin, soon, tx_end, start, length
 AHEAD = 16  # prefetch distance, in links (windowed: a whole large batch would not fit)
 
 
-def _release_kernel(
-    gone, old, start, length, links, stamp, now, load, carried, busy, peak, since, cap_at, cap, on
-):  # pragma: no cover - compiled
+def _release_kernel(gone, old, pr, stamp, now, led):  # pragma: no cover - compiled
+    start, length, links = pr.start, pr.length, pr.links
+    load, carried, busy, peak, since, cap_at, cap, on = led
     total = 0
     for i in range(len(gone)):
         total += length[gone[i]]
@@ -242,14 +220,13 @@ def _release_kernel(
         v = load[lk] - acc[k]
         if not (v > 0.0 or v != v):  # np.maximum(v, 0.0)
             v = 0.0
-        _ledger_set(lk, v, now, load, carried, busy, peak, since, cap_at, cap, on)
+        _ledger_set(lk, v, now, led)
 
 
-def _quiet_kernel(
-    gone, old, scan, act, order, neg, head, extra, flagged, sending, rate
-):  # pragma: no cover - compiled
+def _quiet_kernel(gone, old, scan, xr, head, sending, rate):  # pragma: no cover - compiled
     # Sim._rates after departures only: whether no transmitting flow has a rate at or above
-    # the floor (FlowState.at_least finds none), and the index's new head
+    # the floor (FlowState.at_least finds none), and the index's new head (xr: IndexRec)
+    act, order, neg, extra, flagged = xr
     floor = np.inf
     for i in range(len(old)):
         if old[i] < floor:
@@ -282,52 +259,12 @@ def _quiet_kernel(
     return True, head
 
 
-def _depart_kernel(
-    gone,
-    old,
-    scan,
-    act,
-    order,
-    neg,
-    head,
-    extra,
-    flagged,
-    sending,
-    rate,
-    start,
-    length,
-    links,
-    stamp,
-    now,
-    load,
-    carried,
-    busy,
-    peak,
-    since,
-    cap_at,
-    cap,
-    on,
-):  # pragma: no cover - compiled
+def _depart_kernel(gone, old, scan, xr, head, fr, pr, stamp, now, led):
+    # pragma: no cover - compiled
     # _quiet_kernel, then (if quiet) _release_kernel: one call for a quiet departure batch
-    ok, head = _quiet_kernel(gone, old, scan, act, order, neg, head, extra, flagged, sending, rate)
+    ok, head = _quiet_kernel(gone, old, scan, xr, head, fr.sending, fr.rate)
     if ok:
-        _release_kernel(
-            gone,
-            old,
-            start,
-            length,
-            links,
-            stamp,
-            now,
-            load,
-            carried,
-            busy,
-            peak,
-            since,
-            cap_at,
-            cap,
-            on,
-        )
+        _release_kernel(gone, old, pr, stamp, now, led)
     return ok, head
 
 
@@ -369,14 +306,17 @@ def _lane_first(lt, ls, ln):  # pragma: no cover - compiled
 
 # fmt: off
 def _run_kernel(
-    cand, c_lo, c_hi, ordered, top, n_act, soonest, sending, inc, fin, soon, rate, rem,
-    tx_end, act, order, neg, head, extra, flagged, stale, scan_max, start, length, links,
-    latency, flow_task, hops, stamp, load, carried, busy, peak, since, cap_at, cap, on,
-    finish, succ_off, done, nt, heap_t, seq, lt, ls, llo, lhi, lids, ln, lu, now, tick,
-    max_batches, tol,
+    cand, fr, xr, pr, led, lane, flow_task, hops, stamp, finish, succ_off, loop,
 ):  # pragma: no cover - compiled
     # Sim.run's iterations while each is a departure batch whose completions have no
-    # successors and whose rates need no re-fill; see run_quiet
+    # successors and whose rates need no re-fill; see run_quiet. fr, xr, pr, led, lane:
+    # FlowRec, IndexRec, PathRec, LedgerRec, LaneRec; loop: LoopRec (the scalars)
+    sending, rate = fr.sending, fr.rate
+    lt, ls, llo, lhi, lids = lane
+    (
+        c_lo, c_hi, ordered, top, n_act, soonest, head, stale, scan_max, done, nt, heap_t,
+        seq, ln, lu, now, tick, max_batches, tol,
+    ) = loop
     batches = popped = rates = 0
     code = BEFORE
     m = np.nan
@@ -390,7 +330,7 @@ def _run_kernel(
         if n_act == 0:  # FlowState.next_end
             m = np.inf
         else:
-            c_lo, c_hi, mm, soonest = _cand_min(cand, c_lo, c_hi, sending, inc, fin, soon, ordered)
+            c_lo, c_hi, mm, soonest = _cand_min(cand, c_lo, c_hi, fr, ordered)
             if mm > top:
                 break  # the candidates are rebuilt (in Python)
             m = mm
@@ -415,8 +355,7 @@ def _run_kernel(
         k = 0
         if n_act and not soonest > limit:
             c_lo, c_hi, ended, old, times, ids, bounds = _end_batch(
-                cand, c_lo, c_hi, sending, inc, soon, fin, limit, now, rate, rem, tx_end,
-                start, length, links, hops, latency, flow_task, ordered,
+                cand, c_lo, c_hi, fr, limit, now, pr, hops, flow_task, ordered
             )
             k = len(ended)
             n_act -= k
@@ -458,16 +397,11 @@ def _run_kernel(
             if not scan and stale:
                 code = RESUME
                 break
-            ok, head = _quiet_kernel(
-                ended, old, scan, act, order, neg, head, extra, flagged, sending, rate
-            )
+            ok, head = _quiet_kernel(ended, old, scan, xr, head, sending, rate)
             if not ok:
                 code = RESUME
                 break
-            _release_kernel(
-                ended, old, start, length, links, stamp, now, load, carried, busy, peak,
-                since, cap_at, cap, on,
-            )
+            _release_kernel(ended, old, pr, stamp, now, led)
             rates += 1
             k = 0
     if code != RESUME or not k:

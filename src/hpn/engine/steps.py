@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from hpn.engine.records import FlowRec, IndexRec, LaneRec, LedgerRec, LoopRec, PathRec
 from hpn.engine.step_kernels import BEFORE, GROW, HAVE_NUMBA, RESUME, _kernel
 
 __all__ = [
@@ -72,31 +73,9 @@ def depart(
     """
     ix = fl.by_rate
     ok, ix.head = _kernel("depart")(
-        gone,
-        old,
-        scan,
-        fl.act,
-        ix.order,
-        ix.neg,
-        ix.head,
-        ix.extra,
-        ix.flagged,
-        fl.sending,
-        fl.rate,
-        path.start,
-        path.length,
-        path.links,
-        stamp,
-        float(now),
-        ledger.load,
-        ledger.bytes,
-        ledger.busy,
-        ledger.peak,
-        ledger.since,
-        ledger.cap_at,
-        ledger.cap,
-        ledger.on,
-    )
+        gone, old, scan, IndexRec.of(fl), ix.head, FlowRec.of(fl), PathRec.of(path), stamp,
+        float(now), LedgerRec.of(ledger),
+    )  # fmt: skip
     return bool(ok)
 
 
@@ -131,16 +110,16 @@ def run_quiet(sim: Any, max_batches: int, scan_max: int, tol: float) -> tuple:
     """
     fl, task, path, ledger, q = sim.flow, sim.task, sim.path, sim.ledger, sim.queue
     ix, lane = fl.by_rate, q.lane
-    r = _kernel("run")(
-        fl.cand, 0, len(fl.cand), bool(fl.ordered), float(fl.top), int(fl.n_act),
-        float(fl.soonest), fl.sending, fl.inc, fl.fin, fl.soon, fl.rate, fl.rem, fl.tx_end,
-        fl.act, ix.order, ix.neg, int(ix.head), ix.extra, ix.flagged, bool(ix.stale),
-        int(scan_max), path.start, path.length, path.links, path.latency, sim.t.flow_task,
-        sim.hops, sim.stamp, ledger.load, ledger.bytes, ledger.busy, ledger.peak,
-        ledger.since, ledger.cap_at, ledger.cap, ledger.on, task.finish, task.succ_off,
-        int(task.done), int(sim.nt), float(q.heap[0][0]) if q.heap else np.inf, int(q.seq),
-        lane.t, lane.seq, lane.lo, lane.hi, lane.ids, int(lane.n), int(lane.used),
+    loop = LoopRec(
+        0, len(fl.cand), bool(fl.ordered), float(fl.top), int(fl.n_act), float(fl.soonest),
+        int(ix.head), bool(ix.stale), int(scan_max), int(task.done), int(sim.nt),
+        float(q.heap[0][0]) if q.heap else np.inf, int(q.seq), int(lane.n), int(lane.used),
         float(sim.now), float(sim.sampler.next_tick), int(max_batches), float(tol),
+    )  # fmt: skip
+    r = _kernel("run")(
+        fl.cand, FlowRec.of(fl), IndexRec.of(fl), PathRec.of(path), LedgerRec.of(ledger),
+        LaneRec.of(lane), sim.t.flow_task, sim.hops, sim.stamp, task.finish, task.succ_off,
+        loop,
     )  # fmt: skip
     code, c_lo, c_hi, fl.soonest, m, fl.n_act, ix.head, sim.now, task.done = r[:9]
     popped, batches, rates, q.seq, lane.n, lane.used, first, ended, old = r[9:]
@@ -164,7 +143,7 @@ def candidates_min(fl: Any) -> float:
     float
         The earliest ``fin`` of a candidate.
     """
-    lo, hi, m, first = _kernel("cand_min")(fl.cand, fl.sending, fl.inc, fl.fin, fl.soon, fl.ordered)
+    lo, hi, m, first = _kernel("cand_min")(fl.cand, FlowRec.of(fl), fl.ordered)
     fl.cand = fl.cand[lo:hi]
     fl.soonest = float(first)
     return float(m)
@@ -199,23 +178,7 @@ def end_batch(
         end).
     """
     lo, hi, ended, old, times, ids, bounds = _kernel("batch")(
-        fl.cand,
-        fl.sending,
-        fl.inc,
-        fl.soon,
-        fl.fin,
-        limit,
-        now,
-        fl.rate,
-        fl.rem,
-        fl.tx_end,
-        path.start,
-        path.length,
-        path.links,
-        hops,
-        path.latency,
-        flow_task,
-        fl.ordered,
+        fl.cand, FlowRec.of(fl), limit, now, PathRec.of(path), hops, flow_task, fl.ordered
     )
     fl.cand = fl.cand[lo:hi]
     fl.n_act -= len(ended)
@@ -245,20 +208,7 @@ def end_flows(
     tuple of numpy.ndarray
         The flows that were sending, and their rates before.
     """
-    sent, old = _kernel("end")(
-        flows,
-        now,
-        fl.sending,
-        fl.rate,
-        fl.rem,
-        fl.fin,
-        fl.soon,
-        fl.tx_end,
-        path.start,
-        path.length,
-        path.links,
-        hops,
-    )
+    sent, old = _kernel("end")(flows, now, FlowRec.of(fl), PathRec.of(path), hops)
     fl.n_act -= len(sent)
     return sent, old
 
