@@ -127,7 +127,7 @@ def test_partial_refills_equal_full_refills_with_a_failed_link():
 
 
 def test_connections_group_flows_by_source_destination_and_key():
-    from hpn.engine.sim import connections
+    from hpn.engine.paths import connections
 
     src = np.array([0, 1, 0, 2, 0, 1])
     dst = np.array([1, 0, 1, 3, 1, 0])

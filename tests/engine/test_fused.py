@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpn.engine import CapacityEvents, FlowDAG, simulate, state, steps
+from hpn.engine import CapacityEvents, FlowDAG, flows, simulate, steps
 from hpn.engine.kernels import HAVE_NUMBA
 from hpn.engine.sim import Sim
 from hpn.engine.state import DONE, START, EventQueue, Lane
@@ -56,20 +56,20 @@ def taken(monkeypatch):
 
 
 @settings(max_examples=100, deadline=None)
-@given(dags(), st.sampled_from([1, 4096]), st.sampled_from([state.SCAN, 0]), st.booleans())
+@given(dags(), st.sampled_from([1, 4096]), st.sampled_from([flows.SCAN, 0]), st.booleans())
 def test_fused_loop_is_the_step_by_step_loop(case, lane, scan, progress):
     # random DAGs (dependencies, coupled groups, capacity events, zero-size flows), a lane
     # that must grow, the rate index or the scan, a progress callback (runs of <= 256)
     fabric, dag, seed, ev = case
     calls: list = []
     cb = (lambda done, total: calls.append((done, total))) if progress else None
-    old, state.SCAN = state.SCAN, scan
+    old, flows.SCAN = flows.SCAN, scan
     try:
         kw = {"seed": seed, "capacity_events": ev, "sample_interval": 1e-4}
         fast = _run(fabric, dag, True, lane, cb, **kw)
         slow = _run(fabric, dag, False, **kw)
     finally:
-        state.SCAN = old
+        flows.SCAN = old
     _same(fast, slow)
     if progress and dag.num_tasks:
         assert calls[-1][0] == dag.num_tasks and all(t == dag.num_tasks for _, t in calls)

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpn.engine.kernels import HAVE_NUMBA, fill_rates
+from hpn.engine.fill_kernels import fill_rates
+from hpn.engine.kernels import HAVE_NUMBA
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba (the fast extra) not installed")
 
@@ -54,7 +55,7 @@ def test_compiled_ledger_books_what_numpy_books(seed):
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2**31), st.integers(1, 30), st.integers(1, 25))
 def test_compiled_components_equal_scipy(seed, n_flows, n_links):
-    from hpn.engine.kernels import reached
+    from hpn.engine.fill_kernels import reached
 
     rng = np.random.default_rng(seed)
     length = rng.integers(0, 4, n_flows)
@@ -70,7 +71,7 @@ def test_compiled_components_equal_scipy(seed, n_flows, n_links):
 
 
 def test_components_by_hand():
-    from hpn.engine.kernels import reached
+    from hpn.engine.fill_kernels import reached
 
     # flows 0-1 share link 5, flow 2 is alone on 7, flow 3 (a seed) crosses 5: 0 and 1 reached
     links = np.array([5, 6, 5, 7, 5])
@@ -130,7 +131,7 @@ def test_compiled_connections_are_the_sorted_ones(seed, n, n_keys, shared, small
     # ``shared`` some key is used by two (src, dst) pairs: the kernel gives up, the sort runs;
     # ``small``: the hash table starts at 16 slots and is doubled on the way
     from hpn.engine import kernels
-    from hpn.engine.sim import connections
+    from hpn.engine.paths import connections
 
     rng = np.random.default_rng(seed)
     pool = rng.integers(-(2**62), 2**62, n_keys)

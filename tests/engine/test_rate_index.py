@@ -4,8 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpn.engine import state
-from hpn.engine.state import FlowState
+from hpn.engine import flows
+from hpn.engine.flows import FlowState
 
 
 @settings(max_examples=100, deadline=None)
@@ -13,8 +13,8 @@ from hpn.engine.state import FlowState
 def test_at_least_equals_a_scan(seed, n):
     rng = np.random.default_rng(seed)
     fl = FlowState.of(np.full(n, 1e6))
-    scan = state.SCAN
-    state.SCAN = 0  # always through the index
+    scan = flows.SCAN
+    flows.SCAN = 0  # always through the index
     try:
         now = 0.0
         fl.begin(np.arange(n), now)
@@ -37,4 +37,4 @@ def test_at_least_equals_a_scan(seed, n):
             act = fl.active()
             np.testing.assert_array_equal(fl.at_least(floor), act[fl.rate[act] >= floor])
     finally:
-        state.SCAN = scan
+        flows.SCAN = scan

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpn.engine import simulate, state
+from hpn.engine import flows, simulate, state
 from hpn.engine.kernels import HAVE_NUMBA
 from hpn.engine.links import LinkLedger
 from tests.engine.test_incremental import dags
@@ -26,23 +26,23 @@ FIELDS = (
 
 def _numpy_run(fabric, dag, seed, ev):
     try:
-        state.FlowState.compiled = state.TaskState.compiled = False
+        flows.FlowState.compiled = state.TaskState.compiled = False
         LinkLedger.compiled = False
         return simulate(fabric, dag, "ecmp", seed=seed, capacity_events=ev, sample_interval=1e-4)
     finally:
-        state.FlowState.compiled = state.TaskState.compiled = True
+        flows.FlowState.compiled = state.TaskState.compiled = True
         LinkLedger.compiled = True
 
 
 @settings(max_examples=100, deadline=None)
-@given(dags(), st.sampled_from([state.SCAN, 0]))
+@given(dags(), st.sampled_from([flows.SCAN, 0]))
 def test_compiled_steps_are_bit_identical_to_numpy(case, scan):
     fabric, dag, seed, ev = case
-    old, state.SCAN = state.SCAN, scan  # 0: rates always looked up in the rate index
+    old, flows.SCAN = flows.SCAN, scan  # 0: rates always looked up in the rate index
     try:
         fast = simulate(fabric, dag, "ecmp", seed=seed, capacity_events=ev, sample_interval=1e-4)
     finally:
-        state.SCAN = old
+        flows.SCAN = old
     ref = _numpy_run(fabric, dag, seed, ev)
     for name in FIELDS:
         np.testing.assert_array_equal(getattr(fast, name), getattr(ref, name), err_msg=name)

@@ -4,7 +4,7 @@ when all flows are routed: checked for every registered policy that declares it.
 import numpy as np
 import pytest
 
-from hpn.engine.sim import connections
+from hpn.engine.paths import connections
 from hpn.routing import ROUTERS, make_router
 from hpn.topology import build
 from hpn.workload.collectives import conn_keys

@@ -8,15 +8,16 @@ from hpn.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from hpn.engine.dag import FlowDAG
+    from hpn.engine.events import CapacityEvents
     from hpn.engine.result import Result, Series
-    from hpn.engine.sim import CapacityEvents, simulate
+    from hpn.engine.sim import simulate
 
 __all__ = ["CapacityEvents", "FlowDAG", "Result", "Series", "simulate"]
 _HOME = {
     "FlowDAG": "hpn.engine.dag",
     "Result": "hpn.engine.result",
     "Series": "hpn.engine.result",
-    "CapacityEvents": "hpn.engine.sim",
+    "CapacityEvents": "hpn.engine.events",
     "simulate": "hpn.engine.sim",
 }
 

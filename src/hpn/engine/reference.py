@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from hpn.engine.dag import FlowDAG
+from hpn.engine.events import CapacityEvents
+from hpn.engine.rates import _TOL
 from hpn.engine.result import Result
-from hpn.engine.sim import _TOL, CapacityEvents, Sim, run_sim
+from hpn.engine.sim import Sim, run_sim
 from hpn.routing.base import Router
 from hpn.topology.fabric import Fabric
 

@@ -24,15 +24,18 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from hpn.engine import kernels, state, steps
-from hpn.engine.dag import FLOW, ID, FlowDAG, Tasks
-from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums_listed
+from hpn.engine import flows as flow_state
+from hpn.engine import kernels, steps
+from hpn.engine.dag import FLOW, FlowDAG
+from hpn.engine.events import CapacityEvents
+from hpn.engine.flows import FlowState
+from hpn.engine.kernels import add_hops, tier_sums_listed
 from hpn.engine.links import LinkLedger
-from hpn.engine.maxmin import distinct
+from hpn.engine.paths import route_flows
+from hpn.engine.rates import _TOL, Rates
 from hpn.engine.result import Result, Series
 from hpn.engine.state import (
     CAPACITY,
@@ -40,9 +43,7 @@ from hpn.engine.state import (
     START,
     Counters,
     EventQueue,
-    FlowState,
     Lane,
-    PathTable,
     Sampler,
     TaskState,
 )
@@ -50,58 +51,8 @@ from hpn.errors import InputError
 from hpn.routing.base import Router, router_for
 from hpn.topology.fabric import Fabric
 
-_TOL = 1e-9
-
 Progress = Callable[[int, int], None]
 """``progress(tasks_done, tasks_total)``, called after every batch of events."""
-
-
-@dataclass(frozen=True, eq=False)
-class CapacityEvents:
-    """At ``time[i]``, directed link ``link[i]`` gets ``capacity[i]`` bit/s (0 = down).
-
-    With ``reroute``, flows whose path crosses a link at capacity 0 are re-routed (the router
-    avoiding every such link) when the event fires; they keep the bytes already sent. An
-    event with ``hold[i]`` takes its link down *held*: the flows crossing it are not re-routed
-    but wait at rate 0 (a blackhole nobody has routed around yet) until a later event on that
-    link (down without hold: they move; capacity back: they resume).
-    """
-
-    time: np.ndarray
-    link: np.ndarray
-    capacity: np.ndarray
-    reroute: bool = False
-    hold: np.ndarray | None = None
-
-    @classmethod
-    def of(
-        cls,
-        events: list[tuple[float, int, float]],
-        reroute: bool = False,
-        hold: list[bool] | None = None,
-    ):
-        """Events from ``(time, link, capacity)`` tuples.
-
-        Parameters
-        ----------
-        events
-            ``(time s, directed link id, capacity bit/s)`` each.
-        reroute
-            Re-route flows off links at capacity 0.
-        hold
-            Per event: a down event whose flows wait instead of moving.
-
-        Returns
-        -------
-        CapacityEvents
-            The events as arrays.
-        """
-        t, lk, c = zip(*events, strict=True) if events else ((), (), ())
-        h = None if hold is None else np.asarray(hold, bool)
-        if h is not None and len(h) != len(t):
-            raise InputError("capacity event", "hold needs one flag per event")
-        arr = np.asarray
-        return cls(arr(t, float), arr(lk, np.int64), arr(c, float), reroute, h)
 
 
 def simulate(
@@ -204,101 +155,6 @@ def run_sim(
     return sim.result(_time.perf_counter() - wall)
 
 
-def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
-    """Every flow's path: the DAG's explicit ones, the router's for the others (each
-    connection routed once when the router allows it).
-
-    Parameters
-    ----------
-    fabric
-        The fabric.
-    router
-        The router.
-    t
-        The DAG's tasks (:meth:`FlowDAG.tasks`).
-
-    Returns
-    -------
-    PathTable
-        Path rows, lengths and latency of every flow.
-    """
-    nf = len(t.size)
-    lat = fabric.links.latency
-    given = np.flatnonzero(t.has_path)
-    routed = np.flatnonzero(~t.has_path)
-    start = np.zeros(nf, np.int64)
-    length = np.zeros(nf, ID)  # hops per flow
-    latency = np.zeros(nf)
-    parts, n_routed = [], 0
-    if len(given):
-        t.paths.check(fabric, t.src[given], t.dst[given])
-        start[given] = t.paths.offsets[:-1]
-        length[given] = t.paths.lengths
-        latency[given] = t.paths.per_flow_sum(lat)
-        parts.append(t.paths.links)
-    if len(routed):
-        src, dst, keys = t.src[routed], t.dst[routed], t.keys[routed]
-        if getattr(router, "per_connection", False):
-            first, inv = connections(src, dst, keys, fabric.num_nodes)
-        else:
-            first, inv = np.arange(len(routed)), np.arange(len(routed))
-        p = router.route(fabric, src[first], dst[first], keys[first])
-        n_routed = len(first)
-        base = sum(len(x) for x in parts)
-        start[routed] = (p.offsets[:-1] + base)[inv]
-        length[routed] = p.lengths[inv]
-        latency[routed] = p.per_flow_sum(lat)[inv]
-        parts.append(p.links)
-    links = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    return PathTable(start, length, links.astype(np.int64), latency, n_routed)
-
-
-def connections(
-    src: np.ndarray, dst: np.ndarray, keys: np.ndarray, n_nodes: int, compiled: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """(first flow of each distinct (src, dst, key) in order of first appearance, the
-    connection of every flow).
-
-    Parameters
-    ----------
-    src, dst, keys
-        Per flow.
-    n_nodes
-        Nodes of the fabric (to combine src and dst into one key).
-    compiled
-        Group by a compiled hash table of the keys when numba is there (the same result as
-        the sorts below; 4.9 M flows: ~0.3 s instead of ~1.3 s); False: the sorts.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        First flow of each connection, and each flow's connection index.
-    """
-    if compiled and (found := kernels.connection_ids(src, dst, keys)) is not None:
-        return found
-    order = np.argsort(keys, kind="stable")  # keys are mostly unique per (src, dst)
-    new = np.ones(len(order), bool)
-    k = keys[order]
-    np.not_equal(k[1:], k[:-1], out=new[1:])
-    pair = src * n_nodes + dst
-    p = pair[order]
-    if (p[1:] != p[:-1])[~new[1:]].any():  # a key shared by two pairs: sort by both
-        order = np.lexsort((keys, pair))
-        p, k = pair[order], keys[order]
-        new[1:] = (p[1:] != p[:-1]) | (k[1:] != k[:-1])
-    group = np.cumsum(new) - 1
-    first = order[new]  # stable sorts: the earliest flow of each connection
-    rank = np.argsort(first)  # connections in order of first appearance (distinct values)
-    pos = np.empty(len(rank), np.int64)
-    pos[rank] = np.arange(len(rank))
-    inv = np.empty(len(order), np.int64)
-    inv[order] = pos[group]
-    return first[rank], inv
-
-
-_NONE = np.zeros(0, np.int64)
-
-
 def _sorted_unique(ids: np.ndarray) -> np.ndarray:
     """``np.unique(ids)`` by a sort (numpy 2.4's ``unique`` hashes: several times slower).
 
@@ -313,14 +169,7 @@ def _sorted_unique(ids: np.ndarray) -> np.ndarray:
     return s
 
 
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    """``np.concatenate(parts)``; no flows if there are no parts."""
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate(parts) if parts else _NONE
-
-
-class Sim:
+class Sim(Rates):
     """The fast simulator: lazily booked bytes, partial re-fills, work per sending flow."""
 
     def __init__(self, fabric, dag, router, cap_events, sample_interval, sample_links, progress):
@@ -445,145 +294,6 @@ class Sim:
             self._reroute()
         self.dirty = self.full = True
 
-    # --- rates ---------------------------------------------------------------------------
-
-    components = True
-
-    def _users(self, flows: np.ndarray) -> tuple[np.ndarray, int]:
-        """(the user of each of ``flows``: a coupled group is one user, the number of users)."""
-        group = self.t.group[flows]
-        grouped = group >= 0
-        if not grouped.any():
-            return np.arange(len(flows)), len(flows)
-        ug, ginv = distinct(group[grouped], self.group_stamp)
-        solo = np.flatnonzero(~grouped)
-        user = np.empty(len(flows), np.int64)
-        user[solo] = np.arange(len(solo))
-        user[grouped] = len(solo) + ginv
-        return user, len(solo) + len(ug)
-
-    def _fill(self, flows, rep, local, avail) -> np.ndarray:
-        """Max-min rates of ``flows`` whose hops are (``rep``: position in flows, ``local``:
-        index into ``avail``, the capacity in bytes/s left to them per link)."""
-        user, n_users = self._users(flows)
-        return fill_rates(user[rep], local, n_users, len(avail), avail)[user]
-
-    def _reached(self, live: np.ndarray, changed: np.ndarray) -> np.ndarray:
-        """The flows of ``live`` connected (by shared links, among ``live``, and coupled
-        groups) to a link of a ``changed`` flow. Max-min fairness decomposes over these
-        components: on what the users kept below the floor leave, a component that no changed
-        flow touches faces the same problem as before, so its rates stay."""
-        both = np.concatenate([live, changed])  # a changed flow joins its group's members
-        user, n_users = self._users(both)
-        start, length = self.path.start[both], self.path.length[both]
-        hit = reached(start, length, self.path.links, user, n_users, len(live), self.stamp)
-        return live[hit]
-
-    def _full_refill(self) -> bool:
-        """Whether this recomputation re-fills every sending flow."""
-        return self.full or not (self.departed or self.arrived)
-
-    def _arrival_floor(self, new: np.ndarray) -> float:
-        """A level below which no user's rate changes when ``new`` flows join: every link a
-        new flow crosses has a share of at least ``capacity / hops`` in every round of the
-        fill (shares only rise as users freeze), so rounds at lower levels, with their
-        eps-grouped bottlenecks, are the same with and without the new flows."""
-        _, links = self.path.entries(new)
-        if not len(links):
-            return np.inf
-        return float((self.cap[links] / self.hops[links]).min()) / (1 + 2 * _TOL)
-
-    def _rates(self) -> None:
-        """Recompute rates. After departures and arrivals, users at rates below a floor keep
-        theirs (progressive filling reaches those levels unchanged: a departure only raises
-        the saturation level of the links it crossed, all at or above its own rate; for
-        arrivals see :meth:`_arrival_floor`), so only the flows at or above it and the new
-        ones are filled again, on what the others leave. Capacity changes re-fill all."""
-        self.count.rate_computations += 1
-        fl = self.flow
-        full = self._full_refill()
-        self.full = False
-        if not full and not self.arrived and fl.compiled and self.ledger.compiled:
-            gone, old = _joined(self.departed), _joined(self.departed_rates)
-            # departures only, and no rate changes: their rates come off the links
-            if fl.depart(self.ledger, self.path, self.stamp, gone, old, self.now):
-                self.departed, self.departed_rates = [], []
-                return
-        if not full:
-            gone, old, new = _joined(self.departed), _joined(self.departed_rates), _NONE
-            if self.arrived:
-                new = _joined(self.arrived)
-                new = new[fl.sending[new]]
-            floor = float(old.min()) * (1 - 1e-9) if len(old) else np.inf
-            if len(new):
-                floor = min(floor, self._arrival_floor(new))
-            live = None
-            if floor > 0 and not len(new):
-                live = fl.at_least(floor)
-            elif floor > 0:  # and the new flows (rate 0 so far) and their groups' members
-                act = fl.active()
-                keep = fl.rate[act] < floor
-                keep[np.searchsorted(act, new)] = False
-                grp = self.t.group[new]
-                grp = grp[grp >= 0]
-                if len(grp):
-                    keep &= ~np.isin(self.t.group[act], grp)
-                live = act[~keep]
-            if live is not None and len(live) and self.components:
-                live = self._reached(live, np.concatenate([gone, new]))
-            full = live is None or 2 * len(live) > fl.n_act
-        self.departed, self.departed_rates, self.arrived = [], [], []
-        if full:
-            self.count.full_refills += 1
-            act = fl.active()
-            loaded = self.ledger.loaded()
-            if not len(act):
-                self.ledger.set(loaded, np.zeros(len(loaded)), self.now)
-                return
-            rep, links = self.path.entries(act)
-            used, local = distinct(links, self.stamp)
-            rate = self._fill(act, rep, local, self.cap[used])
-            fl.set_rates(act, rate, self.now, every=True)
-            load = np.bincount(local, weights=rate[rep], minlength=len(used))
-            self._set_all(used, load, loaded)
-            return
-        assert live is not None
-        g_rep, g_links = self.path.entries(gone)
-        l_rep, l_links = self.path.entries(live)
-        touched, inv = distinct(np.concatenate([g_links, l_links]), self.stamp)
-        g_loc, l_loc = inv[: len(g_links)], inv[len(g_links) :]
-        n = len(touched)
-        fixed = self.ledger.load[touched] - np.bincount(g_loc, weights=old[g_rep], minlength=n)
-        fixed -= np.bincount(l_loc, weights=fl.rate[live][l_rep], minlength=n)
-        np.maximum(fixed, 0.0, out=fixed)
-        new = fixed
-        if len(live):
-            used, local = distinct(l_loc, self.stamp)
-            avail = np.maximum(self.cap[touched[used]] - fixed[used], 0.0)
-            rate = self._fill(live, l_rep, local, avail)
-            fl.set_rates(live, rate, self.now)
-            new = fixed + np.bincount(l_loc, weights=rate[l_rep], minlength=n)
-        self.ledger.set(touched, new, self.now)
-
-    def _set_all(self, used: np.ndarray, load: np.ndarray, loaded: np.ndarray) -> None:
-        """Book a full re-fill: distinct ``used`` links carry ``load``, the other ``loaded``
-        links (sorted) none. Many links are booked in link order (the ledger's arrays are
-        then read in order, not at random: 2-3x faster at 400 K links); the bookings do not
-        depend on the order."""
-        nl = len(self.cap)
-        if 8 * len(used) < nl:
-            self.ledger.on[used] = False  # the loaded links no flow crosses any more
-            idle = loaded[self.ledger.on[loaded]]
-            links = np.concatenate([used, idle])
-            self.ledger.set(links, np.concatenate([load, np.zeros(len(idle))]), self.now)
-            return
-        mark = np.zeros(nl, bool)
-        mark[used] = mark[loaded] = True
-        links = np.flatnonzero(mark)
-        value = np.zeros(nl)
-        value[used] = load
-        self.ledger.set(links, value[links], self.now)
-
     # --- the loop: hooks the reference overrides -------------------------------------------
 
     def _advance(self, t_next: float) -> None:
@@ -641,7 +351,7 @@ class Sim:
         """Take the batches :func:`hpn.engine.steps.run_quiet` can; (where it stopped, the
         next projected end if known, else nan)."""
         cap = 256 if self.progress is not None else 1 << 62
-        code, m, batches, rates, ended, old = steps.run_quiet(self, cap, state.SCAN, _TOL)
+        code, m, batches, rates, ended, old = steps.run_quiet(self, cap, flow_state.SCAN, _TOL)
         self.count.batches += batches
         self.count.rate_computations += rates
         if code == steps.RESUME and len(ended):

@@ -51,7 +51,7 @@ def depart(
     Parameters
     ----------
     fl
-        The :class:`~hpn.engine.state.FlowState` (its rate index is built unless ``scan``;
+        The :class:`~hpn.engine.flows.FlowState` (its rate index is built unless ``scan``;
         the head of the index may move past entries that ended).
     ledger
         The :class:`~hpn.engine.links.LinkLedger`, booked in place.
@@ -83,7 +83,7 @@ def run_quiet(sim: Any, max_batches: int, scan_max: int, tol: float) -> tuple:
     """Run ``sim``'s loop (:meth:`hpn.engine.sim.Sim.run`) in one compiled call for as long
     as every batch is a quiet departure: flows end (or only completions of earlier ends
     fall due), their tasks have no successors, and no rate changes (no flow is at or above
-    the floor their rates set, :meth:`~hpn.engine.state.FlowState.depart`). Completions are
+    the floor their rates set, :meth:`~hpn.engine.flows.FlowState.depart`). Completions are
     queued in the queue's lane (:class:`~hpn.engine.state.Lane`), in heap order with the
     heap's entries. The steps are the ones of the Python loop, in the same order, with the
     same arithmetic.
@@ -95,7 +95,7 @@ def run_quiet(sim: Any, max_batches: int, scan_max: int, tol: float) -> tuple:
     max_batches
         At most this many batches.
     scan_max
-        :data:`hpn.engine.state.SCAN`.
+        :data:`hpn.engine.flows.SCAN`.
     tol
         The relative tolerance of ends in one batch.
 
@@ -136,7 +136,7 @@ def candidates_min(fl: Any) -> float:
     Parameters
     ----------
     fl
-        The :class:`~hpn.engine.state.FlowState` (its candidates are compacted in place).
+        The :class:`~hpn.engine.flows.FlowState` (its candidates are compacted in place).
 
     Returns
     -------
@@ -153,12 +153,12 @@ def end_batch(
     fl: Any, path: Any, hops: np.ndarray, flow_task: np.ndarray, limit: float, now: float
 ) -> tuple[np.ndarray, ...]:
     """End the candidates of ``fl`` whose transmission ends by ``limit`` (as
-    :meth:`~hpn.engine.state.FlowState.ending` finds them) at ``now``.
+    :meth:`~hpn.engine.flows.FlowState.ending` finds them) at ``now``.
 
     Parameters
     ----------
     fl
-        The :class:`~hpn.engine.state.FlowState` (its candidates are compacted in place).
+        The :class:`~hpn.engine.flows.FlowState` (its candidates are compacted in place).
     path
         The :class:`~hpn.engine.state.PathTable`.
     hops
@@ -193,7 +193,7 @@ def end_flows(
     Parameters
     ----------
     fl
-        The :class:`~hpn.engine.state.FlowState`.
+        The :class:`~hpn.engine.flows.FlowState`.
     path
         The :class:`~hpn.engine.state.PathTable`.
     hops
