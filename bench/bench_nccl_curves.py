@@ -22,6 +22,7 @@ from hpn.engine import simulate
 from hpn.routing import router_for
 from hpn.topology import build
 from hpn.workload.collectives import Ctx, Params, add_collective, bandwidths, place, sweep
+from hpn.workload.collectives.context import nvlink_data_fabric
 
 M = 2**20
 FIG17A = {  # size: (DCN+, HPN) GB/s (paper Fig 17a)
@@ -66,7 +67,7 @@ def fig19(params: Params) -> None:
             pl = place(f, hosts * 8, first_host=per_seg - hosts // 2)
             ctx = Ctx(f)
             s, e = add_collective(ctx, "allreduce", pl.gpus, 4 * 2**30, None, params)
-            res = simulate(f, ctx.dag, router_for(f, None, seed=1))
+            res = simulate(nvlink_data_fabric(f, params), ctx.dag, router_for(f, None, seed=1))
             t = float(res.task_finish[e] - res.task_start[s])
             got.append((bandwidths("allreduce", 4 * 2**30, t, pl.size)[1] / 1e9, ctx.choices[0]))
         (b1, c1), (b2, _) = got

@@ -3,7 +3,7 @@ and barriers (zero-bandwidth compute tasks) that start and end a collective in a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -63,6 +63,32 @@ class Params:
             raise InputError("alpha", f"must be >= 0, got {self.alpha}")
         if not self.chunk > 0:
             raise InputError("chunk", f"must be > 0, got {self.chunk}")
+
+
+def nvlink_data_fabric(fabric: Fabric, p: Params) -> Fabric:
+    """The fabric as NCCL's kernels use its NVLink (``p.model == "nccl"``; else ``fabric``).
+
+    NCCL's topology counts what its kernels move over one NVLink, not the link's signalling
+    rate: ``SM90_NVLINK_BW`` = 20.0 GB/s per link in 2.18.3, 20.6 in 2.30.7 (``topo.h``),
+    against NVLink 4's 25 GB/s per direction. Each GPU <-> NVSwitch link is capped at that
+    figure times the GPU's links (PCIe-only GPUs: NCCL's PCIe figure); an H800 (8 links) of
+    the default fabric's 200 GB/s per direction gets 160 (2.18.3) or 164.8 GB/s (2.30.7).
+    Links already below it are unchanged. The network links are never changed.
+    """
+    if p.model != "nccl":
+        return fabric
+    from hpn.workload.collectives import tuning as tu
+
+    gpu = tu.GPUS.get(p.gpu)
+    v = tu.VERSIONS.get(p.nccl)
+    per_gpu = gpu.nvlink_GBps(v) if gpu.nvlinks else gpu.pcie_GBps
+    lk = fabric.links
+    nvl = lk.tier == LinkTier.NVLINK
+    cap = lk.capacity.copy()
+    cap[nvl] = np.minimum(cap[nvl], per_gpu * 8e9)
+    if np.array_equal(cap, lk.capacity):
+        return fabric
+    return replace(fabric, links=replace(lk, capacity=cap))
 
 
 def conn_keys(src: np.ndarray, dst: np.ndarray, qp: np.ndarray | int) -> np.ndarray:
