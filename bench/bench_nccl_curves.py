@@ -6,7 +6,10 @@ single-plane (4 GiB AllReduce over 2 segments) and the 1 MiB AllReduce latency s
 448 -> 3,584 GPUs; each row the model's busbw, the paper's (docs: hpn-facts.md), the ratio,
 and what ran (algorithm/protocol/channels). ``--nccl`` picks the tuner's release: 2.18.3
 (default here: the paper's, hpn-facts.md) or 2.30.7 (``hpn collective``'s default).
-``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree. Nothing here is fitted to the paper.
+``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree. Tree rows add the pipeline fill of
+NCCL's chunking and the time NCCL's tree correction factor charges (``pipeline.py``; a check,
+not part of the time). Fig 19 runs the fabric's routing and ECMP. Nothing here is fitted to
+the paper.
 
     .venv/bin/python bench/bench_nccl_curves.py [--nccl 2.18.3|2.30.7] [--no-nvls] [--quick]
 """
@@ -22,7 +25,9 @@ from hpn.engine import simulate
 from hpn.routing import router_for
 from hpn.topology import build
 from hpn.workload.collectives import Ctx, Params, add_collective, bandwidths, place, sweep
+from hpn.workload.collectives import tuning as tu
 from hpn.workload.collectives.context import nvlink_data_fabric
+from hpn.workload.collectives.pipeline import tree_pipeline
 
 M = 2**20
 FIG17A = {  # size: (DCN+, HPN) GB/s (paper Fig 17a)
@@ -40,7 +45,9 @@ def _fmt(size: float) -> str:
 
 def curve(title: str, op: str, table: dict, algo: str | None, params: Params) -> list[float]:
     print(f"\n## {title} ({op}, 448 GPUs, algo {algo or 'auto'})")
-    print(f"{'size':>6} | {'fabric':8} {'model':>7} {'paper':>6} {'ratio':>6}  ran")
+    head = f"{'size':>6} | {'fabric':8} {'model':>7} {'paper':>6} {'ratio':>6}"
+    print(f"{head}  ran  [tree: fill/corr us]")
+    comm = tu.Comm(448, 56, tu.GPUS.get(params.gpu), 50.0, nccl=tu.VERSIONS.get(params.nccl))
     ratios = []
     for i, preset in ((1, "hpn"), (0, "dcn-plus")):
         out = sweep(build(preset), op, list(table), 448, algo=algo, seed=1, params=params)
@@ -49,6 +56,10 @@ def curve(title: str, op: str, table: dict, algo: str | None, params: Params) ->
             ratio = r["busbw_GBps"] / paper
             ratios.append(ratio)
             ran = f"{r['algo']}/{r['proto']}/{r['channels']}ch"
+            if r["algo"] == "tree" and op == "allreduce":
+                proto = tu.PROTOS.index(r["proto"])
+                pl = tree_pipeline(comm, proto, float(r["size_bytes"]), r["channels"])
+                ran += f"  [{pl.fill_us:.1f}/{pl.correction_us:.1f}]"
             print(
                 f"{_fmt(r['size_bytes']):>6} | {preset:8} {r['busbw_GBps']:7.1f} {paper:6.1f} "
                 f"{ratio:6.2f}  {ran}"
@@ -56,8 +67,8 @@ def curve(title: str, op: str, table: dict, algo: str | None, params: Params) ->
     return ratios
 
 
-def fig19(params: Params) -> None:
-    print("\n## Fig 19: 4 GiB AllReduce over 2 segments, single- vs dual-plane (HPN)")
+def fig19(params: Params, routing: str | None) -> None:
+    print(f"\n## Fig 19: 4 GiB AllReduce over 2 segments, single- vs dual-plane (HPN, {routing})")
     print(f"{'hosts':>5} | {'single':>7} {'paper':>6} | {'dual':>7} {'paper':>6}  ran")
     for hosts, (p1, p2) in FIG19.items():
         got = []
@@ -67,7 +78,7 @@ def fig19(params: Params) -> None:
             pl = place(f, hosts * 8, first_host=per_seg - hosts // 2)
             ctx = Ctx(f)
             s, e = add_collective(ctx, "allreduce", pl.gpus, 4 * 2**30, None, params)
-            res = simulate(nvlink_data_fabric(f, params), ctx.dag, router_for(f, None, seed=1))
+            res = simulate(nvlink_data_fabric(f, params), ctx.dag, router_for(f, routing, seed=1))
             t = float(res.task_finish[e] - res.task_start[s])
             got.append((bandwidths("allreduce", 4 * 2**30, t, pl.size)[1] / 1e9, ctx.choices[0]))
         (b1, c1), (b2, _) = got
@@ -105,7 +116,8 @@ def main() -> None:
     if not a.quick:
         curve("Fig 17b", "allgather", FIG17B, None, p)
         curve("Fig 17c", "multi-allreduce", FIG17C, None, p)
-        fig19(p)
+        for routing in (None, "ecmp"):
+            fig19(p, routing)
         scaling(p)
     print(f"\nwall {time.perf_counter() - t0:.1f} s")
 
