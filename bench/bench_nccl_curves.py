@@ -68,8 +68,10 @@ def curve(title: str, op: str, table: dict, algo: str | None, params: Params) ->
 
 
 def fig19(params: Params, routing: str | None) -> None:
+    """busbw and algbw of each plane design; the ratios compare the paper's GB/s with algbw
+    (see docs/guide/training.md, "Fig 19": the paper's axis is read as algbw)."""
     print(f"\n## Fig 19: 4 GiB AllReduce over 2 segments, single- vs dual-plane (HPN, {routing})")
-    print(f"{'hosts':>5} | {'single':>7} {'paper':>6} | {'dual':>7} {'paper':>6}  ran")
+    print(f"{'hosts':>5} | single busbw algbw paper | dual busbw algbw paper | ran, algbw/paper")
     for hosts, (p1, p2) in FIG19.items():
         got = []
         for dual in (False, True):
@@ -80,11 +82,12 @@ def fig19(params: Params, routing: str | None) -> None:
             s, e = add_collective(ctx, "allreduce", pl.gpus, 4 * 2**30, None, params)
             res = simulate(nvlink_data_fabric(f, params), ctx.dag, router_for(f, routing, seed=1))
             t = float(res.task_finish[e] - res.task_start[s])
-            got.append((bandwidths("allreduce", 4 * 2**30, t, pl.size)[1] / 1e9, ctx.choices[0]))
-        (b1, c1), (b2, _) = got
+            alg, bus = bandwidths("allreduce", 4 * 2**30, t, pl.size)
+            got.append((bus / 1e9, alg / 1e9, ctx.choices[0]))
+        (b1, a1, c1), (b2, a2, _) = got
         print(
-            f"{hosts:>5} | {b1:7.1f} {p1:6.1f} | {b2:7.1f} {p2:6.1f}  "
-            f"{c1.algo}/{c1.proto}/{c1.channels}ch  ratios {b1 / p1:.2f} {b2 / p2:.2f}"
+            f"{hosts:>5} | {b1:12.1f} {a1:5.1f} {p1:5.1f} | {b2:10.1f} {a2:5.1f} {p2:5.1f} | "
+            f"{c1.algo}/{c1.proto}/{c1.channels}ch, {a1 / p1:.2f} {a2 / p2:.2f}"
         )
 
 
