@@ -6,18 +6,22 @@ single-plane (4 GiB AllReduce over 2 segments) and the 1 MiB AllReduce latency s
 448 -> 3,584 GPUs; each row the model's busbw, the paper's (docs: hpn-facts.md), the ratio,
 and what ran (algorithm/protocol/channels). ``--nccl`` picks the tuner's release: 2.18.3
 (default here: the paper's, hpn-facts.md) or 2.30.7 (``hpn collective``'s default).
-``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree. Tree rows add the pipeline fill of
+``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree; ``--phb`` Fig 17a with the NICs
+behind the CPU's host bridge, where NCCL's default turns LL128 off (``--nic-path``: the
+path of every run). Tree rows add the pipeline fill of
 NCCL's chunking and the time NCCL's tree correction factor charges (``pipeline.py``; a check,
 not part of the time). Fig 19 runs the fabric's routing and ECMP. Nothing here is fitted to
 the paper.
 
-    .venv/bin/python bench/bench_nccl_curves.py [--nccl 2.18.3|2.30.7] [--no-nvls] [--quick]
+    .venv/bin/python bench/bench_nccl_curves.py [--nccl 2.18.3|2.30.7] [--no-nvls] [--phb]
+        [--nic-path pxb] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -108,13 +112,21 @@ def main() -> None:
     ap.add_argument("--no-nvls", action="store_true", help="also NCCL_ALGO=^nvls,nvlstree")
     ap.add_argument("--quick", action="store_true", help="Fig 17a only")
     ap.add_argument("--nccl", default="2.18.3", help="NCCL release (default: the paper's)")
+    ap.add_argument("--nic-path", default="pxb", help="GPU-NIC PCIe path (default pxb: LL128 on)")
+    ap.add_argument(
+        "--phb", action="store_true", help="also Fig 17a with the NIC behind the CPU (LL128 off)"
+    )
     a = ap.parse_args()
     t0 = time.perf_counter()
-    p = Params(nccl=a.nccl)
-    print(f"# NCCL {a.nccl} tuner, H800, defaults")
+    p = Params(nccl=a.nccl, nic_path=a.nic_path)
+    print(f"# NCCL {a.nccl} tuner, H800, GPU-NIC path {a.nic_path}")
     variants: list[str | None] = [None] + (["^nvls,nvlstree"] if a.no_nvls else [])
     for algo in variants:
         r = np.array(curve("Fig 17a", "allreduce", FIG17A, algo, p))
+        print(f"within 20 %: {int((abs(r - 1) <= 0.2).sum())}/{len(r)}")
+    if a.phb:
+        r = np.array(curve("Fig 17a, GPU-NIC path phb", "allreduce", FIG17A, None,
+                           replace(p, nic_path="phb")))  # fmt: skip
         print(f"within 20 %: {int((abs(r - 1) <= 0.2).sum())}/{len(r)}")
     if not a.quick:
         curve("Fig 17b", "allgather", FIG17B, None, p)

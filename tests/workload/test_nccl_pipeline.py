@@ -50,6 +50,15 @@ def test_fill_hand_computed():
     assert s.fill_us == pytest.approx(25 * 32768 / 20e3)
 
 
+def test_short_message_moves_one_partial_chunk():
+    """2.30.7 Tree Simple keeps its 512 KiB step; at 1 MiB on 16 channels each channel moves
+    one 64 KiB chunk, which is what each hop forwards."""
+    c = comm("2.30.7")
+    s = tree_pipeline(c, tu.SIMPLE, 1 * M, 16)
+    assert (s.chunk, s.chunks, s.hops) == (524288, 1, 26)
+    assert s.fill_us == pytest.approx(25 * 65536 / (1e3 * c.graphs[tu.TREE].bw_inter))
+
+
 def test_one_host_has_no_network_fill():
     p = tree_pipeline(comm("2.18.3", nodes=1), tu.LL128, 4 * M, 16)
     assert p.hops == 0 and p.fill_us == 0.0

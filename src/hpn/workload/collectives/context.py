@@ -24,6 +24,8 @@ class Params:
     model: ``alpha`` per algorithm step, no protocol; the default algorithm per op).
     ``proto``: NCCL_PROTO syntax (``auto``: all). ``gpu``: the GPU type NCCL's model reads.
     ``nccl``: the NCCL release whose tuner runs (:mod:`~hpn.workload.collectives.versions`).
+    ``nic_path``: the GPU <-> NIC PCIe path as NCCL's topology names it (pix, pxb, pxn, phb,
+    sys); NCCL enables LL128 by default only up to pxb (pxn on SM90+).
     ``channels``: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (nccl model) or parallel
     rings/trees (alpha model; default one per GPU of a host); ``conns``: connections (QPs,
     each its own 5-tuple) per GPU pair, the bytes split evenly; ``alpha``: software latency
@@ -46,6 +48,7 @@ class Params:
     eff: float = 1.0
     flow_channels: int | None = None
     nccl: str = "2.30.7"
+    nic_path: str = "pxb"
 
     def __post_init__(self) -> None:
         if self.channels is not None and not 1 <= self.channels <= 64:
@@ -57,6 +60,12 @@ class Params:
         from hpn.workload.collectives.versions import VERSIONS
 
         VERSIONS.get(self.nccl)
+        from hpn.workload.collectives.versions import NIC_PATHS
+
+        if self.nic_path not in NIC_PATHS:
+            raise InputError(
+                "nic_path", f"must be one of {', '.join(NIC_PATHS)}, got {self.nic_path!r}"
+            )
         if self.conns < 1:
             raise InputError("conns", f"must be >= 1, got {self.conns}")
         if not self.alpha >= 0:

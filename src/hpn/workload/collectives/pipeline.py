@@ -69,7 +69,8 @@ def tree_chunk(c: tu.Comm, p: int, nbytes: float, nch: int) -> int:
 
 def tree_pipeline(c: tu.Comm, p: int, nbytes: float, nch: int) -> Pipeline:
     """The chunking and fill of a Tree AllReduce of ``nbytes`` (protocol ``p``) on ``nch``
-    channels; the chunk time is its wire bytes at the tree graph's GB/s per channel."""
+    channels; the chunk time is its wire bytes (at most the channel's share of the message)
+    at the tree graph's GB/s per channel."""
     chunk = tree_chunk(c, p, nbytes, nch)
     chunks = max(math.ceil(nbytes / (nch * chunk)), 1)
     d = max(depth(t) for t in dtree(c.nodes)) if c.nodes > 1 else 0
@@ -77,7 +78,8 @@ def tree_pipeline(c: tu.Comm, p: int, nbytes: float, nch: int) -> Pipeline:
     hops = 2 * (d + (intra if p == tu.SIMPLE else 0))
     g = c.graphs[tu.TREE]
     bw = g.bw_inter if c.nodes > 2 else g.bw_intra
-    tau = chunk * WIRE[p] / (1e3 * bw)  # us
+    moved = min(chunk, math.ceil(nbytes / nch))  # a short message is one partial chunk
+    tau = moved * WIRE[p] / (1e3 * bw)  # us
     k = tu.cost(c, "allreduce", tu.TREE, p)
     f = tu.correction("allreduce", tu.TREE, p, nbytes)
     corr = nbytes / (1e3 * k.bw) * (1 / f - 1) if k is not None else 0.0
