@@ -61,3 +61,12 @@ def test_dependencies_broadcast_like_numpy(before, after):
     for got, ref in zip(d._deps[0], want, strict=True):
         np.testing.assert_array_equal(got, ref)
         assert got.dtype == ID  # stored task ids are int32
+
+
+def test_a_dependency_id_beyond_int32_is_an_unknown_task_not_a_wrapped_one():
+    d = FlowDAG()
+    d.add_compute([0, 0], 1.0)
+    d.add_deps(0, 2**32 + 1)  # would wrap to task 1 as int32
+    assert d.tasks.dep_after.tolist() == [-1]
+    with pytest.raises(InputError, match="unknown task"):
+        d.validate(num_nodes=1)
