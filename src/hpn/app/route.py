@@ -104,12 +104,15 @@ class PolarizationResult(Result):
 
 def polarization(cfg: PolarizationConfig) -> Outcome[PolarizationResult]:
     """The Fig 13 scenario: cross-segment DP traffic on one rail; ToR-port and Agg balance."""
+    from hpn import jit
     from hpn.routing.polarization import polarization as run
     from hpn.topology import build
 
     o, spec = cfg.polarization, cfg.fabric
     hashing = o.hashing()
-    out = run(build(spec), o.routing, o.seed, o.hosts, o.senders, o.connections, hashing=hashing)
+    f = build(spec)
+    with jit.kernels_for(f.num_links):  # a small fabric: the numpy walk, no numba import
+        out = run(f, o.routing, o.seed, o.hosts, o.senders, o.connections, hashing=hashing)
     out.update(
         preset=spec.preset,
         dual_plane=bool(getattr(spec, "dual_plane", False)),
@@ -244,6 +247,7 @@ def select(cfg: SelectConfig) -> Outcome[SelectResult]:
     """HPN precise path selection: a UDP source port per connection, on distinct paths."""
     import numpy as np
 
+    from hpn import jit
     from hpn.routing.hpn_select import HpnRouter
     from hpn.topology import build
 
@@ -255,7 +259,8 @@ def select(cfg: SelectConfig) -> Outcome[SelectResult]:
         raise InputError("--dst", "must differ from --src")
     n = o.connections
     router = HpnRouter(seed=o.seed, hashing=o.hashing())
-    sel = router.select(f, np.full(n, s), np.full(n, d))
+    with jit.kernels_for(f.num_links + n):  # a small fabric: the numpy search
+        sel = router.select(f, np.full(n, s), np.full(n, d))
     nd, lk = f.nodes, f.links
     conns: list[Connection] = []
     for i in range(n):
