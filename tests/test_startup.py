@@ -72,6 +72,46 @@ def test_kernels_for_chooses_by_size(monkeypatch):
         assert compiled
 
 
+def test_below_the_cold_size_uncompiled_kernels_stay_uncompiled(monkeypatch):
+    monkeypatch.setattr(jit, "HAVE_NUMBA", True)
+    monkeypatch.setenv(jit.ENV, "auto")
+    warm = {"now": False}
+    monkeypatch.setattr(jit, "cached", lambda fns: warm["now"])
+    with jit.kernels_for(jit.SMALL_WORK) as compiled:
+        assert not compiled  # compiling would cost more than the twins' work
+    with jit.kernels_for(jit.COLD_WORK) as compiled:
+        assert compiled  # large enough to pay for the compile
+    warm["now"] = True
+    with jit.kernels_for(jit.SMALL_WORK) as compiled:
+        assert compiled
+
+
+_CACHED = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from hpn import jit
+import k3
+before = jit.cached((k3.triple,))
+fn = jit.Kernel(jit.keyed_jit(k3.triple))
+print(before, fn(2), jit.cached((k3.triple,)))
+"""
+
+
+def test_cached_sees_a_compiled_kernel_without_importing_numba(tmp_path):
+    pytest.importorskip("numba")
+    (tmp_path / "k3.py").write_text("def triple(x):\n    return 3 * x\n")
+    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "NUMBA_CACHE_DIR": str(tmp_path)}
+    run = [sys.executable, "-c", _CACHED, str(tmp_path)]
+    first = subprocess.run(run, capture_output=True, text=True, check=True, env=env)
+    assert first.stdout.split() == ["False", "6", "True"]
+    check = "import sys; sys.path.insert(0, sys.argv[1]); from hpn import jit; import k3; "
+    check += "print(jit.cached((k3.triple,)), 'numba' in sys.modules)"
+    again = subprocess.run(
+        [sys.executable, "-c", check, str(tmp_path)], capture_output=True, text=True, env=env
+    )
+    assert again.stdout.split() == ["True", "False"], again.stderr
+
+
 def test_the_environment_overrides_the_size(monkeypatch):
     monkeypatch.setattr(jit, "HAVE_NUMBA", True)
     monkeypatch.setenv(jit.ENV, "numba")

@@ -111,7 +111,9 @@ def polarization(cfg: PolarizationConfig) -> Outcome[PolarizationResult]:
     o, spec = cfg.polarization, cfg.fabric
     hashing = o.hashing()
     f = build(spec)
-    with jit.kernels_for(f.num_links):  # a small fabric: the numpy walk, no numba import
+    from hpn.routing.kernel_walk import _route_kernel
+
+    with jit.kernels_for(f.num_links, (_route_kernel,)):  # small: the numpy walk
         out = run(f, o.routing, o.seed, o.hosts, o.senders, o.connections, hashing=hashing)
     out.update(
         preset=spec.preset,
@@ -259,7 +261,9 @@ def select(cfg: SelectConfig) -> Outcome[SelectResult]:
         raise InputError("--dst", "must differ from --src")
     n = o.connections
     router = HpnRouter(seed=o.seed, hashing=o.hashing())
-    with jit.kernels_for(f.num_links + n):  # a small fabric: the numpy search
+    from hpn.routing.kernel_search import _search_pass
+
+    with jit.kernels_for(f.num_links + n, (_search_pass,)):  # small: the numpy search
         sel = router.select(f, np.full(n, s), np.full(n, d))
     nd, lk = f.nodes, f.links
     conns: list[Connection] = []

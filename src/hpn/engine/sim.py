@@ -200,7 +200,10 @@ def run_sim(
     if router is None or isinstance(router, str):
         router = router_for(fabric, router, seed=seed)
     dag.validate(fabric.num_nodes, cycles=False)  # cycles: see Sim._stuck
-    with jit.kernels_for(fabric.num_links + len(dag.tasks.size)):  # small: the numpy twins
+    from hpn.routing.kernel_walk import _route_kernel
+
+    first = (kernels._fill_kernel, _route_kernel)  # (which kernels_for checks are compiled)
+    with jit.kernels_for(fabric.num_links + len(dag.tasks.size), first):  # small: numpy twins
         sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
         sim.run()
         return sim.result(_time.perf_counter() - wall)
