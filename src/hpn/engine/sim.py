@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import numpy as np
@@ -200,13 +201,18 @@ def run_sim(
     if router is None or isinstance(router, str):
         router = router_for(fabric, router, seed=seed)
     dag.validate(fabric.num_nodes, cycles=False)  # cycles: see Sim._stuck
-    from hpn.routing.kernel_walk import _route_kernel
-
-    first = (kernels._fill_kernel, _route_kernel)  # (which kernels_for checks are compiled)
-    with jit.kernels_for(fabric.num_links + len(dag.tasks.size), first):  # small: numpy twins
+    with kernels_for(fabric, len(dag.tasks.size)):  # a small run: the numpy twins
         sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
         sim.run()
         return sim.result(_time.perf_counter() - wall)
+
+
+def kernels_for(fabric: Fabric, n_flows: int) -> AbstractContextManager[bool]:
+    """:func:`hpn.jit.kernels_for` for a run of ``n_flows`` on ``fabric`` (its first kernels:
+    max-min filling and the routing walk)."""
+    from hpn.routing.kernel_walk import _route_kernel
+
+    return jit.kernels_for(fabric.num_links + n_flows, (kernels._fill_kernel, _route_kernel))
 
 
 def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
@@ -227,6 +233,11 @@ def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     PathTable
         Path rows, lengths and latency of every flow.
     """
+    with kernels_for(fabric, len(t.size)):  # (also when called outside run_sim)
+        return _route_flows(fabric, router, t)
+
+
+def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     nf = len(t.size)
     lat = fabric.links.latency
     given = np.flatnonzero(t.has_path)
