@@ -209,7 +209,20 @@ def run_sim(
 
 def kernels_for(fabric: Fabric, n_flows: int) -> AbstractContextManager[bool]:
     """:func:`hpn.jit.kernels_for` for a run of ``n_flows`` on ``fabric`` (its first kernels:
-    max-min filling and the routing walk)."""
+    max-min filling and the routing walk).
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    n_flows
+        Flows of the run.
+
+    Returns
+    -------
+    context manager
+        Yields whether the compiled kernels run in it.
+    """
     from hpn.routing.kernel_walk import _route_kernel
 
     return jit.kernels_for(fabric.num_links + n_flows, (kernels._fill_kernel, _route_kernel))
