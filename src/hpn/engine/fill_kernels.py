@@ -12,12 +12,19 @@ change can affect (union-find over the links). Without numba the numpy code runs
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from hpn import jit
 from hpn.engine import kernels as _k
-from hpn.engine.kernels import HAVE_NUMBA
-from hpn.engine.maxmin import EPS, distinct, gather_rows, incidence, maxmin_rates
+from hpn.engine.kernels import _use
+from hpn.engine.maxmin import EPS, distinct, gather_rows, incidence_csr, maxmin_rates
 from hpn.jit import compile_in
+
+if TYPE_CHECKING:
+    from hpn.topology.fabric import Fabric
 
 _compiled: dict = {}
 _prefetch = _k._prefetch  # a cache-line hint (the numba intrinsic once `_kernel` ran)
@@ -279,13 +286,13 @@ def fill_rates(
     numpy.ndarray
         Rate of each user.
     """
-    use = HAVE_NUMBA if compiled is None else compiled
+    use = _use() if compiled is None else compiled
     cap = np.asarray(capacity, np.float64)
     if use:
         return _kernel("fill")(
             np.asarray(rows, np.int64), np.asarray(cols, np.int64), n_users, n_links, cap, eps
         )
-    return maxmin_rates(incidence(rows, cols, n_users, n_links), cap, eps)
+    return maxmin_rates(incidence_csr(rows, cols, n_users, n_links), cap, eps)
 
 
 def reached(
@@ -324,7 +331,7 @@ def reached(
     numpy.ndarray
         bool per checked flow.
     """
-    use = HAVE_NUMBA if compiled is None else compiled
+    use = _use() if compiled is None else compiled
     i64 = np.int64
     start, length, user = (np.asarray(a, i64) for a in (start, length, user))
     if use:
@@ -342,3 +349,24 @@ def reached(
     has = np.bincount(user[rep], minlength=n_users) > 0
     u = user[:n_live]
     return hit[label[u]] & has[u]
+
+
+def kernels_for(fabric: Fabric, n_flows: int) -> AbstractContextManager[bool]:
+    """:func:`hpn.jit.kernels_for` for a run of ``n_flows`` on ``fabric`` (its first kernels:
+    max-min filling and the routing walk).
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    n_flows
+        Flows of the run.
+
+    Returns
+    -------
+    context manager
+        Yields whether the compiled kernels run in it.
+    """
+    from hpn.routing.kernel_walk import _route_kernel
+
+    return jit.kernels_for(fabric.num_links + n_flows, (_fill_kernel, _route_kernel))

@@ -8,17 +8,24 @@ kernel modules use. The max-min fill is :mod:`hpn.engine.fill_kernels`; the batc
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
 
+from hpn import jit
 from hpn.engine.maxmin import gather_rows
 from hpn.engine.records import LedgerRec
 from hpn.jit import compile_in
 
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+HAVE_NUMBA = jit.HAVE_NUMBA  # installed (tests turn it off here); what runs: `_use`
 _compiled: dict = {}  # name -> compiled function, built on first use (numba loads slowly)
+
+
+def _use() -> bool:
+    """Whether the compiled kernels run now (numba here and :func:`hpn.jit.enabled`)."""
+    return HAVE_NUMBA and jit.enabled()
+
+
 CONN_BITS = 16  # connection_ids' first hash table: at most 2**16 slots (doubled when half full)
 
 
@@ -258,7 +265,7 @@ def add_hops(
     """
     i64 = np.int64
     start, length = np.asarray(start, i64), np.asarray(length, i64)
-    if HAVE_NUMBA:
+    if _use():
         _kernel("hops")(start, length, np.asarray(links, i64), hops, delta)
         return
 
@@ -307,7 +314,7 @@ def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) 
     numpy.ndarray
         Sum per tier.
     """
-    if HAVE_NUMBA:
+    if _use():
         out = np.zeros(n_tiers)
         whole = len(on) // 8 * 8  # the flags of 8 links as one word (0: none is loaded)
         words = np.ascontiguousarray(on, dtype=bool)[:whole].view(np.uint64)
@@ -335,7 +342,7 @@ def tier_sums_listed(
     tuple of numpy.ndarray
         Sum per tier, and the links of ``live`` with ``on`` (a prefix of it).
     """
-    if HAVE_NUMBA:
+    if _use():
         out = np.zeros(n_tiers)
         k = _kernel("tier_list")(live, len(live), on, tier, load, out)
         return out, live[:k]
@@ -360,7 +367,7 @@ def connection_ids(
     tuple of numpy.ndarray or None
         First flow of each connection and each flow's connection index, or None.
     """
-    if not HAVE_NUMBA:
+    if not _use():
         return None
     i64 = np.int64
     bits = min(max(int(2 * len(keys)).bit_length(), 4), CONN_BITS)  # grows when half full
@@ -392,7 +399,7 @@ def successors(before: np.ndarray, after: np.ndarray, n: int) -> tuple[np.ndarra
     >>> s.tolist(), off.tolist()
     ([1, 0, 1], [0, 1, 1, 3])
     """
-    if HAVE_NUMBA and len(before):
+    if _use() and len(before):
         return _kernel("succ")(before, after, n)
     order = np.argsort(before, kind="stable")
     off = np.zeros(n + 1, np.int64)

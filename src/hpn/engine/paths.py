@@ -8,6 +8,7 @@ import numpy as np
 
 from hpn.engine import kernels
 from hpn.engine.dag import ID, Tasks
+from hpn.engine.fill_kernels import kernels_for
 from hpn.engine.state import PathTable
 from hpn.routing.base import Router
 from hpn.topology.fabric import Fabric
@@ -31,6 +32,11 @@ def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     PathTable
         Path rows, lengths and latency of every flow.
     """
+    with kernels_for(fabric, len(t.size)):  # (also when called outside run_sim)
+        return _route_flows(fabric, router, t)
+
+
+def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     nf = len(t.size)
     lat = fabric.links.latency
     given = np.flatnonzero(t.has_path)

@@ -31,6 +31,7 @@ from hpn.engine import flows as flow_state
 from hpn.engine import kernels, steps
 from hpn.engine.dag import FLOW, FlowDAG
 from hpn.engine.events import CapacityEvents
+from hpn.engine.fill_kernels import kernels_for
 from hpn.engine.flows import FlowState
 from hpn.engine.kernels import add_hops, tier_sums_listed
 from hpn.engine.links import LinkLedger
@@ -150,9 +151,10 @@ def run_sim(
     if router is None or isinstance(router, str):
         router = router_for(fabric, router, seed=seed)
     dag.validate(fabric.num_nodes, cycles=False)  # cycles: see Sim._stuck
-    sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
-    sim.run()
-    return sim.result(_time.perf_counter() - wall)
+    with kernels_for(fabric, len(dag.tasks.size)):  # a small run: the numpy twins
+        sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
+        sim.run()
+        return sim.result(_time.perf_counter() - wall)
 
 
 def _sorted_unique(ids: np.ndarray) -> np.ndarray:
@@ -184,6 +186,9 @@ class Sim(Rates):
         self.flow = FlowState.of(t.size)
         self.task = TaskState.of(self.nt, t.dep_before, t.dep_after)
         self.ledger = LinkLedger(self.cap)
+        self.compiled = kernels._use()  # numba, or the numpy twins (hpn.jit.kernels_for)
+        if not self.compiled:
+            self.flow.compiled = self.task.compiled = self.ledger.compiled = False
         self.stamp = np.full(nl, -1, np.int64)  # scratch for sort-free dedupe of link ids
         self.group_stamp = np.full(int(t.group.max(initial=-1)) + 1, -1, np.int64)
         self.queue = EventQueue()
@@ -467,7 +472,7 @@ class Sim(Rates):
                 "full_refills": self.count.full_refills,  # the others re-filled a part
                 "sim_wall_s": wall,
                 "routed_paths": self.path.routed,  # < routed flows: connections routed once
-                "kernels": "numba" if kernels.HAVE_NUMBA else "numpy",
+                "kernels": "numba" if self.compiled else "numpy",
             },
             path_source=self.path.paths,
         )
