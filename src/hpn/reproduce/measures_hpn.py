@@ -368,3 +368,29 @@ def tab3_pp(ctx: Context, jobs: Jobs) -> Measured:
     """PP activation send per GPU, MB."""
     v = _tab3(jobs)
     return Measured(v["PP"] / 1e6, {"model": [["PP", round(v["PP"] / 1e6, 3)]]}, "")
+
+
+@measure("path_selection")
+def path_selection(ctx: Context, jobs: Jobs) -> Measured:
+    """Four data-parallel jobs of 128 GPUs side by side on HPN (16 hosts each, LLaMa-7B shape,
+    TP 8 x DP 16), ECMP vs the precise path selection: the largest per-job gain."""
+    model = {"layers": 32, "hidden": 4096, "heads": 32, "seq_len": 2048, "vocab": 32000}
+    four = [
+        {
+            "name": name,
+            "placement": {"first_host": 16 * k},
+            "model": model,
+            "parallel": {"tp": 8, "pp": 1, "dp": 16, "global_batch": 64},
+        }
+        for k, name in enumerate("abcd")
+    ]
+    per: dict[str, dict[str, float]] = {}
+    for routing in ("ecmp", "hpn"):
+        cfg = {"fabric": {"preset": "hpn"}, "train": {"routing": routing, "seed": 1}, "job": four}
+        res = ctx.run("train", cfg, f"4 jobs x 128 GPUs routing {routing}")
+        per[routing] = {j["name"]: j["samples_per_s"] for j in res["jobs"]}
+    gains = {n: gain(per["hpn"][n], per["ecmp"][n]) for n in per["hpn"]}
+    top = max(gains, key=lambda n: gains[n])
+    pts = [[f"job {n}", round(g, 2)] for n, g in gains.items()]
+    detail = ", ".join(f"{n}: {per['ecmp'][n]:.1f} -> {per['hpn'][n]:.1f}" for n in gains)
+    return Measured(gains[top], {"model": pts}, f"samples/s per job, ECMP -> HPN: {detail}")
