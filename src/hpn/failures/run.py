@@ -9,6 +9,7 @@ from typing import Any, TypedDict
 from hpn.failures.checkpoint import Recovery
 from hpn.failures.failover import Failover
 from hpn.failures.faults import Fault, parse_fault
+from hpn.failures.result import FailResult
 from hpn.failures.semantics import design_of, outages
 from hpn.failures.timeline import run_timeline
 from hpn.failures.workload import Iteration
@@ -45,7 +46,7 @@ def run_fail(
     hashing: Any = None,
     failover: Failover | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[FailResult, dict[str, Any]]:
     """(result, tables): the job's throughput, halts and crashes across ``faults``;
     ``progress(done, total)``: simulated time done (ms), after every iteration."""
     from hpn.routing import describe, router_for
@@ -59,20 +60,22 @@ def run_fail(
     rec = recovery or Recovery()
     result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed, progress)
     described = [_summary(fabric, it, router, f, design, fo) for f in parsed]
-    head = {
-        "preset": getattr(fabric.spec, "preset", None),
-        "design": design,
-        "routing": router.name,
-        "routing_detail": describe(router),
-        "seed": seed,
-        "job": it.name,
-        "gpus": int(it.gpus.size),
-        "faults": described,
-        "timeout_s": rec.timeout,
-        "checkpoint_interval_s": rec.interval,
-        "restart_s": rec.restart,
-    }
-    return {**head, **result, "wall_s": time.perf_counter() - t0}, tables
+    out = FailResult(
+        preset=getattr(fabric.spec, "preset", None),
+        design=design,
+        routing=router.name,
+        routing_detail=describe(router),
+        seed=seed,
+        job=it.name,
+        gpus=int(it.gpus.size),
+        faults=described,
+        timeout_s=rec.timeout,
+        checkpoint_interval_s=rec.interval,
+        restart_s=rec.restart,
+        **result,
+        wall_s=time.perf_counter() - t0,
+    )
+    return out, tables
 
 
 def _summary(fabric, it, router, f: Fault, design: str, fo: Failover) -> FaultSummary:

@@ -13,6 +13,7 @@ from hpn.workload.collectives.algorithms import add_collective, comm_size
 from hpn.workload.collectives.context import Ctx, Params
 from hpn.workload.collectives.ops import bandwidths, get_op
 from hpn.workload.collectives.placement import place
+from hpn.workload.collectives.result import CollectiveResult
 
 
 class SizeResult(TypedDict):
@@ -99,7 +100,7 @@ def sweep(
     hashing: Any = None,
     host_order: str = "fabric",
     order_seed: int = 1,
-) -> dict[str, Any]:
+) -> CollectiveResult:
     """Simulate ``op`` at every size; nccl-tests' algbw/busbw (GB/s = 1e9 bytes/s).
 
     ``algo``: None or ``"auto"``: NCCL's tuner chooses per size (``params.model="nccl"``);
@@ -119,22 +120,23 @@ def sweep(
         order = (host_order, order_seed)
         row, ranks = _one(fabric, op, size, gpus, per_host, algo, router, seed, p, jobs, order)
         rows.append(row)
-    return {
-        "op": op,
-        "algo": algo or ("auto" if p.model == "nccl" else get_op(op).default_algo),
-        "proto": p.proto if p.model == "nccl" else "-",
-        "model": p.model,
-        "gpu": p.gpu,
-        "nccl": p.nccl,
-        "host_order": host_order,
-        "order_seed": order_seed,
-        "routing": router.name,
-        "routing_detail": describe(router),
-        "seed": seed,
-        "gpus": gpus,
-        "per_host": int(ranks.shape[1]),
-        "hosts": int(ranks.shape[0]),
-        "jobs": jobs,
-        "results": rows,
-        "wall_s": time.perf_counter() - t0,
-    }
+    return CollectiveResult(
+        op=op,
+        algo=algo or ("auto" if p.model == "nccl" else get_op(op).default_algo),
+        proto=p.proto if p.model == "nccl" else "-",
+        model=p.model,
+        gpu=p.gpu,
+        nccl=p.nccl,
+        host_order=host_order,
+        order_seed=order_seed,
+        routing=router.name,
+        routing_detail=describe(router),
+        seed=seed,
+        gpus=gpus,
+        per_host=int(ranks.shape[1]),
+        hosts=int(ranks.shape[0]),
+        jobs=jobs,
+        results=rows,
+        wall_s=time.perf_counter() - t0,
+        preset=getattr(fabric.spec, "preset", None),
+    )
