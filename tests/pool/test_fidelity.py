@@ -5,9 +5,9 @@ import math
 
 import pytest
 
+from hpn.gpus import get_gpu
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import get_gpu
 from hpn.pool.metrics import Recorder
 from hpn.pool.models import get_model
 from hpn.pool.policies.aegaeon import Aegaeon

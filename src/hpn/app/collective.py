@@ -10,6 +10,7 @@ from hpn.app.base import Command, Outcome
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model
 from hpn.errors import InputError
+from hpn.gpus import CATALOG
 from hpn.units import parse_duration, parse_sizes
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
@@ -40,7 +41,10 @@ class CollectiveOptions(Model):
     proto: str = Field(
         "auto", description="auto, or NCCL_PROTO syntax over simple, ll, ll128 (^ excludes)"
     )
-    gpu: str = Field("H800", description="GPU type NCCL's model reads: H800, H100, H20, A100, L40S")
+    gpu: str = Field(
+        "H800",
+        description="GPU type NCCL's model reads: " + ", ".join(g.name for g in CATALOG.values()),
+    )
     nccl: str = Field(
         "2.30.7",
         description="NCCL release whose tuner runs: 2.30.7 (current) or 2.18.3 (the paper's)",

@@ -33,9 +33,9 @@ def _policy_help() -> str:
 
 
 def _gpu_help() -> str:
-    from hpn.pool.gpus import GPUS
+    from hpn.gpus import CATALOG
 
-    return f"GPU type: {_names(GPUS)}"
+    return f"GPU type: {_names(CATALOG)}"
 
 
 def _split_help() -> str:
@@ -198,7 +198,7 @@ def trace_of(p: SimulateOptions) -> Any:
 
 def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
     """Run a trace through a policy and report SLO attainment, TTFT/TBT, switches."""
-    from hpn.pool.gpus import get_gpu
+    from hpn.gpus import get_gpu
     from hpn.pool.simulate import simulate as run
     from hpn.pool.traces import market
 

@@ -1,16 +1,39 @@
-"""What ``hpn fail`` measured: :class:`FailResult` (numpy-free: its parts' types are named
-for type checkers only)."""
+"""What ``hpn fail`` measured: :class:`FailResult` and its parts (numpy-free, so the command
+can name its result without importing the simulator)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict
 
 from hpn.result import Result
 
-if TYPE_CHECKING:
-    from hpn.failures.run import FaultSummary
-    from hpn.failures.timeline import CrashEvent
+
+class FaultSummary(TypedDict):
+    """A fault of a run: as given, how many links it takes down, the first of them; of its
+    directed links, how many the hosts, the network and only the senders' re-selection route
+    around (:mod:`hpn.failures.failover`), the longest hold (s) and the iteration's flows it
+    blackholes until re-selection (no switch of their plane reaches the destination)."""
+
+    fault: str
+    links_down: int
+    first_link: str
+    moved_by_host: int
+    moved_by_network: int
+    moved_by_sender_reselect: int
+    held_max_s: float | None
+    flows_cut_off: int
+
+
+class CrashEvent(TypedDict):
+    """One crash, s: the NIC cut-off that caused it, the crash (cut-off + timeout), the
+    restart, the work lost since the last checkpoint, and the start of the iteration it hit."""
+
+    cut_off_s: float
+    crash_s: float
+    restart_s: float
+    lost_work_s: float
+    iteration_start_s: float
 
 
 @dataclass

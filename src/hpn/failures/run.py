@@ -4,32 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any
 
 from hpn.failures.checkpoint import Recovery
 from hpn.failures.failover import Failover
 from hpn.failures.faults import Fault, parse_fault
-from hpn.failures.result import FailResult
+from hpn.failures.result import FailResult, FaultSummary
 from hpn.failures.semantics import design_of, outages
 from hpn.failures.timeline import run_timeline
 from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
-
-
-class FaultSummary(TypedDict):
-    """A fault of a run: as given, how many links it takes down, the first of them; of its
-    directed links, how many the hosts, the network and only the senders' re-selection route
-    around (:mod:`hpn.failures.failover`), the longest hold (s) and the iteration's flows it
-    blackholes until re-selection (no switch of their plane reaches the destination)."""
-
-    fault: str
-    links_down: int
-    first_link: str
-    moved_by_host: int
-    moved_by_network: int
-    moved_by_sender_reselect: int
-    held_max_s: float | None
-    flows_cut_off: int
 
 
 def run_fail(

@@ -28,22 +28,12 @@ import numpy as np
 
 from hpn.engine import CapacityEvents, simulate
 from hpn.failures.checkpoint import Recovery
+from hpn.failures.result import CrashEvent
 from hpn.failures.semantics import Outage, Reach
 from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
 
 _EPS = 1e-9
-
-
-class CrashEvent(TypedDict):
-    """One crash, s: the NIC cut-off that caused it, the crash (cut-off + timeout), the
-    restart, the work lost since the last checkpoint, and the start of the iteration it hit."""
-
-    cut_off_s: float
-    crash_s: float
-    restart_s: float
-    lost_work_s: float
-    iteration_start_s: float
 
 
 class Timeline(TypedDict):

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.gpus import get_gpu
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import get_gpu
 from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.models import get_model
 from hpn.pool.policies import get_policy

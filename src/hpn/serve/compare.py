@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import time
 
+from hpn.gpus import GPU
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import GPU
 from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.models import LLM
 from hpn.pool.policies import get_policy

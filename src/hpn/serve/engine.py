@@ -58,7 +58,7 @@ def startup_s(cls, options: dict) -> float:
 def cold_start(cls, options: dict) -> bool:
     """Whether a policy's system starts an engine per scale-up (its own `loader` charges
     a start-up), so the engine builds the model afresh instead of reusing one."""
-    from hpn.pool.gpus import get_gpu
+    from hpn.gpus import get_gpu
 
     loader = cls.loader(get_gpu("h800"), "optimized", options)
     return loader is not None and loader.startup_s > 0

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hpn.config import Model
+from hpn.gpus import GPU
 from hpn.pool.backend import Backend, Cluster
 from hpn.pool.costs import Loader
-from hpn.pool.gpus import GPU
 from hpn.pool.predictor import Predictor
 from hpn.pool.requests import Request
 

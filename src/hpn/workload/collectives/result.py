@@ -1,16 +1,29 @@
-"""What ``hpn collective`` measured: :class:`CollectiveResult` (numpy-free: its rows' type,
-:class:`~hpn.workload.collectives.run.SizeResult`, is named for type checkers only)."""
+"""What ``hpn collective`` measured: :class:`CollectiveResult` and its rows (numpy-free, so
+the command can name its result without importing the simulator)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import NotRequired, TypedDict
 
 from hpn.result import Result
 from hpn.units import format_size
 
-if TYPE_CHECKING:
-    from hpn.workload.collectives.run import SizeResult
+
+class SizeResult(TypedDict):
+    """One size of a sweep: nccl-tests' figures (GB/s = 1e9 bytes/s) of the slowest job."""
+
+    size_bytes: int
+    time_s: float
+    algbw_GBps: float
+    busbw_GBps: float
+    flows: int
+    per_job_busbw_GBps: NotRequired[list[float]]  # with several jobs
+    mean_busbw_GBps: NotRequired[float]
+    algo: str  # what ran (NCCL_DEBUG=INFO): algorithm, protocol, channels
+    proto: str
+    channels: int
+    predicted_s: NotRequired[float]  # NCCL's own model time (nccl model)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -13,23 +13,7 @@ from hpn.workload.collectives.algorithms import add_collective, comm_size
 from hpn.workload.collectives.context import Ctx, Params
 from hpn.workload.collectives.ops import bandwidths, get_op
 from hpn.workload.collectives.placement import place
-from hpn.workload.collectives.result import CollectiveResult
-
-
-class SizeResult(TypedDict):
-    """One size of a sweep: nccl-tests' figures (GB/s = 1e9 bytes/s) of the slowest job."""
-
-    size_bytes: int
-    time_s: float
-    algbw_GBps: float
-    busbw_GBps: float
-    flows: int
-    per_job_busbw_GBps: NotRequired[list[float]]  # with several jobs
-    mean_busbw_GBps: NotRequired[float]
-    algo: str  # what ran (NCCL_DEBUG=INFO): algorithm, protocol, channels
-    proto: str
-    channels: int
-    predicted_s: NotRequired[float]  # NCCL's own model time (nccl model)
+from hpn.workload.collectives.result import CollectiveResult, SizeResult
 
 
 def collective_dag(
