@@ -34,10 +34,12 @@ class GPU:
     tflops: float  # dense BF16 tensor-core peak
     host_link: float  # bytes/s, host <-> device
     nvlink: float  # bytes/s, 0 when absent
-    compcap: int  # 90 = SM90
-    nvlinks: int  # NVLinks to the NVSwitch (0: PCIe only)
-    nvswitch: bool
-    pcie_GBps: float  # to the NIC, as NCCL counts it
+    # what NCCL's topology reads (0: a device NCCL's model does not know, e.g. a serving
+    # engine's measured one, hpn.serve.compare)
+    compcap: int = 0  # 90 = SM90
+    nvlinks: int = 0  # NVLinks to the NVSwitch (0: PCIe only)
+    nvswitch: bool = False
+    pcie_GBps: float = 0.0  # to the NIC
 
 
 CATALOG: dict[str, GPU] = {

@@ -111,6 +111,7 @@ class Gpu:
 GPUS: Registry[Gpu] = Registry("GPU type", field="gpu")
 for _c in CATALOG.values():  # the GPU catalog's entries, as NCCL's topology reads them
     _g = Gpu(_c.name, _c.compcap, _c.nvlinks, _c.nvswitch, _c.pcie_GBps)
+    assert _g.compcap, f"{_c.name}: the catalog gives no compute capability"
     GPUS.add(
         _g.name, _g, f"SM{_g.compcap}, {_g.nvlinks} NVLinks, NVLS {'yes' if _g.nvls else 'no'}"
     )
