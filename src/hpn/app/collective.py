@@ -8,10 +8,10 @@ from pydantic import Field, field_validator
 
 from hpn.app.base import Command, Outcome
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
-from hpn.config import Model
+from hpn.config import Model, Seconds
 from hpn.errors import InputError
 from hpn.gpus import CATALOG
-from hpn.units import parse_duration, parse_sizes
+from hpn.units import parse_sizes
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
     from hpn.workload.collectives.result import CollectiveResult
@@ -71,7 +71,7 @@ class CollectiveOptions(Model):
         "NCCL's; alpha model: GPUs per host)",
     )
     conns: int = Field(2, description="connections (QPs) per GPU pair")
-    alpha: str = Field("2us", description="software latency per algorithm step")
+    alpha: Seconds = Field("2us", description="software latency per algorithm step")
     jobs: int = Field(1, description="identical jobs at once on consecutive hosts")
     host_order: str = Field(
         "fabric",
@@ -117,7 +117,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     knobs = Params(
         channels=p.channels,
         conns=p.conns,
-        alpha=parse_duration(p.alpha, "alpha"),
+        alpha=float(p.alpha),
         stepwise=p.stepwise,
         model=p.model,
         proto=p.proto,
