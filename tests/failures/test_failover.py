@@ -141,6 +141,6 @@ def test_gray_failure_is_a_capacity_share_never_detected():
         parse_fault("gray:host=1,nic=0,at=0,loss=1.5")
     r10, _ = run_fail(f, it, ["gray:host=1,nic=0,port=0,at=1s,repair=2s,loss=0.1"], routing="hpn")
     r50, _ = run_fail(f, it, ["gray:host=1,nic=0,port=0,at=1s,repair=2s,loss=0.5"], routing="hpn")
-    assert r10["halted_s"] == r10["blackholed_s"] == 0 and not r10["crashed"]
-    assert 0 < r10["throughput_loss"] < r50["throughput_loss"] < 0.9
-    assert r10["faults"][0]["moved_by_host"] == 0  # nobody sees it
+    assert r10.halted_s == r10.blackholed_s == 0 and not r10.crashed
+    assert 0 < r10.throughput_loss < r50.throughput_loss < 0.9
+    assert r10.faults[0]["moved_by_host"] == 0  # nobody sees it

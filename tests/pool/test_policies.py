@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from hpn.gpus import get_gpu
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import get_gpu
 from hpn.pool.models import get_model
 from hpn.pool.simulate import Slo, simulate
 from hpn.pool.traces import market

@@ -14,12 +14,11 @@ from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, rou
 from hpn.config import Model
 from hpn.errors import InputError
 from hpn.failures.config import FailCfg, ReliabilityCfg, SimpleStep
+from hpn.failures.result import FailResult
 from hpn.workload.training.config import JobConfig
 
 if TYPE_CHECKING:  # imported when the command runs (a fast ``hpn --help``)
     from hpn.failures.montecarlo import ExpectedEvents, ExposureCounts, Stats
-    from hpn.failures.run import FaultSummary
-    from hpn.failures.timeline import CrashEvent
 
 
 class FailConfig(Model):
@@ -36,61 +35,6 @@ class FailConfig(Model):
         if (self.iteration is None) == (self.job is None):
             raise InputError("config", "give exactly one of an [iteration] or a [job] table")
         return self
-
-
-@dataclass
-class FailResult(Result):
-    preset: str | None
-    design: str
-    routing: str
-    routing_detail: str
-    seed: int
-    job: str
-    gpus: int
-    faults: list[FaultSummary]
-    timeout_s: float
-    checkpoint_interval_s: float
-    restart_s: float
-    baseline_samples_per_s: float
-    samples_per_s_during_fault: float
-    throughput_loss: float
-    halted_s: float
-    blackholed_s: float  # some flow of the job held on a link nobody routed around yet
-    crashed: bool
-    crashes: int
-    lost_work_s: float
-    job_time_lost_s: float
-    fault_window_s: list[float]  # [start, end]: from the first fault to its last effect
-    iteration_s: float
-    slowest_iteration_s: float
-    iterations: int
-    samples_per_iteration: float
-    horizon_s: float
-    simulations: int
-    crash_events: list[CrashEvent]
-    wall_s: float
-
-    title = "hpn fail"
-
-    def rows(self) -> list[tuple[str, Any]]:
-        return [
-            ("fabric / design", f"{self.preset} / {self.design}"),
-            ("job", f"{self.job} on {self.gpus} GPUs"),
-            ("faults", "; ".join(f["fault"] for f in self.faults)),
-            ("baseline samples/s", f"{self.baseline_samples_per_s:.1f}"),
-            ("samples/s during fault", f"{self.samples_per_s_during_fault:.1f}"),
-            ("throughput loss", f"{self.throughput_loss:.2%}"),
-            ("halted", f"{self.halted_s:.1f} s"),
-            ("flows blackholed", f"{self.blackholed_s:.2f} s"),
-            ("crashed", f"{self.crashed} ({self.crashes})"),
-            ("lost work", f"{self.lost_work_s:.0f} s"),
-            ("job time lost", f"{self.job_time_lost_s:.1f} s"),
-            (
-                "iteration healthy / slowest",
-                f"{self.iteration_s:.3f} / {self.slowest_iteration_s:.3f} s",
-            ),
-            ("simulations", self.simulations),
-        ]
 
 
 def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResult]:
@@ -111,7 +55,7 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
         it = simple_iteration(fabric, cfg.iteration)
     else:
         it = training_iteration(fabric, cfg.job, router)
-    result, tables = run_fail(
+    res, tables = run_fail(
         fabric,
         it,
         list(c.faults),
@@ -124,7 +68,6 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
         failover=c.failover(),
         progress=progress,
     )
-    res = FailResult.from_dict(result)
     warnings = [
         f"fault {f!r} takes down nothing the job uses: its loss is 0 by construction"
         for f in _untouched(fabric, it.gpus, list(c.faults), c.stacked)

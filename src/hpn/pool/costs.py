@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpn.errors import InputError
+from hpn.gpus import GPU
 from hpn.pool.calibration import fits
-from hpn.pool.gpus import GPU
 from hpn.pool.models import LLM, MODELS
 
 ETA_PAPER = 0.625

@@ -299,7 +299,7 @@ def validate(
     names = [get_policy(p).name for p in (policies or list(POLICIES))]
     files = workload_files(folder)
     ref = read_reference(reference, [f.name for f in files], names) if reference else {}
-    from hpn.pool.gpus import get_gpu
+    from hpn.gpus import get_gpu
 
     g = get_gpu(gpu).name.lower()
     if requests is not None and not Path(requests).is_dir():

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import time
 
+from hpn.gpus import GPU
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import GPU
 from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.models import LLM
 from hpn.pool.policies import get_policy
-from hpn.pool.policies.base import Slo
+from hpn.pool.policies.base import PolicyContext, Slo
 from hpn.pool.requests import Request
 from hpn.pool.result import PoolResult
 from hpn.pool.simulated import SimulatedBackend
@@ -234,7 +234,7 @@ def predict(
     backend = (base if timeline is None else traced(base))(cost, cluster, sink)
     rates = rates or {m: 1.0 for m in trace.names}
     pred = predictor(profile, kv_bytes_per_token, cold, startup)
-    pol = cls(backend, pred, cluster, rates, slo, **options)
+    pol = cls(PolicyContext(backend, pred, cluster, rates, slo), **options)
     reqs = requests_of(trace, slo)
     end = trace.duration + drain
     backend.run(reqs, pol.on_arrival, until=end)

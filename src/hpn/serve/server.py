@@ -153,7 +153,8 @@ def create_app(engine: Engine, limits: Limits = Limits()):
     async def metrics():
         from prometheus_client import CONTENT_TYPE_LATEST
 
-        return Response(engine.sink.text(), media_type=CONTENT_TYPE_LATEST)
+        sink: Any = engine.sink  # ServeMetrics: the server's sink has a text exposition
+        return Response(sink.text(), media_type=CONTENT_TYPE_LATEST)
 
     async def _parse(request: Request, cls):
         try:

@@ -1,3 +1,6 @@
+# mypy: disable-error-code="safe-super"
+# (Traced is a mixin put before a concrete backend class: its super() calls reach that class's
+# operations, never Backend's abstract ones, which mypy cannot see from the mixin alone.)
 """Event timelines of a backend, to compare the engine with the simulator request by request.
 
 `traced(cls)` is a subclass of a backend class (`EngineBackend`, `SimulatedBackend`) that

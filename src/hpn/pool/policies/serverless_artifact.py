@@ -36,7 +36,7 @@ from pydantic import Field
 from hpn.config import Duration, Model
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import Loader
-from hpn.pool.policies.base import Policy, Slo
+from hpn.pool.policies.base import Policy, PolicyContext
 from hpn.pool.requests import Request
 
 QS = 4
@@ -79,16 +79,13 @@ class ServerlessArtifact(Policy):
 
     def __init__(
         self,
-        backend,
-        predictor,
-        cluster,
-        rates,
-        slo=Slo(),
-        qs=QS,
-        scale_up_below=R,
-        start_timeout=START_TIMEOUT,
-    ):
-        super().__init__(backend, predictor, cluster, rates, slo)
+        ctx: PolicyContext,
+        qs: int = QS,
+        scale_up_below: int = R,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        super().__init__(ctx)
+        backend = ctx.backend
         self.qs, self.r, self.start_timeout = qs, scale_up_below, start_timeout
         self.workers = backend.role("worker")
         for w in self.workers:
