@@ -285,7 +285,8 @@ def replay_scale(
 ) -> dict:
     """Measured / predicted seconds of each kind of operation in an engine replay's event
     log (`Traced.dump`), the prediction at the instances computing around each operation
-    (the profile's contention factors, time-weighted over the operation).
+    (the profile's contention factors: at its start for a prefill or a load, time-weighted
+    over a decode, whose steps the simulator re-plans as the count changes).
 
     Kinds: prefill, decode, and (a policy that starts engines, no configured start-up)
     cold loads; warm loads are paced by the link, not the processor, and are left out.
@@ -321,6 +322,8 @@ def replay_scale(
             return 1.0
         f = shared[kind]
         i = bisect.bisect_right(times, a) - 1
+        if kind != "decode":  # charged at its start, as `SharedDeviceBackend` does
+            return float(f[min(max(counts[i] if i >= 0 else 1, 1), len(f)) - 1])
         acc, t = 0.0, a
         while t < b:
             nxt = times[i + 1] if i + 1 < len(times) else b
