@@ -30,9 +30,7 @@ def _trace(n=12, seed=0):
 
 def _log(profile, tr, policy="dedicated", cluster=None):
     logs: list = []
-    predict(
-        tr, policy, cluster or Cluster(2, 0, 0, 1), profile, KVB, Slo(10.0, 1.0), timeline=logs
-    )
+    predict(tr, policy, cluster or Cluster(2, 0, 0, 1), profile, KVB, Slo(10.0, 1.0), timeline=logs)
     return logs[0]
 
 

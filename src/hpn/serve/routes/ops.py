@@ -3,6 +3,8 @@ text, vLLM's names: `hpn.serve.metrics`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
@@ -26,4 +28,5 @@ async def health(request: Request):
 async def metrics(request: Request):
     from prometheus_client import CONTENT_TYPE_LATEST
 
-    return Response(state(request).engine.sink.text(), media_type=CONTENT_TYPE_LATEST)
+    sink: Any = state(request).engine.sink  # ServeMetrics (the server builds it)
+    return Response(sink.text(), media_type=CONTENT_TYPE_LATEST)
