@@ -38,7 +38,9 @@ class ValidateOptions(Model):
         None, description="CSV file,policy,attainment to compare with"
     )
     requests: str | None = Field(
-        None, description="folder of the authors' simulator's per-request outputs (F.requests.csv)"
+        None,
+        description="folder of the authors' simulator's per-request outputs "
+        "(F.POLICY.requests.csv; F.requests.csv for serverless-artifact)",
     )
     workers: int = Field(1, ge=1, le=MAX_WORKERS, description="files simulated in parallel")
     ttft_slo: str = Field("10s", description="TTFT SLO")
