@@ -40,7 +40,7 @@ def test_dual_plane_link_failure_outbound_keeps_going(lab_name, frr):
     r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.6)
     assert r["from_nic"]["flows_cut_off"] == 0
     # plane-0 Aggs reach the NIC's pair only through its plane-0 ToR: after the /32 is
-    # withdrawn they still follow the /24 there, so plane-0 senders are cut off until repair
+    # withdrawn they still follow the subnet there, so plane-0 senders are cut off until repair
     assert r["to_nic"]["flows_cut_off"] >= 1 and r["to_nic"]["recovery_after_repair_s"] < 1.0
     # HPN's hosts re-run path selection: the cut-off connections move to the live plane
     h = fail(
