@@ -137,3 +137,36 @@ def test_runnables():
         },
     )
     assert out.result.to_json()["trials"] == 50
+
+
+CROSS_POD = """
+[iteration]
+gpus = 16
+per_host = 2
+compute = "20ms"
+allreduce = "64MB"
+
+[fabric]
+preset = "hpn"
+pods = 2
+segments = 1
+gpus_per_host = 2
+tor_active_ports = 4
+tor_backup_ports = 0
+tor_uplinks = 2
+"""
+
+
+def test_fail_a_core_of_a_two_pod_fabric(tmp_path):
+    p = tmp_path / "cross.toml"
+    p.write_text(CROSS_POD)
+    r = run_cli("fail", str(p), "--fault", "core:index=0,at=1s,repair=2s", "--json")
+    assert r.code == 0, r.err
+    j = r.json()
+    (fault,) = j["faults"]
+    assert fault["flows_cut_off"] == 0 and fault["moved_by_sender_reselect"] == 0
+    assert fault["moved_by_network"] == 0 and fault["held_max_s"] is None
+    assert not j["crashed"] and j["halted_s"] == 0
+    assert_input_error(
+        run_cli("fail", str(p), "--fault", "core:index=999,at=1s", "--json"), "core with index=999"
+    )

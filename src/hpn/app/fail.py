@@ -134,7 +134,8 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
 
 def _untouched(fabric: Any, gpus: Any, faults: list[str], stacked: bool) -> list[str]:
     """The faults whose links are all away from the job: no NIC link of its GPUs and, when it
-    spans segments, no link of its ToRs or of the Aggs above them."""
+    spans segments, no link of its ToRs or of the Aggs above them (and, across pods, of the
+    cores above those)."""
     import numpy as np
 
     from hpn.failures import parse_fault
@@ -148,6 +149,9 @@ def _untouched(fabric: Any, gpus: Any, faults: list[str], stacked: bool) -> list
         tors = np.unique(lk.dst[np.isin(lk.src, gpus) & (lk.tier == LinkTier.NIC_TOR)])
         aggs = np.unique(lk.dst[np.isin(lk.src, tors) & (lk.tier == LinkTier.TOR_AGG)])
         switches = np.concatenate([tors, aggs])
+        if len(np.unique(nd.pod[gpus])) > 1:
+            cores = np.unique(lk.dst[np.isin(lk.src, aggs) & (lk.tier == LinkTier.AGG_CORE)])
+            switches = np.concatenate([switches, cores])
     design = design_of(fabric, stacked)
     out = []
     for text in faults:

@@ -332,7 +332,7 @@ class TrafficResult(_Tables):
     send_errors: int
     duration_s: float
     flows_routed: int
-    paths_predicted_as_kernel: int  # the model's paths (kernel hash) equal to ip route get's
+    paths_predicted_as_kernel: int  # model paths (--ecmp-hash linux) as ip route get
     flows_unroutable: int
     selection: SelectionInfo
     fct_s: dict[str, float | None]

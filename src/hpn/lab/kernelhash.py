@@ -104,3 +104,23 @@ def predict_paths(plan, src, dst, sport, tables: KernelTables | None = None):
                 break
         out.append(path)
     return Paths.from_lists(out), ok
+
+
+def model_router(plan):
+    """The model's router for this lab: ``ecmp`` with ``--ecmp-hash linux`` on every tier
+    (hosts too), the lab's seed and seed policy: its paths are the model's own."""
+    from hpn.routing import router_for
+
+    hashing = {f"{t}_hash": "linux" for t in ("tor", "agg", "core")}
+    return router_for(
+        plan.fabric, "ecmp", seed=plan.spec.seed, hashing={**hashing, "seeds": plan.spec.ecmp_seeds}
+    )
+
+
+def model_paths(plan, src, dst, sport):
+    """(Paths, reached): the model's own routing of these flows (:func:`model_router`)."""
+    paths = model_router(plan).route_sports(plan.fabric, src, dst, sport)
+    f = plan.fabric
+    ends = paths.offsets[1:] - 1
+    ok = (paths.lengths > 0) & (f.links.dst[paths.links[np.maximum(ends, 0)]] == np.asarray(dst))
+    return paths, ok
