@@ -97,3 +97,41 @@ def test_agg_and_uplink_failures_keep_flows_going(lab_name, frr):
         r = fail(lab_name, target, repair=1.0, before=0.5, after=0.8)
         assert r["flows_keep_going"], target  # ToRs re-hash over their other uplinks
         assert r["model"]["flows_sender_must_move"] == 0
+
+
+def test_core_failure_in_a_two_pod_lab(lab_name, frr):
+    """Pod 0's NICs talk to pod 1's through the cores; a core the connections cross fails:
+    the Aggs around it hash over the plane's other cores (zebra drops its next hops on the
+    carrier loss), so no connection is cut off, as the model's failure layer says."""
+    import numpy as np
+
+    from hpn.errors import InputError
+    from hpn.lab.build import load
+    from hpn.lab.learn import learn_paths
+    from hpn.lab.sports import sports_for
+    from hpn.topology.fabric import NodeKind
+
+    service.up(LabSpec(name=lab_name, control="bgp", fabric={"pods": 2}))
+    plan, _ = load(lab_name)
+    f = plan.fabric
+    pod = f.nodes.pod
+    nics = [int(n) for n in plan.endpoints if pod[n] == 0]
+    peers = [int(n) for n in plan.endpoints if pod[n] != 0]
+    src, dst = [], []
+    for k, nic in enumerate(nics):  # as lab fail pairs them: 4 connections each way
+        src += [peers[k % len(peers)], nic] * 4
+        dst += [nic, peers[k % len(peers)]] * 4
+    sport, _ = sports_for(plan, np.array(src), np.array(dst), "ecmp", 0)
+    paths, ok = learn_paths(plan, np.array(src), np.array(dst), sport)
+    assert ok.all()
+    at = f.links.dst[paths.links]
+    crossed = at[f.nodes.kind[at] == NodeKind.CORE]
+    core = int(np.bincount(crossed).argmax())  # the core most connections cross
+    r = fail(lab_name, f"core:index={int(f.nodes.index[core])}", repair=1.0, before=0.5, after=0.8)
+    assert r["model"]["flows_crossing"] == int((crossed == core).sum()) >= 1
+    assert r["flows_keep_going"] and r["model"]["flows_sender_must_move"] == 0
+    assert r["model"]["flows_agree"] == r["model"]["flows"]
+    sent = r["to_nic"]["packets_sent"] + r["from_nic"]["packets_sent"]
+    assert r["to_nic"]["packets_lost"] + r["from_nic"]["packets_lost"] < 0.05 * sent
+    with pytest.raises(InputError, match="cores 0..15"):
+        fail(lab_name, "core:index=16")

@@ -142,6 +142,8 @@ def test_bad_targets_and_flap_bounds():
         ("link:host=0,nic=0,prot=1", "takes"),
         ("link:host=0.5,nic=0", "whole"),
         ("tor:segment=nan", "number"),
+        ("core:index=0", "--pods 2"),
+        ("core:plane=0", "takes"),
     ]:
         with pytest.raises(InputError, match=what):
             parse_target(plan, bad)
