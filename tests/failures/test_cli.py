@@ -117,9 +117,16 @@ def test_reliability_json():
         "--json",
     )
     assert again.json() == j
+    assert j["routing"] == "hpn" and j["blackhole_s"] == pytest.approx({"link": 0.3, "tor": 0.3})
+    ecmp = run_cli("reliability", "--gpus", "256", "--trials", "50", "--segments", "1",
+                   "--routing", "ecmp", "--json")  # fmt: skip
+    assert ecmp.code == 0 and ecmp.json()["blackhole_s"] == {"link": None, "tor": None}  # never
+    assert ecmp.json()["crashes_per_month"]["mean"] > j["crashes_per_month"]["mean"]
 
 
 def test_reliability_refuses_bad_input():
+    assert_input_error(run_cli("reliability", "--routing", "x", "--json"), "routing")
+    assert_input_error(run_cli("reliability", "--probe", "-1s", "--json"), "probe")
     assert_input_error(run_cli("reliability", "--trials", "0", "--json"), "trials")
     assert_input_error(run_cli("reliability", "--gpus", "999999", "--json"), "gpus")
 
