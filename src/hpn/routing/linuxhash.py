@@ -104,8 +104,8 @@ def kernel_seed(seeds: np.ndarray) -> np.ndarray:
 def flow_hash(
     src_ip: np.ndarray,
     dst_ip: np.ndarray,
-    sport: np.ndarray,
-    dport: np.ndarray,
+    sport: np.ndarray | int,
+    dport: np.ndarray | int,
     proto: int,
     seed: np.ndarray | int,
 ) -> np.ndarray:
