@@ -6,15 +6,22 @@ single-plane (4 GiB AllReduce over 2 segments) and the 1 MiB AllReduce latency s
 448 -> 3,584 GPUs; each row the model's busbw, the paper's (docs: hpn-facts.md), the ratio,
 and what ran (algorithm/protocol/channels). ``--nccl`` picks the tuner's release: 2.18.3
 (default here: the paper's, hpn-facts.md) or 2.30.7 (``hpn collective``'s default).
-``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree. Nothing here is fitted to the paper.
+``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree; ``--phb`` Fig 17a with the NICs
+behind the CPU's host bridge, where NCCL's default turns LL128 off (``--nic-path``: the
+path of every run). Tree rows add the pipeline fill of
+NCCL's chunking and the time NCCL's tree correction factor charges (``pipeline.py``; a check,
+not part of the time). Fig 19 runs the fabric's routing and ECMP. Nothing here is fitted to
+the paper.
 
-    .venv/bin/python bench/bench_nccl_curves.py [--nccl 2.18.3|2.30.7] [--no-nvls] [--quick]
+    .venv/bin/python bench/bench_nccl_curves.py [--nccl 2.18.3|2.30.7] [--no-nvls] [--phb]
+        [--nic-path pxb] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -22,6 +29,9 @@ from hpn.engine import simulate
 from hpn.routing import router_for
 from hpn.topology import build
 from hpn.workload.collectives import Ctx, Params, add_collective, bandwidths, place, sweep
+from hpn.workload.collectives import tuning as tu
+from hpn.workload.collectives.context import nvlink_data_fabric
+from hpn.workload.collectives.pipeline import tree_pipeline
 
 M = 2**20
 FIG17A = {  # size: (DCN+, HPN) GB/s (paper Fig 17a)
@@ -39,7 +49,9 @@ def _fmt(size: float) -> str:
 
 def curve(title: str, op: str, table: dict, algo: str | None, params: Params) -> list[float]:
     print(f"\n## {title} ({op}, 448 GPUs, algo {algo or 'auto'})")
-    print(f"{'size':>6} | {'fabric':8} {'model':>7} {'paper':>6} {'ratio':>6}  ran")
+    head = f"{'size':>6} | {'fabric':8} {'model':>7} {'paper':>6} {'ratio':>6}"
+    print(f"{head}  ran  [tree: fill/corr us]")
+    comm = tu.Comm(448, 56, tu.GPUS.get(params.gpu), 50.0, nccl=tu.VERSIONS.get(params.nccl))
     ratios = []
     for i, preset in ((1, "hpn"), (0, "dcn-plus")):
         out = sweep(build(preset), op, list(table), 448, algo=algo, seed=1, params=params)
@@ -48,6 +60,10 @@ def curve(title: str, op: str, table: dict, algo: str | None, params: Params) ->
             ratio = r["busbw_GBps"] / paper
             ratios.append(ratio)
             ran = f"{r['algo']}/{r['proto']}/{r['channels']}ch"
+            if r["algo"] == "tree" and op == "allreduce":
+                proto = tu.PROTOS.index(r["proto"])
+                pl = tree_pipeline(comm, proto, float(r["size_bytes"]), r["channels"])
+                ran += f"  [{pl.fill_us:.1f}/{pl.correction_us:.1f}]"
             print(
                 f"{_fmt(r['size_bytes']):>6} | {preset:8} {r['busbw_GBps']:7.1f} {paper:6.1f} "
                 f"{ratio:6.2f}  {ran}"
@@ -55,9 +71,11 @@ def curve(title: str, op: str, table: dict, algo: str | None, params: Params) ->
     return ratios
 
 
-def fig19(params: Params) -> None:
-    print("\n## Fig 19: 4 GiB AllReduce over 2 segments, single- vs dual-plane (HPN)")
-    print(f"{'hosts':>5} | {'single':>7} {'paper':>6} | {'dual':>7} {'paper':>6}  ran")
+def fig19(params: Params, routing: str | None) -> None:
+    """busbw and algbw of each plane design; the ratios compare the paper's GB/s with algbw
+    (see docs/guide/training.md, "Fig 19": the paper's axis is read as algbw)."""
+    print(f"\n## Fig 19: 4 GiB AllReduce over 2 segments, single- vs dual-plane (HPN, {routing})")
+    print(f"{'hosts':>5} | single busbw algbw paper | dual busbw algbw paper | ran, algbw/paper")
     for hosts, (p1, p2) in FIG19.items():
         got = []
         for dual in (False, True):
@@ -66,13 +84,14 @@ def fig19(params: Params) -> None:
             pl = place(f, hosts * 8, first_host=per_seg - hosts // 2)
             ctx = Ctx(f)
             s, e = add_collective(ctx, "allreduce", pl.gpus, 4 * 2**30, None, params)
-            res = simulate(f, ctx.dag, router_for(f, None, seed=1))
+            res = simulate(nvlink_data_fabric(f, params), ctx.dag, router_for(f, routing, seed=1))
             t = float(res.task_finish[e] - res.task_start[s])
-            got.append((bandwidths("allreduce", 4 * 2**30, t, pl.size)[1] / 1e9, ctx.choices[0]))
-        (b1, c1), (b2, _) = got
+            alg, bus = bandwidths("allreduce", 4 * 2**30, t, pl.size)
+            got.append((bus / 1e9, alg / 1e9, ctx.choices[0]))
+        (b1, a1, c1), (b2, a2, _) = got
         print(
-            f"{hosts:>5} | {b1:7.1f} {p1:6.1f} | {b2:7.1f} {p2:6.1f}  "
-            f"{c1.algo}/{c1.proto}/{c1.channels}ch  ratios {b1 / p1:.2f} {b2 / p2:.2f}"
+            f"{hosts:>5} | {b1:12.1f} {a1:5.1f} {p1:5.1f} | {b2:10.1f} {a2:5.1f} {p2:5.1f} | "
+            f"{c1.algo}/{c1.proto}/{c1.channels}ch, {a1 / p1:.2f} {a2 / p2:.2f}"
         )
 
 
@@ -93,18 +112,27 @@ def main() -> None:
     ap.add_argument("--no-nvls", action="store_true", help="also NCCL_ALGO=^nvls,nvlstree")
     ap.add_argument("--quick", action="store_true", help="Fig 17a only")
     ap.add_argument("--nccl", default="2.18.3", help="NCCL release (default: the paper's)")
+    ap.add_argument("--nic-path", default="pxb", help="GPU-NIC PCIe path (default pxb: LL128 on)")
+    ap.add_argument(
+        "--phb", action="store_true", help="also Fig 17a with the NIC behind the CPU (LL128 off)"
+    )
     a = ap.parse_args()
     t0 = time.perf_counter()
-    p = Params(nccl=a.nccl)
-    print(f"# NCCL {a.nccl} tuner, H800, defaults")
+    p = Params(nccl=a.nccl, nic_path=a.nic_path)
+    print(f"# NCCL {a.nccl} tuner, H800, GPU-NIC path {a.nic_path}")
     variants: list[str | None] = [None] + (["^nvls,nvlstree"] if a.no_nvls else [])
     for algo in variants:
         r = np.array(curve("Fig 17a", "allreduce", FIG17A, algo, p))
         print(f"within 20 %: {int((abs(r - 1) <= 0.2).sum())}/{len(r)}")
+    if a.phb:
+        r = np.array(curve("Fig 17a, GPU-NIC path phb", "allreduce", FIG17A, None,
+                           replace(p, nic_path="phb")))  # fmt: skip
+        print(f"within 20 %: {int((abs(r - 1) <= 0.2).sum())}/{len(r)}")
     if not a.quick:
         curve("Fig 17b", "allgather", FIG17B, None, p)
         curve("Fig 17c", "multi-allreduce", FIG17C, None, p)
-        fig19(p)
+        for routing in (None, "ecmp"):
+            fig19(p, routing)
         scaling(p)
     print(f"\nwall {time.perf_counter() - t0:.1f} s")
 

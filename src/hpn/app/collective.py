@@ -46,6 +46,11 @@ class CollectiveOptions(Model):
         "2.30.7",
         description="NCCL release whose tuner runs: 2.30.7 (current) or 2.18.3 (the paper's)",
     )
+    nic_path: str = Field(
+        "pxb",
+        description="GPU-NIC PCIe path as NCCL's topology names it: pix, pxb, pxn, phb, sys "
+        "(NCCL enables LL128 by default only up to pxb, pxn on SM90+)",
+    )
     model: str = Field(
         "nccl",
         description="nccl (NCCL's tuner: algorithm, protocol, channels, latency) or alpha "
@@ -161,6 +166,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         proto=p.proto,
         gpu=p.gpu,
         nccl=p.nccl,
+        nic_path=p.nic_path,
     )
     out = sweep(
         fabric,

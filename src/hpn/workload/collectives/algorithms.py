@@ -109,6 +109,7 @@ def comm_of(ctx: Ctx, ranks: np.ndarray, p: Params) -> tu.Comm:
         min_channels=ch or 0,
         max_channels=ch or tu.MAXCHANNELS,
         nccl=tu.VERSIONS.get(p.nccl),
+        nic_path=p.nic_path,
     )
 
 
@@ -158,7 +159,7 @@ def nccl_choice(
         return tu.Choice(algo or "direct", "simple", p.conns, lat, 0.0, 1.0, float("inf"))
     algos, protos = _masks(algo, p, op)
     try:
-        return tu.choose(c, op, size, algos, protos)
+        return tu.choose(c, op, size, algos, protos, proto_set=p.proto not in ("auto", ""))
     except InputError:
         asked = [tu.ALGOS[a] for a in range(len(tu.ALGOS)) if algos[a]]
         if algo and algo != "auto" and len(asked) == 1:

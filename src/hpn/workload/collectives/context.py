@@ -3,7 +3,7 @@ and barriers (zero-bandwidth compute tasks) that start and end a collective in a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,6 +24,8 @@ class Params:
     model: ``alpha`` per algorithm step, no protocol; the default algorithm per op).
     ``proto``: NCCL_PROTO syntax (``auto``: all). ``gpu``: the GPU type NCCL's model reads.
     ``nccl``: the NCCL release whose tuner runs (:mod:`~hpn.workload.collectives.versions`).
+    ``nic_path``: the GPU <-> NIC PCIe path as NCCL's topology names it (pix, pxb, pxn, phb,
+    sys); NCCL enables LL128 by default only up to pxb (pxn on SM90+).
     ``channels``: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (nccl model) or parallel
     rings/trees (alpha model; default one per GPU of a host); ``conns``: connections (QPs,
     each its own 5-tuple) per GPU pair, the bytes split evenly; ``alpha``: software latency
@@ -46,6 +48,7 @@ class Params:
     eff: float = 1.0
     flow_channels: int | None = None
     nccl: str = "2.30.7"
+    nic_path: str = "pxb"
 
     def __post_init__(self) -> None:
         if self.channels is not None and not 1 <= self.channels <= 64:
@@ -57,12 +60,44 @@ class Params:
         from hpn.workload.collectives.versions import VERSIONS
 
         VERSIONS.get(self.nccl)
+        from hpn.workload.collectives.versions import NIC_PATHS
+
+        if self.nic_path not in NIC_PATHS:
+            raise InputError(
+                "nic_path", f"must be one of {', '.join(NIC_PATHS)}, got {self.nic_path!r}"
+            )
         if self.conns < 1:
             raise InputError("conns", f"must be >= 1, got {self.conns}")
         if not self.alpha >= 0:
             raise InputError("alpha", f"must be >= 0, got {self.alpha}")
         if not self.chunk > 0:
             raise InputError("chunk", f"must be > 0, got {self.chunk}")
+
+
+def nvlink_data_fabric(fabric: Fabric, p: Params) -> Fabric:
+    """The fabric as NCCL's kernels use its NVLink (``p.model == "nccl"``; else ``fabric``).
+
+    NCCL's topology counts what its kernels move over one NVLink, not the link's signalling
+    rate: ``SM90_NVLINK_BW`` = 20.0 GB/s per link in 2.18.3, 20.6 in 2.30.7 (``topo.h``),
+    against NVLink 4's 25 GB/s per direction. Each GPU <-> NVSwitch link is capped at that
+    figure times the GPU's links (PCIe-only GPUs: NCCL's PCIe figure); an H800 (8 links) of
+    the default fabric's 200 GB/s per direction gets 160 (2.18.3) or 164.8 GB/s (2.30.7).
+    Links already below it are unchanged. The network links are never changed.
+    """
+    if p.model != "nccl":
+        return fabric
+    from hpn.workload.collectives import tuning as tu
+
+    gpu = tu.GPUS.get(p.gpu)
+    v = tu.VERSIONS.get(p.nccl)
+    per_gpu = gpu.nvlink_GBps(v) if gpu.nvlinks else gpu.pcie_GBps
+    lk = fabric.links
+    nvl = lk.tier == LinkTier.NVLINK
+    cap = lk.capacity.copy()
+    cap[nvl] = np.minimum(cap[nvl], per_gpu * 8e9)
+    if np.array_equal(cap, lk.capacity):
+        return fabric
+    return replace(fabric, links=replace(lk, capacity=cap))
 
 
 def conn_keys(src: np.ndarray, dst: np.ndarray, qp: np.ndarray | int) -> np.ndarray:

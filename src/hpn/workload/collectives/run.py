@@ -10,7 +10,7 @@ import numpy as np
 from hpn.errors import InputError
 from hpn.topology.fabric import Fabric
 from hpn.workload.collectives.algorithms import add_collective, comm_size
-from hpn.workload.collectives.context import Ctx, Params
+from hpn.workload.collectives.context import Ctx, Params, nvlink_data_fabric
 from hpn.workload.collectives.ops import bandwidths, get_op
 from hpn.workload.collectives.placement import place
 
@@ -62,7 +62,7 @@ def _one(
     from hpn.engine import simulate
 
     ctx, marks, ranks = collective_dag(fabric, op, size, gpus, per_host, algo, params, jobs, *order)
-    res = simulate(fabric, ctx.dag, router, seed=seed)
+    res = simulate(nvlink_data_fabric(fabric, params or Params()), ctx.dag, router, seed=seed)
     n = comm_size(op, ranks)
     times = [float(res.task_finish[e] - res.task_start[s]) for s, e in marks]
     bws = [bandwidths(op, size, t, n) for t in times]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from hpn.errors import InputError
 from hpn.registry import Registry
+from hpn.workload.collectives.env import parse_list as parse_list  # NCCL_ALGO / NCCL_PROTO
 from hpn.workload.collectives.tuning218 import cost_218
 from hpn.workload.collectives.versions import (  # noqa: F401 (re-exported names)
     ALGOS,
@@ -33,6 +34,7 @@ from hpn.workload.collectives.versions import (  # noqa: F401 (re-exported names
     LL128,
     NET,
     NET_OVERHEAD,
+    NIC_PATHS,
     NVLINK,
     NVLS,
     NVLSTREE,
@@ -143,6 +145,7 @@ class Comm:
     min_channels: int = 0
     max_channels: int = MAXCHANNELS
     nccl: Version = V2_30_7  # the release whose tuner runs
+    nic_path: str = "pxb"  # the GPU <-> NIC PCIe path (NIC_PATHS): LL128's enable rule
     graphs: dict[int, Graph] = field(default_factory=dict, compare=False)
 
     @property
@@ -380,9 +383,24 @@ def algo_time(c: Comm, op: str, a: int, p: int, nbytes: float) -> float | None:
     return k.lat * plateau(c, op, a, p, nbytes) + nbytes / (1000 * bw)
 
 
-def enabled(c: Comm, op: str, algos: list[bool], protos: list[bool]) -> list[tuple[int, int]]:
+def ll128_enabled(c: Comm) -> bool:
+    """NCCL's default LL128 rule (2.18.3 tuning.cc:281-293, 2.30.7 518-535): the inter-node
+    path no farther than PXB, or PXN on SM90+; NVLink inside the host (typeIntra <= NVB);
+    2.18.3 only on SM70, SM80 and SM90, 2.30.7 on SM70+."""
+    k = NIC_PATHS.index(c.nic_path)
+    near = k <= NIC_PATHS.index("pxb") or (c.gpu.compcap >= 90 and c.nic_path == "pxn")
+    if c.nodes == 1:
+        near = True  # no network path in the graph
+    arch = c.gpu.compcap in (70, 80, 90) if c.nccl.v218 else c.gpu.compcap >= 70
+    return near and (c.nvlink or c.ppn == 1) and arch
+
+
+def enabled(
+    c: Comm, op: str, algos: list[bool], protos: list[bool], proto_set: bool = False
+) -> list[tuple[int, int]]:
     """The (algorithm, protocol) pairs NCCL keeps for ``op`` (tuning.cc:495-541,
-    enqueue.cc:1998-2008) among those the user enabled."""
+    enqueue.cc:1998-2008) among those the user enabled; LL128 only where
+    :func:`ll128_enabled` (NCCL_PROTO naming LL128 forces it, as NCCL's ``protoEnable = 1``)."""
     out = []
     for a in range(len(ALGOS)):
         if not algos[a] and not (c.nccl.v218 and a == RING and op != "allreduce"):
@@ -397,7 +415,8 @@ def enabled(c: Comm, op: str, algos: list[bool], protos: list[bool]) -> list[tup
             continue
         if a in (NVLS, NVLSTREE) and not (c.gpu.nvls and c.nvlink and c.ppn > 1):
             continue
-        out += [(a, p) for p in range(len(PROTOS)) if protos[p]]
+        ll128 = proto_set or ll128_enabled(c)
+        out += [(a, p) for p in range(len(PROTOS)) if protos[p] and (p != LL128 or ll128)]
     return out
 
 
@@ -442,11 +461,19 @@ class Choice:
 
 
 def choose(
-    c: Comm, op: str, nbytes: float, algos: list[bool], protos: list[bool], flag: str = "algo"
+    c: Comm,
+    op: str,
+    nbytes: float,
+    algos: list[bool],
+    protos: list[bool],
+    flag: str = "algo",
+    proto_set: bool = False,
 ) -> Choice:
-    """The fastest enabled (algorithm, protocol) for ``nbytes`` (enqueue.cc:2032-2044)."""
+    """The fastest enabled (algorithm, protocol) for ``nbytes`` (enqueue.cc:2032-2044);
+    ``proto_set``: the protocols were given (NCCL_PROTO), so LL128 is not subject to
+    :func:`ll128_enabled`."""
     best: tuple[float, int, int] | None = None
-    for a, p in enabled(c, op, algos, protos):
+    for a, p in enabled(c, op, algos, protos, proto_set):
         t = algo_time(c, op, a, p, nbytes)
         if t is not None and t >= 0 and (best is None or t < best[0]):
             best = (t, a, p)
@@ -471,28 +498,3 @@ def choose(
         k.eff * f,
         k.cap * f,
     )
-
-
-def parse_list(text: str, names: tuple[str, ...], flag: str, op: str) -> list[bool]:
-    """NCCL_ALGO / NCCL_PROTO semantics (tuning.cc:36-136): a comma list enables exactly its
-    names, ``^list`` everything but them; ``;op:list`` entries override per operation."""
-    on = [True] * len(names)
-    entries = text.split(";")
-    for i, entry in enumerate(entries):
-        prefix, _, elems = entry.rpartition(":")
-        if not prefix and ":" not in entry:
-            if i:
-                raise InputError(flag, f"every entry but the first needs an op prefix: {text!r}")
-        elif prefix.lower() not in (*FUNCS, "sendrecv", "alltoall"):
-            raise InputError(flag, f"unknown op prefix {prefix!r}; choose from: {', '.join(FUNCS)}")
-        if prefix and prefix.lower() != op:
-            continue
-        neg = elems.startswith("^")
-        elems = elems[1:] if neg else elems
-        chosen = [False] * len(names)
-        for e in (x.strip().lower() for x in elems.split(",")):
-            if e not in names:
-                raise InputError(flag, f"unknown {flag} {e!r}; choose from: {', '.join(names)}")
-            chosen[names.index(e)] = True
-        on = [(not x) if neg else x for x in chosen]
-    return on

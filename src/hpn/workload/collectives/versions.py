@@ -25,6 +25,10 @@ LL, LL128, SIMPLE = range(3)
 NVLINK, PCI, NET = range(3)
 VOLTA, AMPERE, HOPPER, BLACKWELL = range(4)
 NET_OVERHEAD = 1.0  # tuning.cc:228-233, Intel x86 hosts (us)
+# GPU <-> NIC PCIe path types, nearest first (src/include/graph.h PATH_*; the numbers differ
+# by release, the order does not): same switch, switches below one root port, via another
+# GPU's NVLink (PXN), through the CPU's host bridge, across CPU sockets
+NIC_PATHS = ("pix", "pxb", "pxn", "phb", "sys")
 
 
 @dataclass(frozen=True)
