@@ -37,14 +37,24 @@ def test_dual_tor_link_failure_flows_keep_going(lab_name, frr):
 
 def test_dual_plane_link_failure_outbound_keeps_going(lab_name, frr):
     service.up(LabSpec(name=lab_name, control="bgp"))
-    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.6)
+    # 8 connections a direction: which of them senders hash onto plane 0 is the kernels' hash
+    # of the 5-tuples (all 8 on plane 1: 1 in 256)
+    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.6,
+             connections=8)  # fmt: skip
     assert r["from_nic"]["flows_cut_off"] == 0
+    assert r["model"]["flows_agree"] == r["model"]["flows"]  # the failure layer's verdict
     # plane-0 Aggs reach the NIC's pair only through its plane-0 ToR: after the /32 is
     # withdrawn they still follow the subnet there, so plane-0 senders are cut off until repair
     assert r["to_nic"]["flows_cut_off"] >= 1 and r["to_nic"]["recovery_after_repair_s"] < 1.0
     # HPN's hosts re-run path selection: the cut-off connections move to the live plane
     h = fail(
-        lab_name, "link:host=0,nic=0,port=0", repair=2.5, before=0.5, after=0.3, routing="hpn"
+        lab_name,
+        "link:host=0,nic=0,port=0",
+        repair=2.5,
+        before=0.5,
+        after=0.3,
+        routing="hpn",
+        connections=8,
     )  # re-learning takes 0.2-1 s on a loaded 2-core machine
     # (flows_keep_going holds on an idle machine; under heavy load re-learning can outlast
     # the failure, so only the recovery itself is asserted)
