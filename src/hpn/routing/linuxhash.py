@@ -39,10 +39,27 @@ def _rotl(x: np.ndarray, b: int) -> np.ndarray:
     return (x << _U64(b)) | (x >> _U64(64 - b))
 
 
-def siphash24(words: np.ndarray, tail: np.ndarray, n: int, k0, k1) -> np.ndarray:
-    """SipHash-2-4 of many messages of ``n`` bytes: ``words`` (rows x n//8 little-endian
-    uint64) and ``tail`` (the last n % 8 bytes as a little-endian integer, per row), keys per
-    row or one for all (``lib/siphash.c``)."""
+def siphash24(
+    words: np.ndarray, tail: np.ndarray, n: int, k0: np.ndarray | int, k1: np.ndarray | int
+) -> np.ndarray:
+    """SipHash-2-4 of many messages of ``n`` bytes (``lib/siphash.c``).
+
+    Parameters
+    ----------
+    words
+        Rows x n//8 little-endian uint64 words of the messages.
+    tail
+        The last n % 8 bytes of each message as a little-endian integer.
+    n
+        Message length in bytes.
+    k0, k1
+        The 128-bit key's halves, per row or one for all.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint64 hashes.
+    """
     k0, k1 = np.asarray(k0, _U64), np.asarray(k1, _U64)
     rows = words.shape[0]
     v0 = np.broadcast_to(_U64(_IV[0]) ^ k0, (rows,)).copy()
