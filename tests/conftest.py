@@ -91,3 +91,9 @@ def plugin(monkeypatch, tmp_path):
     """The test plug-in command ``test square`` (:mod:`tests.sweep.slow_plugin`), installed."""
     square = {"test square": "tests.sweep.slow_plugin:SQUARE"}
     install_plugin(monkeypatch, tmp_path, {"hpn.commands": square})
+
+
+# The suite compares every compiled kernel with its numpy twin on small fabrics, which a
+# user's run of that size would give to the twins alone (hpn.jit.kernels_for): the tests run
+# the kernels unless one asks otherwise (tests/test_jit.py checks the size rule).
+__import__("os").environ.setdefault("HPN_KERNELS", "numba")

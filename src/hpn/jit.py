@@ -26,19 +26,31 @@ before it starts, ``compiling kernels once (MODULE), about N s``, N from the las
 module compiled here (else :data:`EXPECTED_S`), then an elapsed-time counter below it once it
 lasts more than :data:`PROGRESS_AFTER_S` (cleared when the compile ends). Off a terminal (a
 pipe, a log file), nothing is printed: stderr stays one line per error there.
+
+**Small runs run the numpy twins.** Every kernel has numpy code beside it that gives the same
+result bit for bit (the tests compare them). Loading compiled code costs a fixed ~0.3 s of CPU
+for ``import numba`` and more for numba's registries and each cached kernel (~1 s in all), a
+first compile ~60 s; a small run's numpy work costs less than that. :func:`kernels_for`
+(which :func:`hpn.engine.sim.run_sim` enters) turns the kernels off for a run below
+:data:`SMALL_WORK`, or below :data:`COLD_WORK` while its kernels are not compiled yet, and
+:func:`enabled` tells each call site; ``HPN_KERNELS=numba`` or
+``numpy`` overrides the choice (``auto``: by size, the default). The choice is per thread
+(a server's small run leaves another thread's large one compiled). Nothing here imports
+numba unless a kernel is compiled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import sys
 import threading
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 CACHE_RACE = "no compiled object yet"
@@ -50,9 +62,72 @@ notice before this machine has timed one itself; other modules: :data:`DEFAULT_S
 DEFAULT_S = 20.0
 PROGRESS_AFTER_S = 3.0  # a compile longer than this shows its elapsed time
 _LIBRARIES = ("numpy", "numba", "llvmlite", "scipy")  # their versions are in the key instead
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None  # the ``fast`` extra installed
+ENV = "HPN_KERNELS"  # numba, numpy or auto (the default: by a run's size, :func:`kernels_for`)
+SMALL_WORK = 100_000
+"""A run whose size (:func:`kernels_for`'s ``work``: directed links plus flows) is below this
+runs the numpy twins under ``auto``. Whole-process CPU on a loaded 2-core machine, numpy
+twins against cached kernels (``hpn traffic --pattern permutation``): fat-tree k=16 (7 k)
+0.7 s against 1.8 s, k=32 (57 k) 1.2 against 1.9, an HPN pod of 2 segments (19 k) 1.3
+against 1.9; a whole HPN pod (142 k, HPN routing) 5.5 against 2.1."""
+COLD_WORK = 1_000_000
+"""Below this size, a run whose kernels are not compiled yet runs the numpy twins: compiling
+costs ~60 s of CPU (a fresh clone's ``hpn collective``: 65 s cold, 2.0 s warm), more than
+their work there (an HPN pod's permutation: 5.5 s; each of ``hpn demo``'s runs 0.01-0.2 s).
+``HPN_KERNELS=numba`` compiles them once."""
+_numpy = threading.local()  # .depth: this thread's open kernels_for(...) blocks that chose numpy
 _KEYS: dict[int, tuple[str, str]] = {}  # id(py_func) -> (key, folder), set before it is jitted
 _installed = False
 _listening = False
+
+
+# --- which code runs ------------------------------------------------------------------------
+
+
+def _mode() -> str:
+    mode = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if mode not in ("auto", "numba", "numpy"):
+        from hpn.errors import InputError
+
+        raise InputError(ENV, f"numba, numpy or auto, not {mode!r}")
+    return mode
+
+
+def enabled() -> bool:
+    """Whether compiled kernels run now: numba is installed, ``HPN_KERNELS`` is not
+    ``numpy``, and no :func:`kernels_for` block chose the numpy twins."""
+    return HAVE_NUMBA and not getattr(_numpy, "depth", 0) and _mode() != "numpy"
+
+
+@contextlib.contextmanager
+def kernels_for(work: int, kernels: tuple[Any, ...] = ()) -> Iterator[bool]:
+    """Within the block, the numpy twins when ``work`` is below :data:`SMALL_WORK`, or below
+    :data:`COLD_WORK` while ``kernels`` are not compiled yet (:func:`cached`), under
+    ``HPN_KERNELS=auto``; yields whether compiled kernels run.
+
+    Parameters
+    ----------
+    work
+        The run's size: directed links plus flows.
+    kernels
+        The Python functions of the kernels the run would compile first.
+
+    Examples
+    --------
+    Ten links and flows take the numpy twins (unless ``HPN_KERNELS=numba``):
+
+    >>> with kernels_for(10) as compiled:
+    ...     compiled == enabled() == (_mode() == "numba" and HAVE_NUMBA)
+    True
+    """
+    auto = _mode() == "auto" and HAVE_NUMBA
+    cold = auto and SMALL_WORK <= work < COLD_WORK and not cached(kernels)
+    numpy_twins = int(auto and (work < SMALL_WORK or cold))
+    _numpy.depth = getattr(_numpy, "depth", 0) + numpy_twins
+    try:
+        yield enabled()
+    finally:
+        _numpy.depth -= numpy_twins
 
 
 # --- the source key -------------------------------------------------------------------------
@@ -136,10 +211,9 @@ def source_key(fn: Any) -> str:
     str
         Hex digest (20 characters).
     """
-    import numba
     import numpy
 
-    h = hashlib.sha256(f"{numba.__version__} {numpy.__version__} {sys.version}".encode())
+    h = hashlib.sha256(f"{_numba_version()} {numpy.__version__} {sys.version}".encode())
     digests = []
     for path in source_files(fn):  # contents, not paths: equal checkouts share the cache
         with open(path, "rb") as fh:
@@ -147,6 +221,43 @@ def source_key(fn: Any) -> str:
     for d in sorted(digests):
         h.update(d)
     return h.hexdigest()[:20]
+
+
+def _numba_version() -> str:
+    """``numba.__version__``, read from the installed package's metadata while numba is not
+    imported (:func:`cached` asks before any kernel runs)."""
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        return str(numba.__version__)
+    from importlib.metadata import version
+
+    return version("numba")
+
+
+def cached(fns: tuple[Any, ...]) -> bool:
+    """Whether numba's disk cache holds compiled code of each of ``fns`` (Python functions)
+    for their current sources (:func:`source_key`), without importing numba.
+
+    Parameters
+    ----------
+    fns
+        Kernels' Python functions.
+
+    Returns
+    -------
+    bool
+    """
+    if not HAVE_NUMBA:
+        return False
+    for fn in fns:
+        stem = f"{fn.__qualname__}-{fn.__code__.co_firstlineno}."
+        try:
+            names = os.listdir(os.path.join(cache_root(), source_key(fn)))
+        except OSError:
+            return False
+        if not any(stem in n and n.endswith(".nbi") for n in names):
+            return False
+    return True
 
 
 def cache_root() -> str:

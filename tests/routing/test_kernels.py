@@ -7,8 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hpn import jit
 from hpn.errors import InputError
-from hpn.routing import kernels, make_router
+from hpn.routing import make_router
 from hpn.routing.ecmp import HashEcmpRouter
 from hpn.topology import build
 from hpn.topology.fabric import LinkTier, NodeKind
@@ -155,7 +156,7 @@ def test_fast_path_not_taken_says_so(two_pods, monkeypatch):
     ideal = make_router("ideal")
     ideal.route(two_pods, src, dst)
     assert ideal.kernel == "numpy"
-    monkeypatch.setattr(kernels, "HAVE_NUMBA", False)  # numba not installed
+    monkeypatch.setattr(jit, "HAVE_NUMBA", False)  # numba not installed
     for name in ("ecmp", "hpn", "random"):
         r = make_router(name)
         r.route(two_pods, src, dst)

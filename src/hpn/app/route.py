@@ -104,12 +104,17 @@ class PolarizationResult(Result):
 
 def polarization(cfg: PolarizationConfig) -> Outcome[PolarizationResult]:
     """The Fig 13 scenario: cross-segment DP traffic on one rail; ToR-port and Agg balance."""
+    from hpn import jit
     from hpn.routing.polarization import polarization as run
     from hpn.topology import build
 
     o, spec = cfg.polarization, cfg.fabric
     hashing = o.hashing()
-    out = run(build(spec), o.routing, o.seed, o.hosts, o.senders, o.connections, hashing=hashing)
+    f = build(spec)
+    from hpn.routing.kernel_walk import _route_kernel
+
+    with jit.kernels_for(f.num_links, (_route_kernel,)):  # small: the numpy walk
+        out = run(f, o.routing, o.seed, o.hosts, o.senders, o.connections, hashing=hashing)
     out.update(
         preset=spec.preset,
         dual_plane=bool(getattr(spec, "dual_plane", False)),
@@ -244,6 +249,7 @@ def select(cfg: SelectConfig) -> Outcome[SelectResult]:
     """HPN precise path selection: a UDP source port per connection, on distinct paths."""
     import numpy as np
 
+    from hpn import jit
     from hpn.routing.hpn_select import HpnRouter
     from hpn.topology import build
 
@@ -255,7 +261,10 @@ def select(cfg: SelectConfig) -> Outcome[SelectResult]:
         raise InputError("--dst", "must differ from --src")
     n = o.connections
     router = HpnRouter(seed=o.seed, hashing=o.hashing())
-    sel = router.select(f, np.full(n, s), np.full(n, d))
+    from hpn.routing.kernel_search import _search_pass
+
+    with jit.kernels_for(f.num_links + n, (_search_pass,)):  # small: the numpy search
+        sel = router.select(f, np.full(n, s), np.full(n, d))
     nd, lk = f.nodes, f.links
     conns: list[Connection] = []
     for i in range(n):

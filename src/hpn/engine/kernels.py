@@ -11,16 +11,23 @@ the rates are bit-identical to it, which a test checks. Without numba the numpy 
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
 
-from hpn.engine.maxmin import EPS, distinct, gather_rows, incidence, maxmin_rates
+from hpn import jit
+from hpn.engine.maxmin import EPS, distinct, gather_rows, incidence_csr, maxmin_rates
 from hpn.jit import compile_in
 
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+HAVE_NUMBA = jit.HAVE_NUMBA  # installed (tests turn it off here); what runs: `_use`
 _compiled: dict = {}  # name -> compiled function, built on first use (numba loads slowly)
+
+
+def _use() -> bool:
+    """Whether the compiled kernels run now (numba here and :func:`hpn.jit.enabled`)."""
+    return HAVE_NUMBA and jit.enabled()
+
+
 CONN_BITS = 16  # connection_ids' first hash table: at most 2**16 slots (doubled when half full)
 
 
@@ -470,13 +477,13 @@ def fill_rates(
     numpy.ndarray
         Rate of each user.
     """
-    use = HAVE_NUMBA if compiled is None else compiled
+    use = _use() if compiled is None else compiled
     cap = np.asarray(capacity, np.float64)
     if use:
         return _kernel("fill")(
             np.asarray(rows, np.int64), np.asarray(cols, np.int64), n_users, n_links, cap, eps
         )
-    return maxmin_rates(incidence(rows, cols, n_users, n_links), cap, eps)
+    return maxmin_rates(incidence_csr(rows, cols, n_users, n_links), cap, eps)
 
 
 def reached(
@@ -515,7 +522,7 @@ def reached(
     numpy.ndarray
         bool per checked flow.
     """
-    use = HAVE_NUMBA if compiled is None else compiled
+    use = _use() if compiled is None else compiled
     i64 = np.int64
     start, length, user = (np.asarray(a, i64) for a in (start, length, user))
     if use:
@@ -552,7 +559,7 @@ def add_hops(
     """
     i64 = np.int64
     start, length = np.asarray(start, i64), np.asarray(length, i64)
-    if HAVE_NUMBA:
+    if _use():
         _kernel("hops")(start, length, np.asarray(links, i64), hops, delta)
         return
 
@@ -612,7 +619,7 @@ def tier_sums(on: np.ndarray, tier: np.ndarray, load: np.ndarray, n_tiers: int) 
     numpy.ndarray
         Sum per tier.
     """
-    if HAVE_NUMBA:
+    if _use():
         out = np.zeros(n_tiers)
         whole = len(on) // 8 * 8  # the flags of 8 links as one word (0: none is loaded)
         words = np.ascontiguousarray(on, dtype=bool)[:whole].view(np.uint64)
@@ -640,7 +647,7 @@ def tier_sums_listed(
     tuple of numpy.ndarray
         Sum per tier, and the links of ``live`` with ``on`` (a prefix of it).
     """
-    if HAVE_NUMBA:
+    if _use():
         out = np.zeros(n_tiers)
         k = _kernel("tier_list")(live, len(live), on, tier, load, out)
         return out, live[:k]
@@ -665,7 +672,7 @@ def connection_ids(
     tuple of numpy.ndarray or None
         First flow of each connection and each flow's connection index, or None.
     """
-    if not HAVE_NUMBA:
+    if not _use():
         return None
     i64 = np.int64
     bits = min(max(int(2 * len(keys)).bit_length(), 4), CONN_BITS)  # grows when half full

@@ -43,7 +43,7 @@ class LinkLedger:
         from hpn.engine import kernels
 
         self.raised = True
-        if kernels.HAVE_NUMBA and self.compiled:
+        if self.compiled and kernels._use():
             kernels.ledger_set(self, links, new, now)
             return
         old = self.load[links]

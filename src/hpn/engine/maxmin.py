@@ -18,11 +18,54 @@ links as a full scan, so the rates are bit-identical to it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NamedTuple
+
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 EPS = 1e-9
 CANDIDATES = 2048  # links per candidate set
+
+
+class Csr(NamedTuple):
+    """A compressed-row matrix as plain numpy arrays (``scipy.sparse.csr_matrix``'s fields):
+    what :func:`maxmin_rates` reads, so a small run's rates need no scipy import."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    shape: tuple[int, int]
+
+
+def incidence_csr(rows: np.ndarray, cols: np.ndarray, n_users: int, n_links: int) -> Csr:
+    """:func:`incidence` as a :class:`Csr` (numpy only): columns sorted within each row,
+    duplicates summed, as ``sum_duplicates`` leaves a scipy matrix.
+
+    Parameters
+    ----------
+    rows, cols, n_users, n_links
+        As for :func:`incidence`.
+
+    Returns
+    -------
+    Csr
+        Weight of each link in each user's path.
+
+    Examples
+    --------
+    >>> a = incidence_csr(np.array([1, 0, 1]), np.array([2, 1, 2]), 2, 3)
+    >>> a.indptr.tolist(), a.indices.tolist(), a.data.tolist()
+    ([0, 1, 2], [1, 2], [1.0, 2.0])
+    """
+    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+    width = max(n_links, 1)
+    key, count = np.unique(rows * width + cols, return_counts=True)
+    r = key // width
+    indptr = np.zeros(n_users + 1, np.int64)
+    np.cumsum(np.bincount(r, minlength=n_users), out=indptr[1:])
+    return Csr(indptr, key - r * width, count.astype(np.float64), (n_users, n_links))
 
 
 def incidence(rows: np.ndarray, cols: np.ndarray, n_users: int, n_links: int) -> sp.csr_matrix:
@@ -40,12 +83,23 @@ def incidence(rows: np.ndarray, cols: np.ndarray, n_users: int, n_links: int) ->
     Returns
     -------
     scipy.sparse.csr_matrix
-        Weight of each link in each user's path.
+        Weight of each link in each user's path (:func:`incidence_csr`'s arrays).
     """
-    data = np.ones(len(rows), np.float64)
-    m = sp.csr_matrix((data, (rows, cols)), shape=(n_users, n_links))
-    m.sum_duplicates()
-    return m
+    import scipy.sparse as sp
+
+    a = incidence_csr(rows, cols, n_users, n_links)
+    return sp.csr_matrix((a.data, a.indices, a.indptr), shape=a.shape)
+
+
+def _transpose(a: Csr | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr, row of each entry) of ``a``'s transpose: its entries grouped by column (a
+    stable counting sort, so rows ascend within a column as ``a.T.tocsr()`` has them)."""
+    n_links = a.shape[1]
+    row = np.repeat(np.arange(a.shape[0]), np.diff(a.indptr))
+    order = np.argsort(a.indices, kind="stable")
+    indptr = np.zeros(n_links + 1, np.int64)
+    np.cumsum(np.bincount(a.indices, minlength=n_links), out=indptr[1:])
+    return indptr, row[order]
 
 
 def _rows(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -55,7 +109,7 @@ def _rows(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return start + np.arange(int(cnt.sum()))
 
 
-def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np.ndarray:
+def maxmin_rates(a: Csr | sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np.ndarray:
     """Max-min fair rate per user (row of ``a``) under per-link ``capacity`` (columns).
 
     Users that cross no link get ``inf``. Capacities may be 0 (their users get 0). Each round
@@ -65,7 +119,7 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
     Parameters
     ----------
     a
-        User x link incidence (:func:`incidence`).
+        User x link incidence (:func:`incidence` or :func:`incidence_csr`).
     capacity
         Capacity of each link.
     eps
@@ -87,9 +141,9 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
     """
     n_users, n_links = a.shape
     rate = np.full(n_users, np.inf)
-    at = a.T.tocsr()
+    at_indptr, at_indices = _transpose(a)
     live = np.diff(a.indptr) > 0  # users not yet frozen (that cross some link)
-    n = at @ live.astype(np.float64)  # unfrozen weight per link
+    n = np.bincount(a.indices, weights=a.data, minlength=n_links)  # unfrozen weight per link
     rem = np.asarray(capacity, np.float64).copy()
     share = np.full(n_links, np.inf)
     on = n > 0.5
@@ -117,7 +171,7 @@ def maxmin_rates(a: sp.csr_matrix, capacity: np.ndarray, eps: float = EPS) -> np
             top = limit
             cand, low = gather(top)
         bottleneck = cand[low <= limit]
-        users = at.indices[_rows(at.indptr, bottleneck)]
+        users = at_indices[_rows(at_indptr, bottleneck)]
         hit, _ = distinct(users[live[users]], stamp)
         rate[hit] = level
         live[hit] = False

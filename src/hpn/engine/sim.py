@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import numpy as np
 
+from hpn import jit
 from hpn.engine import kernels, state, steps
 from hpn.engine.dag import FLOW, FlowDAG, Tasks
 from hpn.engine.kernels import add_hops, fill_rates, reached, tier_sums_listed
@@ -199,9 +201,31 @@ def run_sim(
     if router is None or isinstance(router, str):
         router = router_for(fabric, router, seed=seed)
     dag.validate(fabric.num_nodes, cycles=False)  # cycles: see Sim._stuck
-    sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
-    sim.run()
-    return sim.result(_time.perf_counter() - wall)
+    with kernels_for(fabric, len(dag.tasks.size)):  # a small run: the numpy twins
+        sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
+        sim.run()
+        return sim.result(_time.perf_counter() - wall)
+
+
+def kernels_for(fabric: Fabric, n_flows: int) -> AbstractContextManager[bool]:
+    """:func:`hpn.jit.kernels_for` for a run of ``n_flows`` on ``fabric`` (its first kernels:
+    max-min filling and the routing walk).
+
+    Parameters
+    ----------
+    fabric
+        The fabric.
+    n_flows
+        Flows of the run.
+
+    Returns
+    -------
+    context manager
+        Yields whether the compiled kernels run in it.
+    """
+    from hpn.routing.kernel_walk import _route_kernel
+
+    return jit.kernels_for(fabric.num_links + n_flows, (kernels._fill_kernel, _route_kernel))
 
 
 def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
@@ -222,6 +246,11 @@ def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     PathTable
         Path rows, lengths and latency of every flow.
     """
+    with kernels_for(fabric, len(t.size)):  # (also when called outside run_sim)
+        return _route_flows(fabric, router, t)
+
+
+def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     nf = len(t.size)
     lat = fabric.links.latency
     given = np.flatnonzero(t.has_path)
@@ -335,6 +364,9 @@ class Sim:
         self.flow = FlowState.of(t.size)
         self.task = TaskState.of(self.nt, t.dep_before, t.dep_after)
         self.ledger = LinkLedger(self.cap)
+        self.compiled = kernels._use()  # numba, or the numpy twins (hpn.jit.kernels_for)
+        if not self.compiled:
+            self.flow.compiled = self.task.compiled = self.ledger.compiled = False
         self.stamp = np.full(nl, -1, np.int64)  # scratch for sort-free dedupe of link ids
         self.group_stamp = np.full(int(t.group.max(initial=-1)) + 1, -1, np.int64)
         self.queue = EventQueue()
@@ -756,7 +788,7 @@ class Sim:
                 "full_refills": self.count.full_refills,  # the others re-filled a part
                 "sim_wall_s": wall,
                 "routed_paths": self.path.routed,  # < routed flows: connections routed once
-                "kernels": "numba" if kernels.HAVE_NUMBA else "numpy",
+                "kernels": "numba" if self.compiled else "numpy",
             },
             path_source=self.path.paths,
         )

@@ -20,13 +20,12 @@ keeps the class distances. A compiled function's cache is keyed by the sources i
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from hpn.jit import Kernel, keyed_jit
+from hpn.jit import HAVE_NUMBA, Kernel, keyed_jit  # noqa: F401 - HAVE_NUMBA re-exported
 from hpn.routing import kernel_base, kernel_search, kernel_walk
 from hpn.routing.kernel_base import (  # noqa: F401 - the kernels' constants, re-exported
     _ENT,
@@ -53,7 +52,6 @@ from hpn.routing.kernel_base import (  # noqa: F401 - the kernels' constants, re
 from hpn.routing.kernel_search import _dense_ids  # noqa: F401
 from hpn.routing.kernel_walk import LANES  # noqa: F401
 
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 _compiled: dict = {}
 _MODULES = (kernel_base, kernel_walk, kernel_search)
 

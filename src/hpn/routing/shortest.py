@@ -4,7 +4,7 @@ Only switches (NVSwitch, ToR, Agg, Core) forward: a path never transits a GPU, h
 Network flows do not use NVLink; flows between two GPUs of one host go GPU -> NVSwitch -> GPU.
 
 Vectorized: hop distances to every destination's attachment switches come from one BFS per
-attachment switch on the switch graph (scipy.sparse.csgraph); then all flows walk hop by hop
+attachment switch on the switch graph (bitsets OR-ed level by level); then all flows walk hop by hop
 in numpy. At each hop a flow's candidates are the out-links to a neighbour one hop closer to
 its destination (the first hop included, so a dual-ToR NIC's port is an equal-cost choice),
 and it takes candidate ``floor(u * count)`` where ``u`` is a hash of (seed, key, hop).
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from hpn.errors import InputError
 from hpn.routing.base import Paths, register_router, validate_endpoints
@@ -87,6 +86,25 @@ def _csr(rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return offsets, order.astype(np.int64)
 
 
+class SwitchGraph(NamedTuple):
+    """Compact switch -> switch adjacency in compressed rows (numpy only, as
+    ``scipy.sparse.csr_matrix`` holds it: each row's columns distinct and ascending)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    @classmethod
+    def of(cls, src: np.ndarray, dst: np.ndarray, m: int) -> SwitchGraph:
+        """The graph of the edges ``src[i] -> dst[i]`` among ``m`` switches."""
+        width = max(m, 1)
+        key = np.sort(np.asarray(src, np.int64) * width + np.asarray(dst, np.int64))
+        key = key[np.diff(key, prepend=-1) != 0]  # (np.unique would import numpy.ma)
+        row = key // width
+        indptr = np.zeros(m + 1, np.int64)
+        np.cumsum(np.bincount(row, minlength=m), out=indptr[1:])
+        return cls(indptr, key - row * width)
+
+
 class _Graph:
     """The network as forwarding sees it: switch graph, out-links to switches, attachments."""
 
@@ -110,9 +128,7 @@ class _Graph:
         net &= self.fwd
         m = self.m = int(net.sum())
         self.comp = np.where(net, np.cumsum(net) - 1, m)
-        self.switch_graph = sp.csr_matrix(
-            (np.ones(len(sw)), (self.comp[lk.src[sw]], self.comp[lk.dst[sw]])), shape=(m, m)
-        )
+        self.switch_graph = SwitchGraph.of(self.comp[lk.src[sw]], self.comp[lk.dst[sw]], m)
         # attachments: links from a switch into an endpoint (the endpoint's last hop)
         into = np.flatnonzero(up & self.fwd[lk.src] & ~self.fwd[lk.dst])
         self.att_off, order = _csr(lk.dst[into], self.n)
@@ -228,14 +244,15 @@ class EcmpRouter:
             walk.walk(src[part], dst[part], inv[lo : lo + _CHUNK], keys[part], offsets[part], links)
         return Paths(offsets, links)
 
-    compiled: bool | None = None  # the numba walk (None: when numba is installed)
+    compiled: bool | None = None  # the numba walk (None: when hpn.jit.enabled())
     kernel = "numpy"  # which walk the last ``route`` call ran: "numba" or "numpy"
 
     def use_kernels(self) -> bool:
-        """Whether ``route`` may run the compiled walk (it does when ``kernel_spec`` allows)."""
-        from hpn.routing import kernels
+        """Whether ``route`` may run the compiled walk (it does when ``kernel_spec`` allows):
+        ``compiled``, else :func:`hpn.jit.enabled` (a small run's numpy twins import no numba)."""
+        from hpn import jit
 
-        return kernels.HAVE_NUMBA if self.compiled is None else bool(self.compiled)
+        return jit.enabled() if self.compiled is None else bool(self.compiled)
 
     def kernel_spec(
         self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, keys: np.ndarray

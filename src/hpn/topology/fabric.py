@@ -14,10 +14,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 if TYPE_CHECKING:
     import networkx as nx
+    import scipy.sparse as sp
 
 
 class NodeKind(IntEnum):
@@ -166,6 +166,8 @@ class Fabric:
         With parallel links between a pair, the entry is the one with the lowest id; use
         :meth:`out_links` to see them all.
         """
+        import scipy.sparse as sp  # here: a run that never asks imports no scipy
+
         n = self.num_nodes
         ids = np.arange(len(self.links), dtype=np.int64)
         order = np.lexsort((ids, self.links.dst, self.links.src))
