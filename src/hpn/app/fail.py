@@ -77,7 +77,8 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
 
 def _untouched(fabric: Any, gpus: Any, faults: list[str], stacked: bool) -> list[str]:
     """The faults whose links are all away from the job: no NIC link of its GPUs and, when it
-    spans segments, no link of its ToRs or of the Aggs above them."""
+    spans segments, no link of its ToRs or of the Aggs above them (and, across pods, of the
+    cores above those)."""
     import numpy as np
 
     from hpn.failures import parse_fault
@@ -91,6 +92,9 @@ def _untouched(fabric: Any, gpus: Any, faults: list[str], stacked: bool) -> list
         tors = np.unique(lk.dst[np.isin(lk.src, gpus) & (lk.tier == LinkTier.NIC_TOR)])
         aggs = np.unique(lk.dst[np.isin(lk.src, tors) & (lk.tier == LinkTier.TOR_AGG)])
         switches = np.concatenate([tors, aggs])
+        if len(np.unique(nd.pod[gpus])) > 1:
+            cores = np.unique(lk.dst[np.isin(lk.src, aggs) & (lk.tier == LinkTier.AGG_CORE)])
+            switches = np.concatenate([switches, cores])
     design = design_of(fabric, stacked)
     out = []
     for text in faults:
@@ -137,6 +141,7 @@ class ReliabilityConfig(Model):
 class ReliabilityResult(Result):
     preset: str
     design: str
+    routing: str
     gpus: int
     months: float
     trials: int
@@ -149,6 +154,7 @@ class ReliabilityResult(Result):
     restart_and_lost_work_hours_per_month: Stats
     goodput_loss_fraction: Stats
     degraded_loss: float
+    blackhole_s: dict[str, float]  # per link and ToR failure (hpn.failures.montecarlo.Holds)
     checkpoint_overhead_fraction: float
     gpu_hours_lost_per_month: Stats
     rates: dict[str, float]  # the fields of hpn.failures.montecarlo.Rates
@@ -164,8 +170,12 @@ class ReliabilityResult(Result):
 
         ex = self.exposure
         rows: list[tuple[str, Any]] = [
-            ("fabric / design", f"{self.preset} / {self.design}"),
+            ("fabric / design", f"{self.preset} / {self.design} / {self.routing}"),
             ("job", f"{self.gpus} GPUs, {self.months:g} months x {self.trials} trials"),
+            (
+                "blackhole per failure",
+                f"link {self.blackhole_s['link']:.3g} s, ToR {self.blackhole_s['tor']:.3g} s",
+            ),
             ("exposure", f"{ex['nic_tor_links']} NIC-ToR links, {ex['tors']} ToRs"),
             ("crashes per month", s(self.crashes_per_month)),
             ("halted hours per month", s(self.halted_hours_per_month)),
@@ -182,16 +192,23 @@ def reliability(
     cfg: ReliabilityConfig, progress: Progress | None = None
 ) -> Outcome[ReliabilityResult]:
     """Monte Carlo of failures over months: crashes, degraded hours, goodput loss, cost."""
-    from hpn.failures.montecarlo import exposure
+    from hpn.errors import InputError
+    from hpn.failures.montecarlo import exposure, holds
     from hpn.failures.montecarlo import reliability as run
     from hpn.failures.semantics import design_of
+    from hpn.routing import ROUTERS, default_policy
     from hpn.topology import build
     from hpn.workload.collectives import place
 
     c, spec = cfg.reliability, cfg.fabric
     fabric = build(spec)
     design = design_of(fabric, c.stacked)
-    ex = exposure(fabric, place(fabric, c.gpus, first_host=c.first_host).ranks)
+    ranks = place(fabric, c.gpus, first_host=c.first_host).ranks
+    ex = exposure(fabric, ranks)
+    routing = c.routing or default_policy(fabric)
+    if routing not in ROUTERS:
+        raise InputError("routing", f"unknown policy {routing!r}; choose from {', '.join(ROUTERS)}")
+    hold = holds(fabric, ranks, routing, c.failover()) if design != "single-tor" else None
     r = run(
         ex,
         design,
@@ -203,8 +220,9 @@ def reliability(
         c.degraded_loss,
         c.price,
         progress,
+        hold,
     )
-    return Outcome(ReliabilityResult.from_dict({"preset": spec.preset, **r}))
+    return Outcome(ReliabilityResult.from_dict({"preset": spec.preset, "routing": routing, **r}))
 
 
 FAIL = Command(
