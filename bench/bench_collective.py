@@ -24,11 +24,11 @@ def main() -> None:
         t0 = time.perf_counter()
         out = sweep(f, "allreduce", SIZES, 448, routing=routing, seed=1)
         wall = time.perf_counter() - t0
-        flows = sum(r["flows"] for r in out["results"])
-        rows.append((preset, routing, wall, flows, out["results"][-1]["busbw_GBps"]))
+        flows = sum(r["flows"] for r in out.results)
+        rows.append((preset, routing, wall, flows, out.results[-1]["busbw_GBps"]))
         print(
             f"448-GPU allreduce sweep, {preset:8s} {routing:5s}: {wall:6.2f} s "
-            f"({flows:,} flows; busbw at 4 GiB {out['results'][-1]['busbw_GBps']:.1f} GB/s)"
+            f"({flows:,} flows; busbw at 4 GiB {out.results[-1]['busbw_GBps']:.1f} GB/s)"
         )
     seg = build("hpn", segments=1)
     t0 = time.perf_counter()
@@ -36,11 +36,10 @@ def main() -> None:
         seg, "allreduce", [2**26], 16, routing="ecmp", params=Params(stepwise=True, model="alpha")
     )
     ref_wall = time.perf_counter() - t0
-    per_flow_ref = ref_wall / ref["results"][0]["flows"]
+    per_flow_ref = ref_wall / ref.results[0]["flows"]
     per_flow = rows[0][2] / rows[0][3]
     print(
-        f"reference: 16-GPU step-by-step ring, {ref['results'][0]['flows']:,} flows, "
-        f"{ref_wall:.2f} s"
+        f"reference: 16-GPU step-by-step ring, {ref.results[0]['flows']:,} flows, {ref_wall:.2f} s"
     )
     print(
         f"seconds per simulated flow, coupled 448-GPU sweep / step-by-step: "

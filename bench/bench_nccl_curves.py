@@ -55,7 +55,7 @@ def curve(title: str, op: str, table: dict, algo: str | None, params: Params) ->
     ratios = []
     for i, preset in ((1, "hpn"), (0, "dcn-plus")):
         out = sweep(build(preset), op, list(table), 448, algo=algo, seed=1, params=params)
-        for r in out["results"]:
+        for r in out.results:
             paper = table[r["size_bytes"]][i]
             ratio = r["busbw_GBps"] / paper
             ratios.append(ratio)
@@ -100,7 +100,7 @@ def scaling(params: Params) -> None:
     f = build("hpn")
     times = []
     for gpus in (448, 3584):
-        r = sweep(f, "allreduce", [M], gpus, seed=1, params=params)["results"][0]
+        r = sweep(f, "allreduce", [M], gpus, seed=1, params=params).results[0]
         times.append(r["time_s"])
         ran = f"{r['algo']}/{r['proto']}/{r['channels']}ch"
         print(f"{gpus:>5} GPUs: {r['time_s'] * 1e6:8.1f} us  {ran}")

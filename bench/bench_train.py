@@ -29,8 +29,8 @@ def one(cfg: str, preset: str, routing: str):
 def main() -> None:
     ref_wall, ref = one("gpt3-175b-448.toml", "hpn", "ecmp")
     print(
-        f"reference: GPT-3 175B on 448 GPUs: {ref_wall:.2f} s, {ref['flows']:,} flows, "
-        f"iteration {ref['iteration_s']:.3f} s"
+        f"reference: GPT-3 175B on 448 GPUs: {ref_wall:.2f} s, {ref.flows:,} flows, "
+        f"iteration {ref.iteration_s:.3f} s"
     )
     worst = 0.0
     for routing in ("ecmp", "hpn"):
@@ -38,12 +38,12 @@ def main() -> None:
         worst = max(worst, wall)
         print(
             f"GPT-3 175B on 15,360 GPUs, routing {routing}: {wall:.2f} s "
-            f"({out['flows']:,} flows, {out['tasks']:,} tasks; iteration "
-            f"{out['iteration_s']:.3f} s, {out['samples_per_s']:.0f} samples/s)"
+            f"({out.flows:,} flows, {out.tasks:,} tasks; iteration "
+            f"{out.iteration_s:.3f} s, {out.samples_per_s:.0f} samples/s)"
         )
         print(
             f"  wall per flow vs the 448-GPU reference: "
-            f"{(wall / out['flows']) / (ref_wall / ref['flows']):.2f}"
+            f"{(wall / out.flows) / (ref_wall / ref.flows):.2f}"
         )
     print(f"target <= 30 s: {'met' if worst <= 30 else 'MISSED'} (worst {worst:.2f} s)")
 

@@ -3,11 +3,18 @@
 1. Generate a scaled-down market of checkpoints (or use --models DIR).
 2. Profile this device (`hpn.serve.profile.measure`, fitted by `pool.calibration`).
 3. For each policy: start `hpn serve` in a subprocess, replay a synthetic market trace
-   against it (`hpn.serve.replay`), and predict the same replay with the simulator fed the
-   profile (`hpn.serve.compare.predict`).
-4. Print both attainments side by side (and write them as JSON with --out).
+   against it (`hpn.serve.replay`, time 0 on a whole second of the server's clock, as the
+   simulator's clock starts with the trace), and predict the same replay with the
+   simulator fed the profile (`hpn.serve.compare.predict`).
+4. Predict it again with the device as the replay found it: the profile scaled by the
+   engine's measured operation times against the profile at the concurrency they ran at
+   (`hpn.serve.compare.replay_scale`, read from the engine's event log). The policy,
+   scheduler, batching and accounting stay the simulator's; only the device speed is read
+   from the replay (a profile taken before cannot see load that changes during it).
+5. Print the attainments side by side (and write them as JSON with --out).
 
-Usage: python bench/serve_vs_sim.py [--models DIR] [--duration 120] [--out FILE]
+Usage: python bench/serve_vs_sim.py [--models DIR] [--duration 120] [--seeds 0,1,2]
+       [--out FILE]
 """
 
 from __future__ import annotations
@@ -24,12 +31,13 @@ from pathlib import Path
 
 import httpx
 
+from hpn.pool.policies import get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.traces import market
 from hpn.serve import profile as profiles
-from hpn.serve.compare import engine_trace, predict
+from hpn.serve.compare import engine_trace, predict, replay_scale
 from hpn.serve.device import DeviceSpec
-from hpn.serve.engine import cluster_for, load_hosts
+from hpn.serve.engine import cluster_for, cold_start, load_hosts, startup_s
 from hpn.serve.replay import replay
 from hpn.serve.store import make_models
 
@@ -55,18 +63,6 @@ def start_server(args: dict, port: int, env: dict) -> subprocess.Popen:
     raise SystemExit("server did not come up")
 
 
-def align_to_clock(url: str) -> float:
-    """Wait until the server's scheduler clock is at a whole second, so a policy's periodic
-    timers (serverless ticks every second of that clock) fall at the same trace times as in
-    the simulator, whose clock starts with the trace. Returns the wait."""
-    t0 = time.perf_counter()
-    c = httpx.get(f"{url}/health", timeout=10).json()["clock_s"]
-    c += (time.perf_counter() - t0) / 2
-    wait = (1.0 - c % 1.0) % 1.0
-    time.sleep(wait)
-    return wait
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", help="checkpoint folder (default: generate into a temp dir)")
@@ -86,6 +82,7 @@ def main() -> int:
     ap.add_argument("--ttft", type=float, default=5.0)
     ap.add_argument("--tbt", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", help="comma-separated seeds, one run each (overrides --seed)")
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--device", default="cpu")
     ap.add_argument(
@@ -93,6 +90,12 @@ def main() -> int:
         type=float,
         default=None,
         help="serverless: engine start-up per scale-up on both sides (default: the build)",
+    )
+    ap.add_argument(
+        "--window",
+        type=float,
+        default=10.0,
+        help="seconds per window of the replay's measured device speed (0: one for all)",
     )
     ap.add_argument("--out")
     ap.add_argument(
@@ -108,11 +111,40 @@ def main() -> int:
         help="profile one instance alone (default: all instances busy at once)",
     )
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="hpn-serve-check-") as tmp:
-        return run(a, tmp)
+    seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else [a.seed]
+    rows, timeline, out = [], a.timeline, a.out
+    for seed in seeds:
+        a.seed = seed
+        if timeline and len(seeds) > 1:
+            a.timeline = str(Path(timeline, f"seed{seed}"))
+        a.out = None
+        with tempfile.TemporaryDirectory(prefix="hpn-serve-check-") as tmp:
+            rows += run(a, tmp)
+    a.timeline, a.out = timeline, out
+    table(rows)
+    if a.out:
+        Path(a.out).write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1) + "\n")
+    return 0
 
 
-def run(a, tmp: str) -> int:
+def table(rows: list[dict]) -> None:
+    """Engine, simulator (profile before the replay) and simulator (device as the replay
+    found it) side by side."""
+    print(
+        f"{'seed':>4} {'policy':<11} {'engine':>7} {'sim':>7} {'diff':>6} {'sim@rep':>7} "
+        f"{'diff':>6}  {'TBT p99 e/s/s@rep (s)':<22} {'switches e/s/s@rep':<18} load"
+    )
+    for r in rows:
+        e, s, c = (100 * r[k] for k in ("engine_attainment", "sim_attainment", "cal_attainment"))
+        tbt = f"{r['engine_tbt_p99_s']:.3f}/{r['sim_tbt_p99_s']:.3f}/{r['cal_tbt_p99_s']:.3f}"
+        sw = f"{r['engine_switches']:.0f}/{r['sim_switches']}/{r['cal_switches']}"
+        print(
+            f"{r['seed']:>4} {r['policy']:<11} {e:6.1f}% {s:6.1f}% {e - s:+6.1f} {c:6.1f}% "
+            f"{e - c:+6.1f}  {tbt:<22} {sw:<18} {r['load_avg_1m'][0]:.1f}-{r['load_avg_1m'][1]:.1f}"
+        )
+
+
+def run(a, tmp: str) -> list[dict]:
     """The check, with generated models and profiles in `tmp` (removed afterwards)."""
     models = a.models
     if models is None:
@@ -179,11 +211,10 @@ def run(a, tmp: str) -> int:
             slo=[slo.ttft, slo.tbt],
             startup=opts.get("startup"),
         )
-        if a.timeline:
-            args["timeline"] = str(Path(a.timeline, f"{pol}-engine.json").resolve())
+        elog = Path(a.timeline or tmp, f"{pol}-engine.json").resolve()
+        args["timeline"] = str(elog)
         proc = start_server(args, a.port, env)
         load_before = os.getloadavg()[0]
-        align_to_clock(f"http://127.0.0.1:{a.port}")
         try:
             eng, sent = replay(
                 etr,
@@ -191,6 +222,7 @@ def run(a, tmp: str) -> int:
                 slo=slo,
                 max_input=a.max_input,
                 max_output=a.max_output,
+                align=1.0,
             )
             m = httpx.get(f"http://127.0.0.1:{a.port}/metrics", timeout=10).text
             switches = sum(
@@ -201,7 +233,19 @@ def run(a, tmp: str) -> int:
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
+        cls = get_policy(pol)
+        scale = replay_scale(
+            json.loads(elog.read_text()),
+            prof,
+            kvb,
+            cold_start(cls, opts),
+            startup_s(cls, opts),
+            arrivals=etr.arrival,
+            window=a.window or None,
+        )
+        cal = predict(etr, pol, cl, {**prof, "replay_scale": scale}, kvb, slo, options=opts)
         if a.timeline:
+            Path(a.timeline, f"{pol}-scale.json").write_text(json.dumps(scale) + "\n")
             Path(a.timeline, f"{pol}-client.json").write_text(
                 json.dumps([vars(r) for r in sent]) + "\n"
             )
@@ -213,6 +257,7 @@ def run(a, tmp: str) -> int:
         if bad:
             print(f"{pol}: {len(bad)} requests unfinished, e.g. {bad[:3]}")
         row = {
+            "seed": a.seed,
             "policy": pol,
             "requests": len(etr),
             "engine_attainment": eng.slo_attainment,
@@ -227,20 +272,17 @@ def run(a, tmp: str) -> int:
             "sim_switches": sim.switches,
             "engine_finished": eng.finished,
             "sim_finished": sim.finished,
+            "replay_scale": scale,
+            "cal_attainment": cal.slo_attainment,
+            "cal_attainment_artifact": cal.slo_attainment_artifact,
+            "cal_ttft_p50_s": cal.ttft_p50_s,
+            "cal_tbt_p99_s": cal.tbt_p99_s,
+            "cal_switches": cal.switches,
             "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         }
         rows.append(row)
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}))
-    print(f"{'policy':<11} {'engine':>8} {'sim':>8} {'diff':>7}   (deadline attainment)")
-    for r in rows:
-        d = 100 * (r["engine_attainment"] - r["sim_attainment"])
-        print(
-            f"{r['policy']:<11} {100 * r['engine_attainment']:7.1f}% "
-            f"{100 * r['sim_attainment']:7.1f}% {d:+6.1f}"
-        )
-    if a.out:
-        Path(a.out).write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1) + "\n")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

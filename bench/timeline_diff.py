@@ -3,7 +3,8 @@
 Usage: python bench/timeline_diff.py DIR POLICY [--requests N]
 
 Prints, for both sides: scale-ups per instance and their durations, each operation's
-measured duration against the profile's prediction (the simulator's ground truth), and
+measured duration against the profile's prediction (the simulator's ground truth), the
+engine's durations against the profile at the concurrency it ran at (`replay_scale`), and
 per-request arrival / first token / finish, the engine's on the client's clock.
 """
 
@@ -14,55 +15,18 @@ import json
 import statistics
 from pathlib import Path
 
-from hpn.serve.compare import EngineCost
-
-
-def ops(log: dict) -> list[dict]:
-    """Each operation with its completion time (`end`), matched in order per instance."""
-    open_: dict[tuple, list[dict]] = {}
-    out = []
-    for e in log["events"]:
-        ev = e["ev"]
-        if ev in ("load", "prefill", "decode"):
-            open_.setdefault((ev, e["iid"]), []).append(e)
-            out.append(e)
-        elif ev in ("load-done", "prefill-done", "decode-done"):
-            q = open_.get((ev[:-5], e["iid"]), [])
-            if q:
-                q.pop(0)["end"] = e["t"]
-    return out
-
-
-def predicted(op: dict, cost: EngineCost, reqs: dict, cold: bool) -> float | None:
-    """The profile's duration for this operation as it ran (requests and steps taken)."""
-    if op["ev"] == "load":
-        return 0.0 if op.get("pre") else cost.switch_time(op["model"])
-    if op["ev"] == "prefill":
-        m = reqs[op["rids"][0]]["model"]
-        return cost.prefill_time(m, op["lens"])
-    if "gen1" not in op:
-        return None
-    total = 0.0
-    for rids, g0, g1 in zip(op["rids"], op["gen0"], op["gen1"], strict=True):
-        if not rids:
-            continue
-        m = reqs[rids[0]]["model"]
-        steps = [b - a for a, b in zip(g0, g1, strict=True)]
-        for k in range(max(steps, default=0)):
-            live = [i for i, s in enumerate(steps) if s > k]
-            ctx = sum(reqs[rids[i]]["input_len"] + g0[i] + k for i in live)
-            total += cost.decode_step(m, len(live), ctx)
-    return total
+from hpn.serve.compare import EngineCost, op_seconds, replay_scale
+from hpn.serve.timeline import operations
 
 
 def summary(name: str, log: dict, cost: EngineCost) -> None:
     reqs = {r["rid"]: r for r in log["requests"]}
     by_kind: dict[str, list[tuple[float, float]]] = {}
     loads: dict[int, int] = {}
-    for op in ops(log):
+    for op in operations(log):
         if "end" not in op:
             continue
-        p = predicted(op, cost, reqs, cost.cold)
+        p = op_seconds(op, cost, reqs)
         if p is None:
             continue
         by_kind.setdefault(op["ev"], []).append((op["end"] - op["t"], p))
@@ -99,6 +63,11 @@ def main() -> int:
     cost = EngineCost(prof, kvb, cold)
     summary("simulator", sim, cost)
     summary("engine", eng, cost)
+    scale = replay_scale(eng, prof, kvb, cold)
+    print(
+        "engine measured / profile at its own concurrency (replay_scale): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in scale.items())
+    )
     # the engine's requests on the client's clock: per model, in arrival order
     ereqs: dict[str, list[dict]] = {}
     for r in sorted(eng["requests"], key=lambda q: q["arrival"]):

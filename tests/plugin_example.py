@@ -3,14 +3,14 @@ and a command, registered through entry points (``tests/test_plugins.py`` instal
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from pydantic import Field
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.config import Model
-from hpn.pool.policies.base import Slo
+from hpn.pool.policies.base import PolicyContext
 from hpn.pool.policies.dedicated import Dedicated
 from hpn.topology.fat_tree import build_fat_tree
 from hpn.topology.presets import Preset
@@ -30,9 +30,10 @@ class Few(Dedicated):
     summary = "dedicated instances for the most popular models only"
     Knobs = FewKnobs
 
-    def __init__(self, backend, predictor, cluster, rates, slo=Slo(), served=1, **kw):
+    def __init__(self, ctx: PolicyContext, served: int = 1, **kw: Any) -> None:
+        rates = ctx.rates
         top = sorted(rates, key=lambda m: (-rates[m], m))[:served]
-        super().__init__(backend, predictor, cluster, {m: rates[m] for m in top}, slo, **kw)
+        super().__init__(replace(ctx, rates={m: rates[m] for m in top}), **kw)
         self.rates = rates
         self.unserved = [m for m in rates if m not in self.home]
 

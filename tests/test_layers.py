@@ -22,6 +22,7 @@ LAYERS: dict[str, float] = {
     "hpn.lazy": 0,
     "hpn.jit": 0,
     "hpn.result": 0,
+    "hpn.gpus": 0,
     "hpn.config": 1,
     "hpn.topology": 2,
     "hpn.pool": 2,

@@ -86,6 +86,24 @@ def test_below_the_cold_size_uncompiled_kernels_stay_uncompiled(monkeypatch):
         assert compiled
 
 
+def test_a_long_cold_run_on_a_terminal_says_once_how_to_compile(monkeypatch, capsys):
+    monkeypatch.setattr(jit, "HAVE_NUMBA", True)
+    monkeypatch.setenv(jit.ENV, "auto")
+    monkeypatch.setattr(jit, "cached", lambda fns: False)
+    monkeypatch.setattr(jit, "_hinted", False)
+    clock = iter([0.0, 1.0, 10.0, 20.0, 30.0, 40.0])
+    monkeypatch.setattr(jit.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(jit.sys.stderr, "isatty", lambda: True)
+    with jit.kernels_for(jit.SMALL_WORK):  # 1 s: too short to matter
+        pass
+    assert capsys.readouterr().err == ""
+    for _ in range(2):  # 10 s each: said once
+        with jit.kernels_for(jit.SMALL_WORK):
+            pass
+    err = capsys.readouterr().err
+    assert err.count(jit.COLD_HINT) == 1 and "HPN_KERNELS=numba" in err
+
+
 _CACHED = """
 import sys
 sys.path.insert(0, sys.argv[1])

@@ -21,6 +21,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     PlainSerializer,
+    PlainValidator,
     ValidationError,
     model_validator,
 )
@@ -93,6 +94,56 @@ else:
         PlainSerializer(format_duration, return_type=str, when_used="json"),
     ]
     """seconds; accepts ``10us``, ``2ms``, ``5min``."""
+
+
+class Quantity(float):
+    """A unit field's value that keeps its text: the number in SI units (seconds, bytes,
+    bit/s), and the text it was given as, which is its JSON form (a stored config reads as
+    written: ``duration = "300s"``, not ``"5min"``)."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str) -> Quantity:
+        q = super().__new__(cls, value)
+        q.text = text
+        return q
+
+    def __reduce__(self) -> tuple[Any, ...]:  # to worker processes as it is
+        return (Quantity, (float(self), self.text))
+
+    def __repr__(self) -> str:  # as written, as a config shows it
+        return repr(self.text)
+
+
+def _keeps_text(parse: Any, fmt: Any) -> tuple[Any, Any]:
+    """Validator and JSON serializer of a :class:`Quantity` field read by ``parse``."""
+
+    def read(value: object) -> Quantity:
+        if isinstance(value, Quantity):
+            return value
+        x = parse(value)
+        return Quantity(x, value if isinstance(value, str) else fmt(x))
+
+    def text(value: float) -> str:
+        return value.text if isinstance(value, Quantity) else fmt(value)
+
+    read.__name__ = parse.__name__  # the reference names the unit by it
+    return PlainValidator(read), PlainSerializer(text, return_type=str, when_used="json")
+
+
+if TYPE_CHECKING:
+    Seconds = Any
+    Bytes = Any
+    Rate = Any
+else:
+    Seconds = Annotated[float, *_keeps_text(parse_duration, format_duration)]
+    """seconds, kept as written (``300s``, ``100ms``, ``30min``; a bare number is seconds)."""
+
+    Bytes = Annotated[float, *_keeps_text(parse_size, format_size)]
+    """bytes, kept as written (``2MB``, ``256kB``, ``1GiB``)."""
+
+    Rate = Annotated[float, *_keeps_text(parse_bandwidth, format_bandwidth)]
+    """bit/s, kept as written (``2Mbps``, ``100G``)."""
 
 
 # --- fields that name a file: the CLI takes any path, the dashboard only those inside --data

@@ -62,18 +62,11 @@ class Demo:
 
 def _record(demo: Demo, command: str, config: dict[str, Any], label: str):
     from hpn.app import run
-    from hpn.store.record import record_run
+    from hpn.store.record import record_outcome
 
     outcome = run(command, config)
     result = outcome.result.to_json()
-    folder = record_run(
-        command,
-        outcome.config or config,
-        result,
-        outcome.tables,
-        wall_s=outcome.wall_s,
-        label=label,
-    )
+    folder = record_outcome(command, outcome, config, label=label)
     demo.runs.append(folder)
     return result, folder
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 R = TypeVar("R", bound="Result")
 
@@ -39,6 +39,33 @@ def json_key(key: str, **metadata: Any) -> dict[str, Any]:
         Pass it as ``dataclasses.field(metadata=...)``.
     """
     return {"key": key, **metadata}
+
+
+class JsonResult(Protocol):
+    """What the store needs of a result: its JSON form."""
+
+    def to_json(self, detail: bool = False) -> dict[str, Any]: ...
+
+
+class RunOutcome(Protocol):
+    """What the store records of a finished command (:class:`hpn.app.base.Outcome` is one):
+    the typed result, its tables, the resolved config, the wall time.
+
+    A protocol in the base layer, so the store (below the application layer) can unpack an
+    outcome in one place (:func:`hpn.store.record.record_outcome`) without importing ``app``.
+    """
+
+    @property
+    def result(self) -> JsonResult: ...
+
+    @property
+    def tables(self) -> dict[str, Any]: ...
+
+    @property
+    def config(self) -> dict[str, Any] | None: ...
+
+    @property
+    def wall_s(self) -> float | None: ...
 
 
 class Result:

@@ -117,9 +117,16 @@ def test_reliability_json():
         "--json",
     )
     assert again.json() == j
+    assert j["routing"] == "hpn" and j["blackhole_s"] == pytest.approx({"link": 0.3, "tor": 0.3})
+    ecmp = run_cli("reliability", "--gpus", "256", "--trials", "50", "--segments", "1",
+                   "--routing", "ecmp", "--json")  # fmt: skip
+    assert ecmp.code == 0 and ecmp.json()["blackhole_s"] == {"link": None, "tor": None}  # never
+    assert ecmp.json()["crashes_per_month"]["mean"] > j["crashes_per_month"]["mean"]
 
 
 def test_reliability_refuses_bad_input():
+    assert_input_error(run_cli("reliability", "--routing", "x", "--json"), "routing")
+    assert_input_error(run_cli("reliability", "--probe", "-1s", "--json"), "probe")
     assert_input_error(run_cli("reliability", "--trials", "0", "--json"), "trials")
     assert_input_error(run_cli("reliability", "--gpus", "999999", "--json"), "gpus")
 
@@ -137,3 +144,36 @@ def test_runnables():
         },
     )
     assert out.result.to_json()["trials"] == 50
+
+
+CROSS_POD = """
+[iteration]
+gpus = 16
+per_host = 2
+compute = "20ms"
+allreduce = "64MB"
+
+[fabric]
+preset = "hpn"
+pods = 2
+segments = 1
+gpus_per_host = 2
+tor_active_ports = 4
+tor_backup_ports = 0
+tor_uplinks = 2
+"""
+
+
+def test_fail_a_core_of_a_two_pod_fabric(tmp_path):
+    p = tmp_path / "cross.toml"
+    p.write_text(CROSS_POD)
+    r = run_cli("fail", str(p), "--fault", "core:index=0,at=1s,repair=2s", "--json")
+    assert r.code == 0, r.err
+    j = r.json()
+    (fault,) = j["faults"]
+    assert fault["flows_cut_off"] == 0 and fault["moved_by_sender_reselect"] == 0
+    assert fault["moved_by_network"] == 0 and fault["held_max_s"] is None
+    assert not j["crashed"] and j["halted_s"] == 0
+    assert_input_error(
+        run_cli("fail", str(p), "--fault", "core:index=999,at=1s", "--json"), "core with index=999"
+    )

@@ -141,6 +141,28 @@ def test_gray_failure_is_a_capacity_share_never_detected():
         parse_fault("gray:host=1,nic=0,at=0,loss=1.5")
     r10, _ = run_fail(f, it, ["gray:host=1,nic=0,port=0,at=1s,repair=2s,loss=0.1"], routing="hpn")
     r50, _ = run_fail(f, it, ["gray:host=1,nic=0,port=0,at=1s,repair=2s,loss=0.5"], routing="hpn")
-    assert r10["halted_s"] == r10["blackholed_s"] == 0 and not r10["crashed"]
-    assert 0 < r10["throughput_loss"] < r50["throughput_loss"] < 0.9
-    assert r10["faults"][0]["moved_by_host"] == 0  # nobody sees it
+    assert r10.halted_s == r10.blackholed_s == 0 and not r10.crashed
+    assert 0 < r10.throughput_loss < r50.throughput_loss < 0.9
+    assert r10.faults[0]["moved_by_host"] == 0  # nobody sees it
+
+
+def test_core_faults_are_routed_around_at_once_and_cut_nothing_off():
+    """Two pods, dual-plane: a dead core's links all go with its carrier; every Agg linked to
+    it hashes over the plane's other cores at once; a core's link to one Agg: the core
+    hashes over the pod's other Aggs of its plane, the Agg over its other cores."""
+    f = build("hpn", pods=2, segments=1, gpus_per_host=2)
+    n, lk = f.nodes, f.links
+    links = fault_links(f, parse_fault("core:index=3,at=0"))
+    core = int(np.flatnonzero((n.kind == NodeKind.CORE) & (n.index == 3))[0])
+    assert set(links.tolist()) == set(np.flatnonzero((lk.src == core) | (lk.dst == core)))
+    assert len(links) == 2 * int((lk.src == core).sum()) > 0
+    hold, who = hold_times(f, links, "ecmp", FO)
+    assert (who == 0).all() and (hold == 0).all()
+    links = fault_links(f, parse_fault("core-link:pod=1,plane=0,agg=0,uplink=0,at=0"))
+    assert len(links) == 2 and (who_moves(f, links) == 0).all()
+    plane = int(n.plane[core])
+    assert parse_fault(f"core:index=3,plane={plane},at=0").keys == {"index": 3, "plane": plane}
+    with pytest.raises(InputError, match="core with index=3 plane"):
+        fault_links(f, parse_fault(f"core:index=3,plane={1 - plane},at=0"))
+    with pytest.raises(InputError, match="--pods 2"):
+        fault_links(fabric(True), parse_fault("core:index=0,at=0"))

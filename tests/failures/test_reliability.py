@@ -140,3 +140,61 @@ def test_dual_cut_off_needs_both_sides_at_once():
     # nic 5 of trial 0 overlaps 5-10; nic 6 has one side only; nic 7 lost both (stacked pair);
     # trial 1, nic 5: three rows, side 0 overlaps the first side-1 row only
     assert got == [(0, 5.0, 10.0), (0, 50.0, 60.0), (1, 2.0, 4.0)]
+
+
+def test_dual_plane_blackhole_holds_from_the_failure_layer():
+    from hpn.failures.failover import Failover
+    from hpn.failures.montecarlo import holds
+
+    dp, sp = build("hpn", segments=2), build("hpn", segments=2, dual_plane=False)
+    g = place(dp, 512).ranks
+    fo = Failover(withdraw=0.14, probe=0.1, search=0.2)
+    assert holds(dp, g, "hpn", fo).link == pytest.approx(0.3)  # re-selection
+    assert holds(dp, g, "hpn", fo).tor == pytest.approx(0.3)
+    assert np.isinf(holds(dp, g, "ecmp", fo).link)  # never before the repair
+    assert holds(sp, place(sp, 512).ranks, "ecmp", fo).link == pytest.approx(0.14)  # BGP
+
+
+def test_dual_plane_blackhole_halts_then_degrades(exposures):
+    """Link failures only, 60 s each, no flaps. Hand-computed per failure: HPN re-selects
+    after 0.3 s: halted 0.3 s, then degraded 59.7 s; ECMP blackholes the plane's inbound
+    flows until the repair: halted 60 s (not past the 60 s timeout), never degraded; with a
+    120 s repair every failure crashes the job after the timeout."""
+    from hpn.failures.montecarlo import Holds
+
+    d, _ = exposures
+    rates = Rates(link_per_month=0.002, tor_per_month=0.0, link_repair=60.0, **NO_FLAPS)
+    n = 0.002 * 1024  # failures per month on the exposure
+    hpn = reliability(d, "dual-tor", 1.0, 2000, seed=4, rates=rates, hold=Holds(0.3, 0.3))
+    halted, degraded = hpn["halted_hours_per_month"]["mean"], hpn["degraded_hours_per_month"]
+    assert halted / degraded["mean"] == pytest.approx(0.3 / 59.7, rel=1e-3)
+    assert halted == pytest.approx(n * 0.3 / 3600, rel=0.05)  # Poisson: 2000 trials, ~2 each
+    assert hpn["crashes_per_month"]["mean"] == 0
+    assert hpn["blackhole_s"] == {"link": 0.3, "tor": 0.3}
+    inf = Holds(float("inf"), float("inf"))
+    ecmp = reliability(d, "dual-tor", 1.0, 4000, seed=4, rates=rates, hold=inf)
+    assert ecmp["degraded_hours_per_month"]["mean"] == 0
+    assert ecmp["crashes_per_month"]["mean"] == 0  # 60 s is not past the 60 s timeout
+    assert ecmp["halted_hours_per_month"]["mean"] == pytest.approx(n * 60 / 3600, rel=0.05)
+    long = Rates(link_per_month=0.002, tor_per_month=0.0, link_repair=120.0, **NO_FLAPS)
+    crash = reliability(d, "dual-tor", 1.0, 4000, seed=4, rates=long, hold=inf)
+    c, h = crash["crashes_per_month"]["mean"], crash["halted_hours_per_month"]["mean"]
+    assert c == pytest.approx(n, rel=0.05) and h * 3600 == pytest.approx(c * 60, rel=1e-9)
+    # the same seed without the blackhole: degraded the whole outage, never halted
+    none = reliability(d, "dual-tor", 1.0, 2000, seed=4, rates=rates)  # one chunk: same draws
+    assert none["halted_hours_per_month"]["mean"] == 0
+    assert none["degraded_hours_per_month"]["mean"] == pytest.approx(halted + degraded["mean"])
+
+
+def test_flap_blackholes(exposures):
+    """Flaps only: each halts the job for min(hold, 10 s), degrades it for the rest."""
+    from hpn.failures.montecarlo import Holds
+
+    d, _ = exposures
+    rates = Rates(link_per_month=0.0, tor_per_month=0.0, flaps_per_day=5000.0)
+    a = reliability(d, "dual-tor", 1.0, 2000, seed=5, rates=rates, hold=Holds(0.3, 0.3))
+    b = reliability(d, "dual-tor", 1.0, 2000, seed=5, rates=rates, hold=Holds(1e9, 1e9))
+    ha, da = a["halted_hours_per_month"]["mean"], a["degraded_hours_per_month"]["mean"]
+    assert ha / (ha + da) == pytest.approx(0.03)  # 0.3 of every 10 s
+    assert b["degraded_hours_per_month"]["mean"] == 0
+    assert b["halted_hours_per_month"]["mean"] == pytest.approx(ha + da)

@@ -37,14 +37,24 @@ def test_dual_tor_link_failure_flows_keep_going(lab_name, frr):
 
 def test_dual_plane_link_failure_outbound_keeps_going(lab_name, frr):
     service.up(LabSpec(name=lab_name, control="bgp"))
-    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.6)
+    # 8 connections a direction: which of them senders hash onto plane 0 is the kernels' hash
+    # of the 5-tuples (all 8 on plane 1: 1 in 256)
+    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.6, after=0.6,
+             connections=8)  # fmt: skip
     assert r["from_nic"]["flows_cut_off"] == 0
+    assert r["model"]["flows_agree"] == r["model"]["flows"]  # the failure layer's verdict
     # plane-0 Aggs reach the NIC's pair only through its plane-0 ToR: after the /32 is
-    # withdrawn they still follow the /24 there, so plane-0 senders are cut off until repair
+    # withdrawn they still follow the subnet there, so plane-0 senders are cut off until repair
     assert r["to_nic"]["flows_cut_off"] >= 1 and r["to_nic"]["recovery_after_repair_s"] < 1.0
     # HPN's hosts re-run path selection: the cut-off connections move to the live plane
     h = fail(
-        lab_name, "link:host=0,nic=0,port=0", repair=2.5, before=0.5, after=0.3, routing="hpn"
+        lab_name,
+        "link:host=0,nic=0,port=0",
+        repair=2.5,
+        before=0.5,
+        after=0.3,
+        routing="hpn",
+        connections=8,
     )  # re-learning takes 0.2-1 s on a loaded 2-core machine
     # (flows_keep_going holds on an idle machine; under heavy load re-learning can outlast
     # the failure, so only the recovery itself is asserted)
@@ -64,10 +74,11 @@ def test_single_tor_link_failure_cuts_the_nic_off(lab_name, frr):
 def test_model_names_the_cut_off_connections(lab_name, frr):
     """The failure layer's verdict on the kernel's own paths, connection by connection."""
     service.up(LabSpec(name=lab_name, control="bgp"))
-    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.5, after=0.5)
+    r = fail(lab_name, "link:host=0,nic=0,port=0", repair=1.0, before=0.5, after=0.5,
+             connections=8)  # fmt: skip
     m = r["model"]
-    assert m["flows_sender_must_move"] == r["to_nic"]["flows_cut_off"] >= 1
-    assert m["flows_agree"] == m["flows"] == 8 and m["hold_s"] is None  # ecmp: until repair
+    assert m["flows_sender_must_move"] == r["to_nic"]["flows_cut_off"] >= 1  # 0: 1 in 256
+    assert m["flows_agree"] == m["flows"] == 16 and m["hold_s"] is None  # ecmp: until repair
 
 
 def test_silent_and_gray_uplink_failures(lab_name, frr):
@@ -97,3 +108,41 @@ def test_agg_and_uplink_failures_keep_flows_going(lab_name, frr):
         r = fail(lab_name, target, repair=1.0, before=0.5, after=0.8)
         assert r["flows_keep_going"], target  # ToRs re-hash over their other uplinks
         assert r["model"]["flows_sender_must_move"] == 0
+
+
+def test_core_failure_in_a_two_pod_lab(lab_name, frr):
+    """Pod 0's NICs talk to pod 1's through the cores; a core the connections cross fails:
+    the Aggs around it hash over the plane's other cores (zebra drops its next hops on the
+    carrier loss), so no connection is cut off, as the model's failure layer says."""
+    import numpy as np
+
+    from hpn.errors import InputError
+    from hpn.lab.build import load
+    from hpn.lab.learn import learn_paths
+    from hpn.lab.sports import sports_for
+    from hpn.topology.fabric import NodeKind
+
+    service.up(LabSpec(name=lab_name, control="bgp", fabric={"pods": 2}))
+    plan, _ = load(lab_name)
+    f = plan.fabric
+    pod = f.nodes.pod
+    nics = [int(n) for n in plan.endpoints if pod[n] == 0]
+    peers = [int(n) for n in plan.endpoints if pod[n] != 0]
+    src, dst = [], []
+    for k, nic in enumerate(nics):  # as lab fail pairs them: 4 connections each way
+        src += [peers[k % len(peers)], nic] * 4
+        dst += [nic, peers[k % len(peers)]] * 4
+    sport, _ = sports_for(plan, np.array(src), np.array(dst), "ecmp", 0)
+    paths, ok = learn_paths(plan, np.array(src), np.array(dst), sport)
+    assert ok.all()
+    at = f.links.dst[paths.links]
+    crossed = at[f.nodes.kind[at] == NodeKind.CORE]
+    core = int(np.bincount(crossed).argmax())  # the core most connections cross
+    r = fail(lab_name, f"core:index={int(f.nodes.index[core])}", repair=1.0, before=0.5, after=0.8)
+    assert r["model"]["flows_crossing"] == int((crossed == core).sum()) >= 1
+    assert r["flows_keep_going"] and r["model"]["flows_sender_must_move"] == 0
+    assert r["model"]["flows_agree"] == r["model"]["flows"]
+    sent = r["to_nic"]["packets_sent"] + r["from_nic"]["packets_sent"]
+    assert r["to_nic"]["packets_lost"] + r["from_nic"]["packets_lost"] < 0.05 * sent
+    with pytest.raises(InputError, match="cores 0..15"):
+        fail(lab_name, "core:index=16")

@@ -41,16 +41,20 @@ def test_counts_follow_the_scale_down():
     assert single.ns_role.count("tor") == 2
 
 
-def test_one_slash24_per_tor_pair_and_a_shared_nic_ip():
+def test_one_subnet_per_tor_pair_and_a_shared_nic_ip():
+    from hpn.routing.addressing import address_plan
+
     plan = _plan(segments=3, hosts_per_segment=4, rails=2)
     f = plan.fabric
     gpus = np.flatnonzero(f.nodes.kind == NodeKind.GPU)
     ips = plan.nic_ip[gpus]
     assert len(np.unique(ips)) == len(gpus) and (ips > 0).all()
     assert len(plan.subnets) == 3 * 2  # segments x rails ToR pairs
+    assert np.array_equal(ips, address_plan(f).ip[gpus])  # the model's own addresses
+    assert plan.subnet_len == 29  # 4 NICs per pair, network and broadcast: a block of 8
     for net, tors in plan.subnets:
         assert len(tors) == 2
-        block = ipaddress.ip_network(f"{ipaddress.IPv4Address(net)}/24")
+        block = ipaddress.ip_network(plan.cidr(net))
         served = {int(f.links.src[ln]) for ln in plan.links if f.links.dst[ln] in tors}
         served = {n for n in served if f.nodes.kind[n] == NodeKind.GPU}
         assert {ipaddress.IPv4Address(int(plan.nic_ip[n])) in block for n in served} == {True}
@@ -116,13 +120,13 @@ def test_configs_need_no_root(tmp_path):
     assert len(set(tors)) == 4  # one per ToR
     assert len(set(aggs)) == 2  # one per plane: the Aggs of a plane share it
     t0 = (tmp_path / "t0.conf").read_text()
-    # a ToR announces its pair's /24 and a /32 per NIC it serves, through that NIC's link
-    assert "network 10.0.0.0/24" in t0 and "redistribute static" in t0
+    # a ToR announces its pair's subnet and a /32 per NIC it serves, through that NIC's link
+    assert "network 10.0.0.0/30" in t0 and "redistribute static" in t0
     assert t0.count("/32 ") == 2 and "ip address 100.64.0." in t0
     routes = (tmp_path / "a0.routes").read_text().splitlines()
     assert routes == [
-        "route replace 10.0.0.0/24 via 100.64.0.24 dev hl0t0",
-        "route replace 10.0.1.0/24 via 100.64.0.32 dev hl0t2",
+        "route replace 10.0.0.0/30 via 100.64.0.24 dev hl0t0",
+        "route replace 10.0.0.4/30 via 100.64.0.32 dev hl0t2",
     ]
 
 

@@ -16,7 +16,7 @@ from hpn.errors import InputError
 from hpn.lab import bgp, netns, service
 from hpn.lab.fail import parse_target
 from hpn.lab.plan import LabSpec, make_plan
-from tests.conftest import run_cli
+from tests.conftest import assert_input_error, run_cli
 
 from .leftovers import NOTHING, lab_pids, leftovers
 
@@ -124,6 +124,13 @@ def test_engineer_tools(lab_name, tmp_path):
         service.capture(lab_name, f"t0:{prefix}a0", str(tmp_path / "y.pcap"), 1e6)
     r = run_cli("lab", "exec", "--name", lab_name, "--node", "h0", "--command", "ip route")
     assert r.code == 0 and f"{prefix}n0p0" in r.out
+    # the positional forms: NODE -- CMD ..., NODE -c CMD
+    r = run_cli("lab", "exec", "--name", lab_name, "h0", "--", "ip", "-o", "route", "show")
+    assert r.code == 0 and f"{prefix}n0p0" in r.out
+    r = run_cli("lab", "vtysh", "t0", "-c", "show bgp summary", "--name", lab_name)
+    assert r.code == 0 and "Total number of neighbors 2" in r.out
+    assert_input_error(run_cli("lab", "exec", "--name", lab_name, "h0", "h1", "--", "true"))
+    assert_input_error(run_cli("lab", "exec", "--name", lab_name, "h0", "--"), "command")
 
 
 def test_bad_targets_and_flap_bounds():
@@ -135,6 +142,8 @@ def test_bad_targets_and_flap_bounds():
         ("link:host=0,nic=0,prot=1", "takes"),
         ("link:host=0.5,nic=0", "whole"),
         ("tor:segment=nan", "number"),
+        ("core:index=0", "--pods 2"),
+        ("core:plane=0", "takes"),
     ]:
         with pytest.raises(InputError, match=what):
             parse_target(plan, bad)

@@ -5,7 +5,7 @@ per batch, KV move 0.1 s per request."""
 import pytest
 
 from hpn.pool.backend import Backend, Cluster, Instance
-from hpn.pool.policies import POLICIES, get_policy
+from hpn.pool.policies import POLICIES, PolicyContext, get_policy
 from hpn.pool.requests import Request
 from tests.pool.fake import ScriptedBackend, predictor
 
@@ -17,7 +17,7 @@ def req(rid, model, t, out, inp=100):
 def drive(policy, cluster, models, reqs, rates=None, **kw):
     be = ScriptedBackend(cluster, **kw)
     rates = rates or {m: 0.1 for m in models}
-    pol = get_policy(policy)(be, predictor(models), cluster, rates)
+    pol = get_policy(policy)(PolicyContext(be, predictor(models), cluster, rates))
     be.run(reqs, pol.on_arrival)
     return be
 

@@ -3,9 +3,9 @@
 import pytest
 
 from hpn.errors import InputError
+from hpn.gpus import GiB, get_gpu
 from hpn.pool.calibration import fits, length_quantiles
 from hpn.pool.costs import CostModel, latency_for
-from hpn.pool.gpus import GiB, get_gpu
 from hpn.pool.models import MODELS, get_model
 
 

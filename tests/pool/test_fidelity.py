@@ -5,12 +5,13 @@ import math
 
 import pytest
 
+from hpn.gpus import get_gpu
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import get_gpu
 from hpn.pool.metrics import Recorder
 from hpn.pool.models import get_model
 from hpn.pool.policies.aegaeon import Aegaeon
+from hpn.pool.policies.base import PolicyContext
 from hpn.pool.predictor import Predictor
 from hpn.pool.requests import Request
 from hpn.pool.simulated import SimulatedBackend
@@ -28,7 +29,7 @@ def setup(n_models=1, prefill=0, decode=1):
 
 
 def aegaeon(cost, be, rates):
-    return Aegaeon(be, Predictor.from_cost(cost), be.cluster, rates)
+    return Aegaeon(PolicyContext(be, Predictor.from_cost(cost), be.cluster, rates))
 
 
 def prefilled(rid, model, out):

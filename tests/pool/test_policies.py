@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from hpn.gpus import get_gpu
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import get_gpu
 from hpn.pool.models import get_model
 from hpn.pool.simulate import Slo, simulate
 from hpn.pool.traces import market
@@ -55,8 +55,8 @@ def test_serverless_artifact_second_model_waits_behind_the_run():
     res = simulate(t, "serverless-artifact", gpus=1)
     c = costs([SEVEN, "llama-2-13b"])
 
-    def load(m):  # the artifact's simulated ServerlessLLM loads at 16 GB/s
-        return c.weights(m) / 16e9
+    def load(m):  # the simulator's model sizes (ModelType.mem_size) at 16 GB/s
+        return {"m0": 14e9, "m1": 26e9}[m] / 16e9
 
     first_done = load("m0") + c.prefill_time("m0", [200]) + 49 * c.decode_step("m0", 1, 201)
     ttft2 = first_done + load("m1") + c.prefill_time("m1", [300]) - 0.001

@@ -61,6 +61,13 @@ def test_reference_file_and_bad_rows(tmp_path):
     p = _write(tmp_path, ["0,m0,1000,10,2,FINISHED,1500,1600,2,1500 1600\n"])
     assert reference_file(tmp_path, "synth-2-0.1-1.0-1.0.csv") == p
     assert reference_file(tmp_path, "other.csv") is None
+    assert reference_file(tmp_path, "synth-2-0.1-1.0-1.0.csv", "aegaeon") is None
+    mix = tmp_path / "synth-2-0.1-1.0-1.0.aegaeon.requests.csv"
+    mix.write_text(p.read_text())
+    assert reference_file(tmp_path, "synth-2-0.1-1.0-1.0.csv", "aegaeon") == mix
+    own = tmp_path / "synth-2-0.1-1.0-1.0.serverless-artifact.requests.csv"
+    own.write_text(p.read_text())  # the policy's own name first
+    assert reference_file(tmp_path, "synth-2-0.1-1.0-1.0.csv") == own
     bad = tmp_path / "b.requests.csv"
     bad.write_text("req_id,model\n0,m0\n")
     with pytest.raises(InputError, match="missing columns"):

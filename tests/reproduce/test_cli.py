@@ -128,3 +128,31 @@ def test_quick_subset_end_to_end(tmp_path):
     assert not failed, failed
     assert all(c["model"] is not None for c in data["claims"])
     assert len(list((out / "figures").glob("*.png"))) == len(data["claims"])
+
+
+def test_executor_processes_gives_the_inline_rows(tmp_path, monkeypatch):
+    monkeypatch.setenv("HPN_RUNS_DIR", str(tmp_path / "store"))
+    rows = {}
+    for ex in ("inline", "processes"):
+        r = run_cli(
+            "reproduce",
+            "hpn",
+            "--only",
+            FAST,
+            "--executor",
+            ex,
+            "--out",
+            str(tmp_path / ex),
+            "--json",
+        )
+        assert r.code == 0, r.err
+        rows[ex] = json.loads(r.out)["claims"]
+    assert rows["processes"] == rows["inline"]
+    report = json.loads((tmp_path / "processes" / "report.json").read_text())
+    assert report["executor"] == "processes" and len(report["runs"]) == 5
+
+
+def test_bad_executor():
+    assert_input_error(
+        run_cli("reproduce", "--only", "hpn.fig7.aggs", "--executor", "cloud"), "executor"
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hpn.reproduce.catalog import Claim
 from hpn.reproduce.context import Context
 from hpn.reproduce.measure import MEASURES, Measured
@@ -47,3 +49,32 @@ def test_a_measure_that_raises_fails_with_its_error(monkeypatch):
     assert o.verdict == "fail" and o.measured is None
     assert o.cause == "measure failed: RuntimeError: no such table"
     assert o.row()["model"] is None
+
+
+def test_groups_on_a_mapper_give_the_same_rows_and_keep_claim_order(monkeypatch):
+    # claims are grouped by the start of their command and measured on the mapper's
+    # tasks (here run in reverse order); the outcomes come back in the claims' order
+    from hpn.reproduce import runner
+
+    values = {"test.a": 10.0, "test.b": 11.5, "test.c": 30.0}
+    monkeypatch.setitem(MEASURES._items, "test_v", lambda ctx, jobs: Measured(0.0))
+    claims = []
+    for cid, cmd in (
+        ("test.a", "hpn topo summary --x"),
+        ("test.b", "hpn pool goodput"),
+        ("test.c", "hpn topo summary"),
+    ):
+        claims.append(replace(_claim("test_v"), id=cid, command=cmd))
+    seen: list[list[str]] = []
+
+    def fake_group(ids, runner, root=None, record=True):
+        seen.append(ids)
+        return [(i, Measured(values[i]), "", 0.0) for i in ids], []
+
+    monkeypatch.setattr(runner, "measure_group", fake_group)
+    rep = measure_all(
+        claims, Context(record=False), mapper=lambda fn, tasks: [fn(**t) for t in tasks[::-1]]
+    )
+    assert sorted(seen) == [["test.a", "test.c"], ["test.b"]]
+    assert [o.claim.id for o in rep.outcomes] == ["test.a", "test.b", "test.c"]
+    assert [o.verdict for o in rep.outcomes] == ["pass", "fail", "fail"]

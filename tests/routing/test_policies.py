@@ -74,16 +74,16 @@ def test_polarization_and_its_cure(single_plane, dual_plane, seed):
     plain = polarization(single_plane, "ecmp", seed=seed, hashing=rr)
     planes = polarization(dual_plane, "ecmp", seed=seed, hashing=rr)
     hpn = polarization(dual_plane, "hpn", seed=seed)
-    assert plain["tor_port_load_ratio"] is None or plain["tor_port_load_ratio"] > 1.5
-    assert planes["tor_port_load_ratio"] == 1.0
-    assert hpn["tor_port_load_ratio"] == 1.0 and hpn["idle_port_nics"] == 0
+    assert plain.tor_port_load_ratio is None or plain.tor_port_load_ratio > 1.5
+    assert planes.tor_port_load_ratio == 1.0
+    assert hpn.tor_port_load_ratio == 1.0 and hpn.idle_port_nics == 0
 
 
 def test_polarization_concentrates_agg_downlinks(single_plane):
     used_same, used_free = [], []
     for seed in range(1, 6):
-        used_same.append(polarization(single_plane, "ecmp", seed=seed)["agg_downlinks_used"])
-        used_free.append(polarization(single_plane, "random", seed=seed)["agg_downlinks_used"])
+        used_same.append(polarization(single_plane, "ecmp", seed=seed).agg_downlinks_used)
+        used_free.append(polarization(single_plane, "random", seed=seed).agg_downlinks_used)
     assert np.mean(used_same) < 0.85 * np.mean(used_free)
 
 
@@ -113,8 +113,8 @@ def test_hpn_selection_reuses_paths_when_there_are_few(dual_plane):
 
 
 def test_path_counts_follow_the_wiring():
-    assert path_report(build("hpn", segments=2))["search_space"] == 60
-    assert path_report(build("hpn", segments=2, tor_uplinks=30))["search_space"] == 30
+    assert path_report(build("hpn", segments=2)).search_space == 60
+    assert path_report(build("hpn", segments=2, tor_uplinks=30)).search_space == 30
     f = build("fat-tree", k=8)
     assert count_paths(f, 0, 127) == 16  # (k/2)^2 between hosts of pods 0 and 7
     dcn = build("dcn-plus", segments=2)

@@ -241,10 +241,10 @@ def test_multi_allreduce_mechanism():
     sizes = [GB]
     h = sweep(build("hpn"), "multi-allreduce", sizes, 448, routing="hpn", seed=1)
     d = sweep(build("dcn-plus"), "multi-allreduce", sizes, 448, routing="hpn", seed=1)
-    bh, bd = h["results"][0]["busbw_GBps"], d["results"][0]["busbw_GBps"]
+    bh, bd = h.results[0]["busbw_GBps"], d.results[0]["busbw_GBps"]
     assert bh > 45
     assert bd < 0.75 * bh
     assert (
-        sweep(build("hpn", segments=1), "allreduce", [2**20], 16, algo="auto")["results"][0]["algo"]
+        sweep(build("hpn", segments=1), "allreduce", [2**20], 16, algo="auto").results[0]["algo"]
         in ALGORITHMS
     )

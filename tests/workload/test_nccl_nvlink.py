@@ -39,6 +39,6 @@ def test_in_host_ring_runs_at_nccl_nvlink(seg, nccl, per_link):
     """One host, Ring Simple at 4 GiB: busbw = the NVLink data rate (8 links x NCCL's per-link
     figure), latency < 1 %."""
     p = Params(nccl=nccl, proto="simple")
-    r = sweep(seg, "allreduce", [4 * GB], 8, algo="ring", params=p)["results"][0]
+    r = sweep(seg, "allreduce", [4 * GB], 8, algo="ring", params=p).results[0]
     assert (r["algo"], r["proto"]) == ("ring", "simple")
     assert r["busbw_GBps"] == pytest.approx(8 * per_link, rel=0.01)

@@ -79,14 +79,14 @@ def test_compute_only_iteration_is_the_1f1b_closed_form():
 def test_iteration_dag_and_breakdown():
     f = build("hpn", segments=1)
     r, tables = train(f, [job()], "ecmp", seed=1)
-    b = r["breakdown"]
-    assert r["gpus"] == 32 and r["iteration_s"] > b["compute_s"] > 0
-    assert b["exposed_comm_s"] == pytest.approx(r["iteration_s"] - b["compute_s"])
+    b = r.breakdown
+    assert r.gpus == 32 and r.iteration_s > b["compute_s"] > 0
+    assert b["exposed_comm_s"] == pytest.approx(r.iteration_s - b["compute_s"])
     assert b["tp_s"] > 0 and b["pp_s"] > 0 and b["dp_s"] > 0 and b["ep_s"] == 0
-    assert r["samples_per_s"] == pytest.approx(8 / r["iteration_s"])
+    assert r.samples_per_s == pytest.approx(8 / r.iteration_s)
     assert set(tables["timeline"]["group"]) >= {"F", "B", "PP", "DP"}
     r2, _ = train(f, [job()], "ecmp", seed=1)
-    assert r2["iteration_s"] == r["iteration_s"]  # reproducible
+    assert r2.iteration_s == r.iteration_s  # reproducible
 
 
 def test_moe_and_several_jobs():
@@ -97,8 +97,8 @@ def test_moe_and_several_jobs():
     )
     other = job(name="b", placement={"first_host": 4})
     r, _ = train(f, [moe, other], "ecmp", seed=1)
-    assert [j["name"] for j in r["jobs"]] == ["job", "b"]
-    assert r["jobs"][0]["breakdown"]["ep_s"] > 0
+    assert [j["name"] for j in r.jobs] == ["job", "b"]
+    assert r.jobs[0]["breakdown"]["ep_s"] > 0
     with pytest.raises(InputError, match="gpus"):
         train(f, [job(placement={"first_host": 127})], "ecmp")
 
@@ -147,7 +147,7 @@ def test_aicb_import(tmp_path):
     toml.write_text('name = "sim"\naicb = "w.txt"\n')
     jobs, fabric = load_jobs(toml)
     r, _ = train(build("hpn", segments=1), jobs, "ecmp")
-    assert r["gpus"] == 32 and r["iteration_s"] > 0 and fabric is None
+    assert r.gpus == 32 and r.iteration_s > 0 and fabric is None
     path.write_text(AICB.replace("HYBRID_TRANSFORMER_FWD_IN_BCKWD", "NOPE"))
     wording = r"line 1: unknown parallelism policy 'NOPE'; choose from: HYBRID_TRANSFORMER_FWD_IN"
     with pytest.raises(InputError, match=wording):

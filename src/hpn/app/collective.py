@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
-from hpn.app.base import Command, Outcome, Result
+from hpn.app.base import Command, Outcome
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
-from hpn.config import Model
+from hpn.config import Model, Seconds
 from hpn.errors import InputError
-from hpn.units import format_size, parse_duration, parse_sizes
+from hpn.gpus import CATALOG
+from hpn.units import parse_sizes
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
-    from hpn.workload.collectives.run import SizeResult
+    from hpn.workload.collectives.result import CollectiveResult
 
 
 class CollectiveOptions(Model):
@@ -41,7 +41,10 @@ class CollectiveOptions(Model):
     proto: str = Field(
         "auto", description="auto, or NCCL_PROTO syntax over simple, ll, ll128 (^ excludes)"
     )
-    gpu: str = Field("H800", description="GPU type NCCL's model reads: H800, H100, H20, A100, L40S")
+    gpu: str = Field(
+        "H800",
+        description="GPU type NCCL's model reads: " + ", ".join(g.name for g in CATALOG.values()),
+    )
     nccl: str = Field(
         "2.30.7",
         description="NCCL release whose tuner runs: 2.30.7 (current) or 2.18.3 (the paper's)",
@@ -68,7 +71,7 @@ class CollectiveOptions(Model):
         "NCCL's; alpha model: GPUs per host)",
     )
     conns: int = Field(2, description="connections (QPs) per GPU pair")
-    alpha: str = Field("2us", description="software latency per algorithm step")
+    alpha: Seconds = Field("2us", description="software latency per algorithm step")
     jobs: int = Field(1, description="identical jobs at once on consecutive hosts")
     host_order: str = Field(
         "fabric",
@@ -94,52 +97,6 @@ class CollectiveConfig(Model):
     collective: CollectiveOptions = Field(default_factory=CollectiveOptions)
 
 
-@dataclass
-class CollectiveResult(Result):
-    op: str
-    algo: str
-    proto: str
-    model: str
-    gpu: str
-    routing: str
-    routing_detail: str
-    seed: int
-    gpus: int
-    per_host: int
-    hosts: int
-    jobs: int
-    results: list[SizeResult]
-    wall_s: float
-    preset: str | None
-    nccl: str = "2.30.7"
-    host_order: str = "fabric"
-    order_seed: int = 1
-
-    def lines(self) -> list[str]:
-        out = [
-            f"# {self.op} (algo {self.algo}, proto {self.proto}, {self.model} model"
-            f"{' NCCL ' + self.nccl if self.model == 'nccl' else ''}, {self.gpu}) "
-            f"on {self.preset}: {self.gpus} GPUs = "
-            f"{self.hosts} hosts x {self.per_host}, routing {self.routing} (seed {self.seed}), "
-            f"jobs {self.jobs}"
-            + (
-                f", hosts {self.host_order} (seed {self.order_seed})"
-                if self.host_order != "fabric"
-                else ""
-            ),
-            f"#{'size':>11} {'count':>11} {'type':>6} {'time (us)':>11} {'algbw (GB/s)':>13} "
-            f"{'busbw (GB/s)':>13}  {'algo':<9} {'proto':<6} {'ch':>3} {'model (us)':>11}",
-        ]
-        out += [
-            f"{format_size(r['size_bytes']):>12} {r['size_bytes'] // 4:>11} {'float':>6} "
-            f"{r['time_s'] * 1e6:>11.1f} {r['algbw_GBps']:>13.2f} {r['busbw_GBps']:>13.2f}  "
-            f"{r['algo']:<9} {r['proto']:<6} {r['channels']:>3} "
-            f"{r.get('predicted_s', float('nan')) * 1e6:>11.1f}"
-            for r in self.results
-        ]
-        return [*out, f"# wall time {self.wall_s:.2f} s"]
-
-
 def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     """Simulate the sweep: one collective per size, algbw and busbw."""
     from hpn.topology import build
@@ -160,7 +117,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
     knobs = Params(
         channels=p.channels,
         conns=p.conns,
-        alpha=parse_duration(p.alpha, "alpha"),
+        alpha=float(p.alpha),
         stepwise=p.stepwise,
         model=p.model,
         proto=p.proto,
@@ -168,7 +125,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         nccl=p.nccl,
         nic_path=p.nic_path,
     )
-    out = sweep(
+    result = sweep(
         fabric,
         p.op,
         parse_sizes(str(p.sizes), "--sizes"),
@@ -183,8 +140,6 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         host_order=p.host_order,
         order_seed=p.order_seed,
     )
-    out["preset"] = getattr(fabric.spec, "preset", None)
-    result = CollectiveResult.from_dict(out)
     rows = result.results
     label = f"{result.preset} {result.routing}"
     tables = {

@@ -14,12 +14,11 @@ from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, rou
 from hpn.config import Model
 from hpn.errors import InputError
 from hpn.failures.config import FailCfg, ReliabilityCfg, SimpleStep
+from hpn.failures.result import FailResult
 from hpn.workload.training.config import JobConfig
 
 if TYPE_CHECKING:  # imported when the command runs (a fast ``hpn --help``)
     from hpn.failures.montecarlo import ExpectedEvents, ExposureCounts, Stats
-    from hpn.failures.run import FaultSummary
-    from hpn.failures.timeline import CrashEvent
 
 
 class FailConfig(Model):
@@ -36,61 +35,6 @@ class FailConfig(Model):
         if (self.iteration is None) == (self.job is None):
             raise InputError("config", "give exactly one of an [iteration] or a [job] table")
         return self
-
-
-@dataclass
-class FailResult(Result):
-    preset: str | None
-    design: str
-    routing: str
-    routing_detail: str
-    seed: int
-    job: str
-    gpus: int
-    faults: list[FaultSummary]
-    timeout_s: float
-    checkpoint_interval_s: float
-    restart_s: float
-    baseline_samples_per_s: float
-    samples_per_s_during_fault: float
-    throughput_loss: float
-    halted_s: float
-    blackholed_s: float  # some flow of the job held on a link nobody routed around yet
-    crashed: bool
-    crashes: int
-    lost_work_s: float
-    job_time_lost_s: float
-    fault_window_s: list[float]  # [start, end]: from the first fault to its last effect
-    iteration_s: float
-    slowest_iteration_s: float
-    iterations: int
-    samples_per_iteration: float
-    horizon_s: float
-    simulations: int
-    crash_events: list[CrashEvent]
-    wall_s: float
-
-    title = "hpn fail"
-
-    def rows(self) -> list[tuple[str, Any]]:
-        return [
-            ("fabric / design", f"{self.preset} / {self.design}"),
-            ("job", f"{self.job} on {self.gpus} GPUs"),
-            ("faults", "; ".join(f["fault"] for f in self.faults)),
-            ("baseline samples/s", f"{self.baseline_samples_per_s:.1f}"),
-            ("samples/s during fault", f"{self.samples_per_s_during_fault:.1f}"),
-            ("throughput loss", f"{self.throughput_loss:.2%}"),
-            ("halted", f"{self.halted_s:.1f} s"),
-            ("flows blackholed", f"{self.blackholed_s:.2f} s"),
-            ("crashed", f"{self.crashed} ({self.crashes})"),
-            ("lost work", f"{self.lost_work_s:.0f} s"),
-            ("job time lost", f"{self.job_time_lost_s:.1f} s"),
-            (
-                "iteration healthy / slowest",
-                f"{self.iteration_s:.3f} / {self.slowest_iteration_s:.3f} s",
-            ),
-            ("simulations", self.simulations),
-        ]
 
 
 def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResult]:
@@ -111,7 +55,7 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
         it = simple_iteration(fabric, cfg.iteration)
     else:
         it = training_iteration(fabric, cfg.job, router)
-    result, tables = run_fail(
+    res, tables = run_fail(
         fabric,
         it,
         list(c.faults),
@@ -124,7 +68,6 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
         failover=c.failover(),
         progress=progress,
     )
-    res = FailResult.from_dict(result)
     warnings = [
         f"fault {f!r} takes down nothing the job uses: its loss is 0 by construction"
         for f in _untouched(fabric, it.gpus, list(c.faults), c.stacked)
@@ -134,7 +77,8 @@ def fail(cfg: FailConfig, progress: Progress | None = None) -> Outcome[FailResul
 
 def _untouched(fabric: Any, gpus: Any, faults: list[str], stacked: bool) -> list[str]:
     """The faults whose links are all away from the job: no NIC link of its GPUs and, when it
-    spans segments, no link of its ToRs or of the Aggs above them."""
+    spans segments, no link of its ToRs or of the Aggs above them (and, across pods, of the
+    cores above those)."""
     import numpy as np
 
     from hpn.failures import parse_fault
@@ -148,6 +92,9 @@ def _untouched(fabric: Any, gpus: Any, faults: list[str], stacked: bool) -> list
         tors = np.unique(lk.dst[np.isin(lk.src, gpus) & (lk.tier == LinkTier.NIC_TOR)])
         aggs = np.unique(lk.dst[np.isin(lk.src, tors) & (lk.tier == LinkTier.TOR_AGG)])
         switches = np.concatenate([tors, aggs])
+        if len(np.unique(nd.pod[gpus])) > 1:
+            cores = np.unique(lk.dst[np.isin(lk.src, aggs) & (lk.tier == LinkTier.AGG_CORE)])
+            switches = np.concatenate([switches, cores])
     design = design_of(fabric, stacked)
     out = []
     for text in faults:
@@ -194,6 +141,7 @@ class ReliabilityConfig(Model):
 class ReliabilityResult(Result):
     preset: str
     design: str
+    routing: str
     gpus: int
     months: float
     trials: int
@@ -206,6 +154,7 @@ class ReliabilityResult(Result):
     restart_and_lost_work_hours_per_month: Stats
     goodput_loss_fraction: Stats
     degraded_loss: float
+    blackhole_s: dict[str, float]  # per link and ToR failure (hpn.failures.montecarlo.Holds)
     checkpoint_overhead_fraction: float
     gpu_hours_lost_per_month: Stats
     rates: dict[str, float]  # the fields of hpn.failures.montecarlo.Rates
@@ -221,8 +170,12 @@ class ReliabilityResult(Result):
 
         ex = self.exposure
         rows: list[tuple[str, Any]] = [
-            ("fabric / design", f"{self.preset} / {self.design}"),
+            ("fabric / design", f"{self.preset} / {self.design} / {self.routing}"),
             ("job", f"{self.gpus} GPUs, {self.months:g} months x {self.trials} trials"),
+            (
+                "blackhole per failure",
+                f"link {self.blackhole_s['link']:.3g} s, ToR {self.blackhole_s['tor']:.3g} s",
+            ),
             ("exposure", f"{ex['nic_tor_links']} NIC-ToR links, {ex['tors']} ToRs"),
             ("crashes per month", s(self.crashes_per_month)),
             ("halted hours per month", s(self.halted_hours_per_month)),
@@ -239,16 +192,23 @@ def reliability(
     cfg: ReliabilityConfig, progress: Progress | None = None
 ) -> Outcome[ReliabilityResult]:
     """Monte Carlo of failures over months: crashes, degraded hours, goodput loss, cost."""
-    from hpn.failures.montecarlo import exposure
+    from hpn.errors import InputError
+    from hpn.failures.montecarlo import exposure, holds
     from hpn.failures.montecarlo import reliability as run
     from hpn.failures.semantics import design_of
+    from hpn.routing import ROUTERS, default_policy
     from hpn.topology import build
     from hpn.workload.collectives import place
 
     c, spec = cfg.reliability, cfg.fabric
     fabric = build(spec)
     design = design_of(fabric, c.stacked)
-    ex = exposure(fabric, place(fabric, c.gpus, first_host=c.first_host).ranks)
+    ranks = place(fabric, c.gpus, first_host=c.first_host).ranks
+    ex = exposure(fabric, ranks)
+    routing = c.routing or default_policy(fabric)
+    if routing not in ROUTERS:
+        raise InputError("routing", f"unknown policy {routing!r}; choose from {', '.join(ROUTERS)}")
+    hold = holds(fabric, ranks, routing, c.failover()) if design != "single-tor" else None
     r = run(
         ex,
         design,
@@ -260,8 +220,9 @@ def reliability(
         c.degraded_loss,
         c.price,
         progress,
+        hold,
     )
-    return Outcome(ReliabilityResult.from_dict({"preset": spec.preset, **r}))
+    return Outcome(ReliabilityResult.from_dict({"preset": spec.preset, "routing": routing, **r}))
 
 
 FAIL = Command(

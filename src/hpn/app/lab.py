@@ -146,8 +146,8 @@ class FailOptions(LabName):
         "link:host=0,nic=0,port=0",
         description="link:host=H,nic=N,port=P | tor:segment=S,rail=R,plane=P | "
         "flap:host=H,nic=N,port=P,period=0.4,count=3 | uplink:segment=S,rail=R,plane=P,"
-        "uplink=U | agg:plane=P,index=I | silent:<link or uplink keys>,dir=both|down|up | "
-        "gray:<same>,loss=0.1",
+        "uplink=U | agg:plane=P,index=I | core:index=I | silent:<link or uplink keys>,"
+        "dir=both|down|up | gray:<same>,loss=0.1",
     )
     repair: float = Field(2.0, ge=0.2, le=60, description="seconds until repair")
     before: float = Field(1.0, ge=0.2, le=10, description="seconds of traffic before failing")
@@ -332,7 +332,7 @@ class TrafficResult(_Tables):
     send_errors: int
     duration_s: float
     flows_routed: int
-    paths_predicted_as_kernel: int  # the model's paths (kernel hash) equal to ip route get's
+    paths_predicted_as_kernel: int  # model paths (--ecmp-hash linux) as ip route get
     flows_unroutable: int
     selection: SelectionInfo
     fct_s: dict[str, float | None]

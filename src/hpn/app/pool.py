@@ -9,10 +9,9 @@ from pydantic import Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
 from hpn.app.base import Command, Outcome, Result
-from hpn.config import FilePath, Model, allowed_path
+from hpn.config import FilePath, Model, Seconds, allowed_path
 from hpn.errors import InputError
 from hpn.pool.result import PoolResult as SimulateResult
-from hpn.units import parse_duration
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
     from hpn.app.pool_compare import ComparisonResult
@@ -33,9 +32,9 @@ def _policy_help() -> str:
 
 
 def _gpu_help() -> str:
-    from hpn.pool.gpus import GPUS
+    from hpn.gpus import CATALOG
 
-    return f"GPU type: {_names(GPUS)}"
+    return f"GPU type: {_names(CATALOG)}"
 
 
 def _split_help() -> str:
@@ -47,11 +46,10 @@ def _split_help() -> str:
 _POLICY, _GPU, _SPLIT = _policy_help(), _gpu_help(), _split_help()
 
 
-def _slo(ttft: str, tbt: str) -> Any:
+def _slo(ttft: float, tbt: float) -> Any:
     from hpn.pool.simulate import Slo
 
-    slo = {"pool.ttft_slo": parse_duration(ttft, "ttft-slo")}
-    slo["pool.tbt_slo"] = parse_duration(tbt, "tbt-slo")
+    slo = {"pool.ttft_slo": float(ttft), "pool.tbt_slo": float(tbt)}
     for name, value in slo.items():
         if value <= 0:
             raise InputError(name, f"must be > 0, got {value:g}s")
@@ -150,7 +148,7 @@ class _SimulateFields(Model):
     )
     models: int | None = Field(None, ge=1, description="synthetic market: number of models")
     rate: float = Field(0.1, gt=0, description="synthetic market: req/s per model")
-    duration: str = Field("300s", description="synthetic market / ServeGen window")
+    duration: Seconds = Field("300s", description="synthetic market / ServeGen window")
     zipf: float | None = Field(
         None, ge=0, description="synthetic: Zipf popularity exponent (default uniform)"
     )
@@ -166,8 +164,8 @@ class _SimulateFields(Model):
         None, description=f"GPUs (policies without a split; {_SPLIT} split them 3:5)"
     )
     gpu: str = Field("h800", description=_GPU)
-    ttft_slo: str = Field("10s", description="TTFT SLO")
-    tbt_slo: str = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
+    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
     seed: int = Field(
         0, ge=0, le=2**63 - 1, description="random seed (synthetic traces, Azure model assignment)"
@@ -192,19 +190,19 @@ def trace_of(p: SimulateOptions) -> Any:
     from hpn.pool.traces import load_for
 
     assert p.trace is not None
-    duration = parse_duration(p.duration, "duration")
+    duration = float(p.duration)
     return load_for(p.trace, models=p.trace_models, seed=p.seed, duration=duration)
 
 
 def simulate(cfg: SimulateConfig) -> Outcome[SimulateResult]:
     """Run a trace through a policy and report SLO attainment, TTFT/TBT, switches."""
-    from hpn.pool.gpus import get_gpu
+    from hpn.gpus import get_gpu
     from hpn.pool.simulate import simulate as run
     from hpn.pool.traces import market
 
     p = cfg.pool
     get_gpu(p.gpu)
-    span = parse_duration(p.duration, "duration")
+    span = float(p.duration)
     slo, options = _slo(p.ttft_slo, p.tbt_slo), _options(p, p.policy)  # named before the trace
     if (p.trace is None) == (p.models is None):
         raise InputError("trace", "give either --trace FILE or --models M (synthetic market)")
@@ -247,9 +245,9 @@ class _GoodputFields(Model):
         None, description=f"GPUs (default 16, the paper's 2 x 8; {_SPLIT} split them 3:5)"
     )
     gpu: str = Field("h800", description=_GPU)
-    duration: str = Field("300s", description="length of each simulated trace")
-    ttft_slo: str = Field("10s", description="TTFT SLO")
-    tbt_slo: str = Field("100ms", description="TBT SLO")
+    duration: Seconds = Field("300s", description="length of each simulated trace")
+    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
+    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
     metric: str | None = Field(
         None,
         description="deadline (per-token deadlines) or artifact "
@@ -315,7 +313,7 @@ def _search(
     return search(
         policy,
         p.rate,
-        parse_duration(p.duration, "duration"),
+        float(p.duration),
         p.seed,
         metric=metric,
         results=results,
@@ -376,9 +374,9 @@ class _CapacityFields(Model):
     mix: str = Field("production", description="production or a mix TOML file")
     policy: str = Field("aegaeon", description=_POLICY)
     gpu: str | None = Field(None, description="GPU type (default: the mix's, h20 for production)")
-    duration: str = Field("30min", description="length of the simulated trace")
-    ttft_slo: str = Field("10s", description="TTFT SLO")
-    tbt_slo: str = Field("100ms", description="TBT SLO")
+    duration: Seconds = Field("30min", description="length of the simulated trace")
+    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
+    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
     metric: str = Field("deadline", description="deadline or artifact")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 
@@ -445,9 +443,7 @@ def capacity(cfg: CapacityConfig) -> Outcome[CapacityResult]:
     sim: dict[str, Any] = {"slo": _slo(p.ttft_slo, p.tbt_slo), "options": _options(p, p.policy)}
     if p.gpu:
         sim["gpu"] = p.gpu
-    out = search(
-        m, p.policy, parse_duration(p.duration, "duration"), p.seed, metric=p.metric, **sim
-    )
+    out = search(m, p.policy, float(p.duration), p.seed, metric=p.metric, **sim)
     return Outcome(CapacityResult.from_dict(out), {"groups": out["groups"]})
 
 

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from hpn.app.base import Command, FileInput, Outcome
-from hpn.config import FilePath, Model
-from hpn.units import parse_duration
+from hpn.config import FilePath, Model, Seconds
 
 if TYPE_CHECKING:
     from hpn.pool.validate import ValidateResult
@@ -38,11 +37,13 @@ class ValidateOptions(Model):
         None, description="CSV file,policy,attainment to compare with"
     )
     requests: str | None = Field(
-        None, description="folder of the authors' simulator's per-request outputs (F.requests.csv)"
+        None,
+        description="folder of the authors' simulator's per-request outputs "
+        "(F.POLICY.requests.csv; F.requests.csv for serverless-artifact)",
     )
     workers: int = Field(1, ge=1, le=MAX_WORKERS, description="files simulated in parallel")
-    ttft_slo: str = Field("10s", description="TTFT SLO")
-    tbt_slo: str = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
+    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
 
 
 class ValidateConfig(Model):
@@ -60,7 +61,7 @@ def validate(cfg: ValidateConfig) -> Outcome[ValidateResult]:
     p = cfg.pool
     if p.folder is None:
         raise InputError("folder", "give the folder of Aegaeon workload CSVs: pool validate DIR")
-    slo = Slo(parse_duration(p.ttft_slo, "ttft-slo"), parse_duration(p.tbt_slo, "tbt-slo"))
+    slo = Slo(float(p.ttft_slo), float(p.tbt_slo))
     res = run(
         p.folder,
         p.policy or None,

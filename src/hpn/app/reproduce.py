@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from pydantic import Field
 
@@ -26,6 +26,10 @@ class ReproduceOptions(Model):
     demo: bool = Field(False, description="only the demo subset (make demo)")
     only: str | None = Field(None, description="comma-separated claim ids (ID* for a prefix)")
     out: str | None = Field(None, description="report folder (default: a new run folder)")
+    executor: Literal["inline", "processes", "dask"] = Field(
+        "inline", description="where the groups of claims run (the sweep's executors)"
+    )
+    workers: int = Field(2, ge=1, le=64, description="processes or dask workers")
 
 
 class ReproduceConfig(Model):
@@ -55,6 +59,7 @@ class ReproduceResult(Result):
     quick: bool
     demo: bool
     only: str | None
+    executor: str
     counts: dict[str, int]
     wall_s: float
     report: str
@@ -71,8 +76,14 @@ class ReproduceResult(Result):
         ]
 
 
-def reproduce(cfg: ReproduceConfig, say: Any = None) -> Outcome[ReproduceResult]:
-    """Measure the chosen claims, write the report folder and record it as a run."""
+def reproduce(
+    cfg: ReproduceConfig, say: Any = None, mapper: Any = None
+) -> Outcome[ReproduceResult]:
+    """Measure the chosen claims, write the report folder and record it as a run.
+
+    ``mapper(fn, tasks)`` runs groups of claims on the executor ``executor`` names (the
+    command line passes the sweep's; this layer sits below it); without one they run
+    here, in turn."""
     from hpn.app import run
     from hpn.errors import InputError
     from hpn.reproduce import select
@@ -93,8 +104,12 @@ def reproduce(cfg: ReproduceConfig, say: Any = None) -> Outcome[ReproduceResult]
         raise InputError(
             "--out", f"{folder} holds a {previous.get('command')} run; give a new folder"
         )
+    if o.executor != "inline" and mapper is None:
+        raise InputError("executor", "processes and dask run from the command line only")
     meta = {"paper": o.paper, "quick": o.quick, "demo": o.demo, "only": o.only}
-    _, result = run_and_record(claims, folder, meta, run, say or (lambda _m: None))
+    meta["executor"] = o.executor
+    m = None if o.executor == "inline" else mapper
+    _, result = run_and_record(claims, folder, meta, run, say or (lambda _m: None), m)
     return Outcome(ReproduceResult.from_dict(result), wall_s=result["wall_s"])
 
 

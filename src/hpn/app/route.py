@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 from pydantic import Field
@@ -11,6 +11,7 @@ from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
 from hpn.config import Model
 from hpn.errors import InputError
+from hpn.routing.result import PathsResult, PolarizationResult
 
 _HASH = "switch hash: crc32, crc32c, crc16, crc16-arc, xor16, mix64"
 
@@ -61,47 +62,6 @@ class PolarizationConfig(Model):
     polarization: PolarizationOptions = Field(default_factory=PolarizationOptions)
 
 
-@dataclass
-class PolarizationResult(Result):
-    routing: str
-    hashing: dict[str, Any] | str | None
-    flows: int
-    receiving_nics: int
-    tor_port_load_ratio: float | None
-    tor_port_max_share: float
-    tor_port_mean_share: float
-    idle_port_nics: int
-    agg_downlink_max_over_mean: float
-    agg_downlinks_used: int
-    agg_downlinks: int
-    preset: str
-    dual_plane: bool
-    seed: int
-
-    title = "hash polarization (P Fig 13)"
-
-    def rows(self) -> list[tuple[str, Any]]:
-        h = self.hashing if isinstance(self.hashing, dict) else {}
-        ratio = self.tor_port_load_ratio
-        planes = "dual-plane" if self.dual_plane else "single-plane"
-        return [
-            ("fabric", f"{self.preset} ({planes})"),
-            (
-                "routing",
-                f"{self.routing}, hash {h.get('tor_hash')}, seeds {h.get('seeds')}, "
-                f"bond {h.get('bond_hash')}",
-            ),
-            ("flows", self.flows),
-            ("ToR port load ratio (worst NIC)", "inf (a port idle)" if ratio is None else ratio),
-            (
-                "largest port share (worst / mean NIC)",
-                f"{self.tor_port_max_share:.0%} / {self.tor_port_mean_share:.0%}",
-            ),
-            ("Agg downlink max / mean", self.agg_downlink_max_over_mean),
-            ("Agg downlinks used", f"{self.agg_downlinks_used} of {self.agg_downlinks}"),
-        ]
-
-
 def polarization(cfg: PolarizationConfig) -> Outcome[PolarizationResult]:
     """The Fig 13 scenario: cross-segment DP traffic on one rail; ToR-port and Agg balance."""
     from hpn import jit
@@ -115,13 +75,7 @@ def polarization(cfg: PolarizationConfig) -> Outcome[PolarizationResult]:
 
     with jit.kernels_for(f.num_links, (_route_kernel,)):  # small: the numpy walk
         out = run(f, o.routing, o.seed, o.hosts, o.senders, o.connections, hashing=hashing)
-    out.update(
-        preset=spec.preset,
-        dual_plane=bool(getattr(spec, "dual_plane", False)),
-        seed=o.seed,
-        hashing=hashing,
-    )
-    return Outcome(PolarizationResult.from_dict(out))
+    return Outcome(replace(out, hashing=hashing))  # the hash settings as given
 
 
 # --- paths ---------------------------------------------------------------------------------
@@ -133,45 +87,12 @@ class PathsConfig(Model):
     fabric: FabricSpec = fabric_field()
 
 
-class PairPaths(TypedDict):
-    """Equal-cost paths between one NIC pair (``hpn.routing.paths.path_report``)."""
-
-    paths: int
-    per_plane: list[int]  # plane 0, plane 1
-
-
-@dataclass
-class PathsResult(Result):
-    pairs: dict[str, PairPaths]  # same_segment_same_rail, ..., cross_pod (where there is one)
-    search_space: int
-    search_space_both_planes: int
-    preset: str | None
-    paper_table1: dict[str, str]  # design: search space
-
-    def heading(self) -> str:
-        return f"{self.preset}: equal-cost paths between NICs"
-
-    def rows(self) -> list[tuple[str, Any]]:
-        rows: list[tuple[str, Any]] = [
-            (f"{name} (per plane)", f"{v['paths']:,} ({', '.join(map(str, v['per_plane']))})")
-            for name, v in self.pairs.items()
-        ]
-        return rows + [
-            ("search space in a pod, per plane", f"{self.search_space:,}"),
-            ("paper Table 1: HPN pod", "O(60); 3-tier designs O(2048)-O(4096)"),
-        ]
-
-
 def paths(cfg: PathsConfig) -> Outcome[PathsResult]:
     """Equal-cost path counts between NIC pairs, and the path-search space (P Table 1)."""
-    from hpn.routing.paths import PAPER_TABLE1, path_report
+    from hpn.routing.paths import path_report
     from hpn.topology import build
 
-    f = build(cfg.fabric)
-    rep = path_report(f)
-    rep["preset"] = getattr(f.spec, "preset", None)
-    rep["paper_table1"] = PAPER_TABLE1
-    return Outcome(PathsResult.from_dict(rep))
+    return Outcome(path_report(build(cfg.fabric)))
 
 
 # --- select --------------------------------------------------------------------------------

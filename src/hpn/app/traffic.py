@@ -11,15 +11,15 @@ from pydantic import Field, field_validator
 
 from hpn.app.base import Command, Outcome, Result
 from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, routing_field
-from hpn.config import FilePath, Model
-from hpn.units import format_duration, format_size, parse_size
+from hpn.config import Bytes, FilePath, Model
+from hpn.units import format_duration, format_size
 
 
 class TrafficOptions(Model):
     """The ``[traffic]`` table."""
 
     pattern: str = Field("permutation", description="permutation, all-to-all, incast or rail-ring")
-    size: str = Field("2MB", description="bytes per flow, e.g. 2MB")
+    size: Bytes = Field("2MB", description="bytes per flow, e.g. 2MB")
     matrix: FilePath | None = Field(
         None,
         description="run a traffic matrix file instead of a pattern: htsim connection matrix "
@@ -38,8 +38,8 @@ class TrafficOptions(Model):
 
     @field_validator("size")
     @classmethod
-    def _positive(cls, value: str) -> str:
-        if parse_size(value, "traffic.size") <= 0:
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
             raise ValueError("must be > 0")
         return value
 
@@ -114,7 +114,7 @@ def run(cfg: TrafficConfig, progress: Progress | None = None) -> Outcome[Traffic
 
     t = cfg.traffic
     fabric = build(cfg.fabric)
-    size = parse_size(t.size, "traffic.size")
+    size = float(t.size)
     router = command_router(fabric, t.routing, t.seed, cfg.routing)
     t0 = time.perf_counter()
     if t.matrix is not None:

@@ -124,7 +124,9 @@ YOUNG_OBJECTS = 50_000
 def _main() -> None:
     errors = click().exceptions
     try:
-        code = app(standalone_mode=False)
+        from hpn.cli.labargs import rewrite
+
+        code = app(args=rewrite(sys.argv[1:]), standalone_mode=False)
         if code == 130:  # typer turns Ctrl-C into Exit(130), returned when not standalone
             print("interrupted", file=sys.stderr)
             sys.exit(130)

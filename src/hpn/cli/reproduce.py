@@ -19,6 +19,10 @@ def reproduce(
     out: Annotated[
         Path | None, typer.Option("--out", help="Report folder (default: a new run folder).")
     ] = None,
+    executor: Annotated[
+        str, typer.Option(help="Where claims run: inline, processes or dask (LocalCluster).")
+    ] = "inline",
+    workers: Annotated[int, typer.Option(help="Processes or dask workers.")] = 2,
     list_: Annotated[bool, typer.Option("--list", help="List the claims and exit.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -31,11 +35,22 @@ def reproduce(
             stdout.print(f"{c.id:34s} {c.source:24s} {c.title}", highlight=False, soft_wrap=True)
         return
     cmd = command("reproduce")
-    data = {"reproduce": {"paper": paper, "quick": quick, "only": only}}
+    data: dict = {"reproduce": {"paper": paper, "quick": quick, "only": only}}
+    data["reproduce"] |= {"executor": executor, "workers": workers}
     if out is not None:
         data["reproduce"]["out"] = str(out)
     cfg = cmd.parse(data)
-    outcome = cmd.run(cfg, say=lambda m: stderr.print(f"> {m}", highlight=False, markup=False))
+
+    def mapper(fn, tasks):
+        from hpn.sweep.executors import run_calls
+
+        return run_calls(fn, tasks, executor, workers)
+
+    outcome = cmd.run(
+        cfg,
+        say=lambda m: stderr.print(f"> {m}", highlight=False, markup=False),
+        mapper=mapper,
+    )
     if json_out:
         emit_json(outcome.result.to_json())
         return

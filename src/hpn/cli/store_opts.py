@@ -60,20 +60,12 @@ def save(
     import sys
 
     from hpn.cli.output import stderr
-    from hpn.store.record import record_run
+    from hpn.store.record import record_outcome
 
     render: Callable[[Run], object] | None = None
     if plot:  # (hpn.plots' modules are imported only then)
         from hpn.plots import render_run as render
-    folder = record_run(
-        command,
-        outcome.config or {},
-        outcome.result.to_json(),
-        outcome.tables,
-        plots=render,
-        out=out,
-        wall_s=outcome.wall_s,
-    )
+    folder = record_outcome(command, outcome, plots=render, out=out)
     if not json or sys.stderr.isatty():
         stderr.print(f"run saved to {folder}", highlight=False, markup=False, soft_wrap=True)
     return folder

@@ -407,7 +407,7 @@ class Sim(Rates):
             if smp.next_tick < t_next:
                 self._advance(smp.next_tick)
                 self._sample()
-                smp.next_tick += smp.interval
+                smp.next_tick += smp.interval or np.inf  # (next_tick is inf without one)
                 continue
             dt = t_next - self.now
             self._advance(t_next)

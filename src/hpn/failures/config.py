@@ -30,17 +30,12 @@ class RecoveryCfg(Model):
         )
 
 
-class FailCfg(RecoveryCfg):
-    faults: list[str] = Field(
-        default_factory=list,
-        description="fault specs KIND:key=value,... (see docs/guide/failures.md)",
-        json_schema_extra={"flag": "--fault"},
-    )
-    stacked: bool = Field(False, description="stacked dual-ToR: a ToR fault kills the pair")
+class FailoverCfg(Model):
+    """Who moves flows off a down link, and when (:mod:`hpn.failures.failover`)."""
+
     routing: str | None = Field(
         None, description="routing policy (default: the fabric's, hpn on HPN presets, else ecmp)"
     )
-    seed: int = Field(0, ge=0, le=2**63 - 1)
     withdraw: Duration = Field(
         "140ms", description="BGP withdrawal to re-routed traffic [lab-measured]"
     )
@@ -51,10 +46,6 @@ class FailCfg(RecoveryCfg):
     ecmp_reselect: Duration | None = Field(
         None, description="when plain ECMP moves a blackholed flow (default: never)"
     )
-    duration: Duration | None = Field(None, description="simulated time (default: to repair)")
-    since_checkpoint: Duration | None = Field(
-        None, description="age of the last checkpoint at time 0 (default: half an interval)"
-    )
 
     def failover(self) -> Failover:
         import math
@@ -64,6 +55,20 @@ class FailCfg(RecoveryCfg):
         r = math.inf if self.ecmp_reselect is None else self.ecmp_reselect
         return Failover(self.withdraw, self.probe, self.path_search, r)
 
+
+class FailCfg(RecoveryCfg, FailoverCfg):
+    faults: list[str] = Field(
+        default_factory=list,
+        description="fault specs KIND:key=value,... (see docs/guide/failures.md)",
+        json_schema_extra={"flag": "--fault"},
+    )
+    stacked: bool = Field(False, description="stacked dual-ToR: a ToR fault kills the pair")
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+    duration: Duration | None = Field(None, description="simulated time (default: to repair)")
+    since_checkpoint: Duration | None = Field(
+        None, description="age of the last checkpoint at time 0 (default: half an interval)"
+    )
+
     @field_validator("duration")
     @classmethod
     def _positive(cls, value: float | None) -> float | None:
@@ -72,7 +77,7 @@ class FailCfg(RecoveryCfg):
         return value
 
 
-class ReliabilityCfg(RecoveryCfg):
+class ReliabilityCfg(RecoveryCfg, FailoverCfg):
     gpus: int = Field(3072, ge=1, description="GPUs of the job")
     first_host: int = Field(0, ge=0, description="first host of the job")
     months: float = Field(12.0, gt=0, le=1200)

@@ -5,6 +5,9 @@ them (what the lab measures with real packets, ``docs/guide/lab.md``):
 
 - ``sender``: the link leaves a NIC: the host sees its own carrier loss and its bond moves
   the flows to its other port at once (P §4.2, "the bond moves traffic to the live port");
+  likewise a switch whose link goes down and that has another equal-cost one: a ToR or Agg
+  uplink, a core's link to one Agg of a pod (it has the pod's other Aggs of its plane), every
+  link of a dead core or Agg (the switches below and beside it hash around it at once);
 - ``withdraw``: a switch link, or a ToR's link to a NIC whose other ToR the flows' entry
   switches still reach: the ToR withdraws the NIC's /32 (P §4.2: every ARP entry a ToR learns
   becomes a /32 host route) and longest-prefix match steers traffic to the surviving ToR after
@@ -136,6 +139,11 @@ def who_moves(fabric: Fabric, links: np.ndarray, reach: Reachability | None = No
             others = (lk.src == u) & ~down & (reach.rank[lk.dst] > reach.rank[u])
             out[i] = 0 if others.any() else 1
             continue
+        if kind[u] == NodeKind.CORE and kind[v] == NodeKind.AGG:  # a core -> Agg link
+            pod = fabric.nodes.pod
+            alt = (lk.src == u) & ~down & (kind[lk.dst] == NodeKind.AGG) & (pod[lk.dst] == pod[v])
+            if alt.any():  # the core's carrier loss: it hashes over its other Aggs of the pod
+                continue
         nics = [v] if kind[v] == NodeKind.GPU else _nics_below(fabric, v, reach)
         entry = reach.entries(int(ln))
         entry = entry[~dead[entry]]  # nothing enters a dead switch

@@ -12,6 +12,8 @@ Kinds (times in human units, ``repair`` is the outage's *duration*, omitted = ne
 - ``tor-agg:<tor keys>,uplink=U,...``: the ToR's ``U``-th uplink (in wiring order);
 - ``agg:pod=0,plane=P,index=I,...``: an Agg and all its links (``plane=-1`` single-plane);
 - ``core-link:pod=0,plane=P,agg=I,uplink=U,...``: an Agg's ``U``-th uplink to the core;
+- ``core:index=I,plane=P,...``: core switch ``I`` (as ``core-pP-I`` names it; ``plane``
+  optional, checked) and all its links;
 - ``silent:host=H,nic=N,port=P,at=T,repair=D,detect=E``: that NIC link drops every packet
   with its carrier up: nobody moves a flow until the failure is detected ``E`` later (default
   3 s: LACP's short timeout, three 1 s PDUs missed, IEEE 802.1AX; HPN's hosts bond with LACP,
@@ -63,6 +65,7 @@ KINDS.add("tor-agg", ({"at", "uplink"}, _TOR_KEYS | {"uplink", "at", "repair"}),
 KINDS.add(
     "agg", ({"index", "at"}, {"pod", "plane", "index", "at", "repair"}), "an Agg and all its links"
 )
+KINDS.add("core", ({"index", "at"}, {"plane", "index", "at", "repair"}), "a core and all its links")
 KINDS.add(
     "core-link",
     ({"agg", "at"}, {"pod", "plane", "agg", "uplink", "at", "repair"}),
@@ -222,6 +225,17 @@ def _agg(fabric: Fabric, k: dict[str, int], key: str) -> int:
     )
 
 
+def _core(fabric: Fabric, k: dict[str, int]) -> int:
+    n = fabric.nodes
+    m = (n.kind == NodeKind.CORE) & (n.network == Network.BACKEND) & (n.index == k["index"])
+    if "plane" in k:
+        m &= n.plane == k["plane"]
+    if not m.any() and not ((n.kind == NodeKind.CORE) & (n.network == Network.BACKEND)).any():
+        raise InputError("--fault", "no core in this fabric (a 1-pod fabric has none: --pods 2)")
+    where = f"index={k['index']}" + (f" plane={k['plane']}" if "plane" in k else "")
+    return _one(m, f"core with {where}")
+
+
 def _incident(fabric: Fabric, node: int) -> np.ndarray:
     lk = fabric.links
     return np.flatnonzero((lk.src == node) | (lk.dst == node))
@@ -238,6 +252,8 @@ def fault_nodes(fabric: Fabric, f: Fault) -> tuple[str, int]:
         return "link", _uplink(fabric, _tor(fabric, k), LinkTier.TOR_AGG, k["uplink"], "the ToR")
     if f.kind == "agg":
         return "node", _agg(fabric, k, "index")
+    if f.kind == "core":
+        return "node", _core(fabric, k)
     return "link", _uplink(
         fabric, _agg(fabric, k, "agg"), LinkTier.AGG_CORE, k.get("uplink", 0), "the Agg"
     )

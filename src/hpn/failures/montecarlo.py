@@ -15,9 +15,16 @@ fixed ``flap_down``). The semantics of :mod:`hpn.failures.semantics` then apply 
 - while a NIC has only one port the job is degraded: it loses ``degraded_loss`` of its
   throughput (default: the share of a host's NIC ports lost, 1 / (2 x NICs per host); take
   the loss ``hpn fail`` measures for a given job instead);
+- with dual-ToR a link or ToR failure (and a flap) first *blackholes* the NIC's inbound flows
+  on the failed side's plane for ``hold`` seconds (:class:`Holds`, from the failure layer,
+  :func:`hpn.failures.failover.hold_times`, on the job's own first NIC): dual-plane, the flows
+  senders hashed onto that plane are cut off until they re-select (HPN: probe + path search,
+  0.3 s) or, with plain ECMP, until the repair (their queue pairs retransmit on the same
+  path); single-plane, until BGP withdraws the NIC's /32 (0.14 s). A synchronous job halts
+  meanwhile (crashing past the timeout), and is degraded for the rest of the outage;
 - flaps are too short and too many to draw one by one: their count is Poisson and each halts
-  (single-ToR) or degrades (dual-ToR) the job for ``flap_down``; overlaps among flaps and
-  with failures are ignored (second order in the rates).
+  (single-ToR) or degrades (dual-ToR, after its blackhole) the job for ``flap_down``; overlaps
+  among flaps and with failures are ignored (second order in the rates).
 """
 
 from __future__ import annotations
@@ -62,6 +69,42 @@ class Rates:
     @property
     def flap_per_link_s(self) -> float:
         return self.flaps_per_day / self.fleet_links / 86400.0
+
+
+@dataclass(frozen=True)
+class Holds:
+    """Seconds a failure of one side blackholes a dual-ToR NIC's inbound flows on its plane
+    (the job halts meanwhile): after a NIC-ToR link failure or flap, and after a ToR failure."""
+
+    link: float = 0.0
+    tor: float = 0.0
+
+
+def holds(fabric: Fabric, gpus: np.ndarray, routing: str, failover=None) -> Holds:
+    """The failure layer's holds on the job's first NIC: its port-0 link, and that port's
+    ToR (:func:`hpn.failures.failover.hold_times`; 0 where nobody holds anything)."""
+    from hpn.failures.failover import Failover, hold_times
+
+    lk = fabric.links
+    gpus = np.asarray(gpus, np.int64).ravel()
+    ports = np.flatnonzero((lk.tier == LinkTier.NIC_TOR) & (lk.src == gpus.min()))
+    if len(ports) < 2:
+        return Holds()
+    fo = failover or Failover()
+    up = int(ports[np.argmin(lk.port[ports])])
+    tor = int(lk.dst[up])
+    link = np.array([up, up ^ 1])
+    at_tor = np.flatnonzero((lk.src == tor) | (lk.dst == tor))
+    h_link, _ = hold_times(fabric, link, routing, fo)
+    h_tor, _ = hold_times(fabric, np.union1d(at_tor, at_tor ^ 1), routing, fo)
+    return Holds(float(h_link.max()), float(h_tor.max()))
+
+
+def _blackholes(trial, start, end, hold: float):
+    """(trial, start, end) of the blackholes the outages [start, end) open."""
+    h = np.minimum(end - start, hold)
+    keep = h > 0
+    return trial[keep], start[keep], start[keep] + h[keep]
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,7 +203,7 @@ def _cut_offs_dual(trial, nic, side, s, e, nics):
     return np.concatenate(out_t), np.concatenate(out_s), np.concatenate(out_e)
 
 
-def _chunk(rng, n, ex: Exposure, design, rates: Rates, rec: Recovery, span, loss):
+def _chunk(rng, n, ex: Exposure, design, rates: Rates, rec: Recovery, span, loss, hold: Holds):
     months = span / MONTH_S
     lt, li, ls, le = _draws(
         rng,
@@ -202,12 +245,23 @@ def _chunk(rng, n, ex: Exposure, design, rates: Rates, rec: Recovery, span, loss
             ex.nics,
         )
         keep = ~pair
-        dt, ds, de = _union(
-            np.concatenate([lt, tt[keep]]),
-            np.concatenate([ls, ts[keep]]),
-            np.concatenate([le, te[keep]]),
-            span,
+        blk = [
+            _blackholes(lt, ls, le, hold.link),
+            _blackholes(tt[keep], ts[keep], te[keep], hold.tor),
+        ]
+        ct = np.concatenate([ct, *(b[0] for b in blk)])
+        cs = np.concatenate([cs, *(b[1] for b in blk)])
+        ce = np.concatenate([ce, *(b[2] for b in blk)])
+        # degraded once the blackhole ends, for the rest of the outage
+        d_start = np.concatenate(
+            [
+                ls + np.minimum(le - ls, hold.link),
+                ts[keep] + np.minimum(te[keep] - ts[keep], hold.tor),
+            ]
         )
+        d_end = np.concatenate([le, te[keep]])
+        some = d_end > d_start
+        dt, ds, de = _union(np.concatenate([lt, tt[keep]])[some], d_start[some], d_end[some], span)
     ut, us, ue = _union(ct, cs, ce, span)
     crash = (ue - us > rec.timeout) & (us + rec.timeout < span)
     halt = np.where(crash, rec.timeout, np.minimum(ue, span) - us)
@@ -224,7 +278,14 @@ def _chunk(rng, n, ex: Exposure, design, rates: Rates, rec: Recovery, span, loss
             crashes += flaps
             lost_s += flaps * (rec.restart + rec.mean_lost_work)
     else:
-        degraded += flaps * rates.flap_down
+        h = min(hold.link, rates.flap_down)  # each flap's blackhole halts the job first
+        if h > rec.timeout:
+            crashes += flaps
+            halted += flaps * rec.timeout
+            lost_s += flaps * (rec.restart + rec.mean_lost_work)
+        else:
+            halted += flaps * h
+        degraded += flaps * (rates.flap_down - h)
     return crashes, halted, lost_s, degraded, (halted + lost_s + degraded * loss) / span
 
 
@@ -268,13 +329,15 @@ def reliability(
     degraded_loss: float | None = None,
     price: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    hold: Holds | None = None,
 ) -> dict:
-    """Crashes, halted and degraded hours, goodput loss and cost per month over ``trials``."""
+    """Crashes, halted and degraded hours, goodput loss and cost per month over ``trials``;
+    ``hold``: the blackholes a dual-ToR side's failure opens (default: none)."""
     if not months > 0:
         raise InputError("months", f"must be > 0, got {months}")
     if trials < 1:
         raise InputError("trials", f"must be >= 1, got {trials}")
-    rates, rec = rates or Rates(), recovery or Recovery()
+    rates, rec, hold = rates or Rates(), recovery or Recovery(), hold or Holds()
     loss = 1.0 / ex.host_ports if degraded_loss is None else degraded_loss
     if not 0 <= loss <= 1:
         raise InputError("degraded_loss", f"must be in [0, 1], got {loss}")
@@ -283,7 +346,7 @@ def reliability(
     parts = []
     step = max(1, min(trials, 2000))
     for lo in range(0, trials, step):
-        parts.append(_chunk(rng, min(step, trials - lo), ex, design, rates, rec, span, loss))
+        parts.append(_chunk(rng, min(step, trials - lo), ex, design, rates, rec, span, loss, hold))
         if progress is not None:
             progress(min(lo + step, trials), trials)
     crashes, halted, lost, degraded, frac = (np.concatenate(c) for c in zip(*parts, strict=True))
@@ -306,6 +369,7 @@ def reliability(
         "restart_and_lost_work_hours_per_month": _stats(lost / 3600 / months),
         "goodput_loss_fraction": _stats(frac),
         "degraded_loss": loss,
+        "blackhole_s": asdict(hold),
         "checkpoint_overhead_fraction": rec.overhead,
         "gpu_hours_lost_per_month": _stats(gpu_h),
         "rates": asdict(rates),

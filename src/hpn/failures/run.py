@@ -4,31 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any
 
 from hpn.failures.checkpoint import Recovery
 from hpn.failures.failover import Failover
 from hpn.failures.faults import Fault, parse_fault
+from hpn.failures.result import FailResult, FaultSummary
 from hpn.failures.semantics import design_of, outages
 from hpn.failures.timeline import run_timeline
 from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
-
-
-class FaultSummary(TypedDict):
-    """A fault of a run: as given, how many links it takes down, the first of them; of its
-    directed links, how many the hosts, the network and only the senders' re-selection route
-    around (:mod:`hpn.failures.failover`), the longest hold (s) and the iteration's flows it
-    blackholes until re-selection (no switch of their plane reaches the destination)."""
-
-    fault: str
-    links_down: int
-    first_link: str
-    moved_by_host: int
-    moved_by_network: int
-    moved_by_sender_reselect: int
-    held_max_s: float | None
-    flows_cut_off: int
 
 
 def run_fail(
@@ -45,7 +30,7 @@ def run_fail(
     hashing: Any = None,
     failover: Failover | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[FailResult, dict[str, Any]]:
     """(result, tables): the job's throughput, halts and crashes across ``faults``;
     ``progress(done, total)``: simulated time done (ms), after every iteration."""
     from hpn.routing import describe, router_for
@@ -59,20 +44,22 @@ def run_fail(
     rec = recovery or Recovery()
     result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed, progress)
     described = [_summary(fabric, it, router, f, design, fo) for f in parsed]
-    head = {
-        "preset": getattr(fabric.spec, "preset", None),
-        "design": design,
-        "routing": router.name,
-        "routing_detail": describe(router),
-        "seed": seed,
-        "job": it.name,
-        "gpus": int(it.gpus.size),
-        "faults": described,
-        "timeout_s": rec.timeout,
-        "checkpoint_interval_s": rec.interval,
-        "restart_s": rec.restart,
-    }
-    return {**head, **result, "wall_s": time.perf_counter() - t0}, tables
+    out = FailResult(
+        preset=getattr(fabric.spec, "preset", None),
+        design=design,
+        routing=router.name,
+        routing_detail=describe(router),
+        seed=seed,
+        job=it.name,
+        gpus=int(it.gpus.size),
+        faults=described,
+        timeout_s=rec.timeout,
+        checkpoint_interval_s=rec.interval,
+        restart_s=rec.restart,
+        **result,
+        wall_s=time.perf_counter() - t0,
+    )
+    return out, tables
 
 
 def _summary(fabric, it, router, f: Fault, design: str, fo: Failover) -> FaultSummary:

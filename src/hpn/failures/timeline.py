@@ -28,6 +28,7 @@ import numpy as np
 
 from hpn.engine import CapacityEvents, simulate
 from hpn.failures.checkpoint import Recovery
+from hpn.failures.result import CrashEvent
 from hpn.failures.semantics import Outage, Reach
 from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
@@ -35,15 +36,26 @@ from hpn.topology.fabric import Fabric
 _EPS = 1e-9
 
 
-class CrashEvent(TypedDict):
-    """One crash, s: the NIC cut-off that caused it, the crash (cut-off + timeout), the
-    restart, the work lost since the last checkpoint, and the start of the iteration it hit."""
+class Timeline(TypedDict):
+    """What the job did across the outages (the figures :func:`run_timeline` returns)."""
 
-    cut_off_s: float
-    crash_s: float
-    restart_s: float
+    baseline_samples_per_s: float
+    samples_per_s_during_fault: float
+    throughput_loss: float
+    halted_s: float
+    blackholed_s: float
+    crashed: bool
+    crashes: int
     lost_work_s: float
-    iteration_start_s: float
+    job_time_lost_s: float
+    fault_window_s: list[float]
+    iteration_s: float
+    slowest_iteration_s: float
+    iterations: int
+    samples_per_iteration: float
+    horizon_s: float
+    simulations: int
+    crash_events: list[CrashEvent]
 
 
 class _States:
@@ -169,7 +181,7 @@ def run_timeline(
     duration: float | None = None,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[Timeline, dict[str, Any]]:
     """(result, tables) of the job running across ``outs`` from time 0; ``progress(done,
     total)``: simulated milliseconds done of the horizon's, after every iteration."""
     st = _States(fabric, it, router, seed)
@@ -232,7 +244,7 @@ def run_timeline(
     durs = np.array([b - a for a, b, _ in rows]) if rows else np.array([d0])
     loss = 1.0 - during / rate0
     lost_time = (horizon * rate0 - done) / rate0 + lost_work
-    result = {
+    result: Timeline = {
         "baseline_samples_per_s": rate0,
         "samples_per_s_during_fault": during,
         "throughput_loss": _clean(loss),

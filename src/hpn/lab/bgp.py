@@ -5,7 +5,7 @@ from the fabric as HPN's switches are (P §4.2):
   one per Agg group (a plane of a pod: Aggs of a plane share it, so no route goes
   ToR -> Agg -> ToR -> Agg), one per core plane group;
 - multipath over equal AS-path lengths (``maximum-paths``, ``as-path multipath-relax``);
-- each ToR announces its pair's /24 (held by a blackhole route) and a /32 for every NIC it
+- each ToR announces its pair's subnet (held by a blackhole route) and a /32 for every NIC it
   serves (a static route through that NIC's link: HPN's ARP-learned host routes); the /32 is
   withdrawn when the link goes down, so longest-prefix match steers traffic to the pair's
   other ToR;
@@ -23,7 +23,7 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.lab import netns
-from hpn.lab.plan import ENDPOINT_KINDS, LabPlan, _ip
+from hpn.lab.plan import ENDPOINT_KINDS, LabPlan
 from hpn.lab.routes import host_routes_to_nic
 from hpn.topology.fabric import NodeKind
 
@@ -96,8 +96,8 @@ def config(plan: LabPlan, node: int, addresses: bool = False) -> dict[str, str]:
     if f.nodes.kind[node] == NodeKind.TOR:
         for net, tors in plan.subnets:
             if node in tors:
-                static.append(f"ip route {_ip(net)}/24 blackhole")
-                originate.append(f"{_ip(net)}/24")
+                static.append(f"ip route {plan.cidr(net)} blackhole")
+                originate.append(plan.cidr(net))
         for nic, ln in host_routes_to_nic(plan, node):
             static.append(
                 f"ip route {plan.ip(nic)}/32 {plan.link_ip(ln ^ 1)} {plan.ifname[ln]}"
@@ -262,12 +262,12 @@ def kernel_routes(ns: str) -> dict[str, set[str]]:
 
 
 def expected_routes(plan: LabPlan, hops: dict) -> dict[int, dict[str, set[str]]]:
-    """Per switch namespace: every /24 and NIC /32 with the egress set of a converged lab."""
+    """Per switch namespace: every subnet and NIC /32 with the egress set of a converged lab."""
     f = plan.fabric
     sub_of = {}
     for s, (net, _) in enumerate(plan.subnets):
         for n in plan.endpoints:
-            if (int(plan.nic_ip[n]) & ~0xFF) == net:
+            if (int(plan.nic_ip[n]) >> (32 - plan.subnet_len)) == net >> (32 - plan.subnet_len):
                 sub_of[int(n)] = s
     out: dict[int, dict[str, set[str]]] = {}
     for ns, role in enumerate(plan.ns_role):
@@ -280,7 +280,7 @@ def expected_routes(plan: LabPlan, hops: dict) -> dict[int, dict[str, set[str]]]
             links = hops.get((node, s))
             if links is None:
                 continue
-            want[f"{_ip(net)}/24"] = {plan.ifname[ln] for ln in links} or {"blackhole"}
+            want[plan.cidr(net)] = {plan.ifname[ln] for ln in links} or {"blackhole"}
         for n, s in sub_of.items():
             if n in direct:
                 want[f"{plan.ip(n)}/32"] = {plan.ifname[direct[n]]}

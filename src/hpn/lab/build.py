@@ -200,15 +200,9 @@ def status(name: str = "0") -> dict[str, Any]:
         "processes": pids,
         "built_s": state.get("built_s"),
         "converge_s": state.get("converge_s"),
-        "subnets": [f"{_net(n)}/24" for n, _ in plan.subnets],
+        "subnets": [plan.cidr(n) for n, _ in plan.subnets],
         **extra,
     }
-
-
-def _net(v: int) -> str:
-    from hpn.lab.plan import _ip
-
-    return _ip(v)
 
 
 def down(name: str = "0") -> dict[str, Any]:

@@ -29,7 +29,7 @@ from hpn.lab.sports import sports_for
 from hpn.lab.udp import FlowSet, run_flows
 from hpn.topology.fabric import NodeKind
 
-_TARGET = re.compile(r"^(link|tor|flap|uplink|agg|silent|gray):(.*)$")
+_TARGET = re.compile(r"^(link|tor|flap|uplink|agg|core|silent|gray):(.*)$")
 _NIC = ("host", "nic", "port")
 _UP = ("segment", "rail", "plane", "uplink")
 _KEYS = {
@@ -38,6 +38,7 @@ _KEYS = {
     "tor": ("segment", "rail", "plane"),
     "uplink": _UP,
     "agg": ("plane", "index"),
+    "core": ("index",),
     "silent": (*_NIC, *_UP, "dir"),
     "gray": (*_NIC, *_UP, "dir", "loss"),
 }
@@ -48,7 +49,8 @@ BGP_HOLD_S = 3.0  # ``timers bgp 1 3`` (hpn.lab.bgp)
 def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, float]]:
     """``link:host=H,nic=N,port=P`` / ``tor:segment=S,rail=R,plane=P`` /
     ``flap:host=H,nic=N,port=P[,period=0.4,count=3]`` / ``uplink:segment=S,rail=R,plane=P,
-    uplink=U`` (a ToR's U-th Agg link) / ``agg:plane=P,index=I`` / ``silent:`` and
+    uplink=U`` (a ToR's U-th Agg link) / ``agg:plane=P,index=I`` / ``core:index=I`` (as
+    ``core-pP-I`` names it: a lab of two pods or more) / ``silent:`` and
     ``gray:`` on a NIC link or (with ``uplink=``) a ToR uplink, ``dir=both|down|up``, gray
     ``loss=0.1`` -> (kind, links, extras): carrier failures give the links by their upper
     (ToR, Agg) side, silent and gray the directed links that drop."""
@@ -109,6 +111,15 @@ def parse_target(plan: LabPlan, text: str) -> tuple[str, list[int], dict[str, fl
             raise InputError("target", f"plane {plane} has Aggs 0..{len(aggs) - 1}, not {index}")
         agg = int(aggs[index])
         return kind, [int(ln) for ln in f.out_links(agg) if int(ln) in plan.ifname], kv
+    if kind == "core":
+        index = int(kv.get("index", 0))
+        cores = np.flatnonzero(nd.kind == NodeKind.CORE)
+        if not len(cores):
+            raise InputError("target", "this lab has no cores: build it with --pods 2")
+        hit = cores[nd.index[cores] == index]
+        if not len(hit):
+            raise InputError("target", f"the lab has cores 0..{len(cores) - 1}, not {index}")
+        return kind, [int(ln) for ln in f.out_links(int(hit[0])) if int(ln) in plan.ifname], kv
     if kind in ("link", "flap"):
         host, nic, port = (int(kv.get(k, 0)) for k in ("host", "nic", "port"))
         gpu = [
@@ -199,6 +210,10 @@ def _fail(plan, name, target, kind, links, kv, repair, before, after, connection
     nics = affected_nics(plan, links)
     f = plan.fabric
     others = [int(n) for n in plan.endpoints if f.nodes.segment[n] != f.nodes.segment[nics[0]]]
+    if kind == "core":  # flows that cross the cores: pod 0's NICs with pod 1's
+        pod = f.nodes.pod
+        nics = [int(n) for n in plan.endpoints if pod[n] == 0]
+        others = [int(n) for n in plan.endpoints if pod[n] != 0]
     others = others or [int(n) for n in plan.endpoints if n not in nics]
     if not others:
         raise InputError("target", "the lab has no NIC outside the failure to talk to")
@@ -283,6 +298,7 @@ class ModelCheck(TypedDict):
     long it holds them, and per connection whether the lab agrees (cut off until repair with
     ``ecmp``, a gap of at least the probe period with ``hpn``)."""
 
+    flows_crossing: int  # connections whose path (before the failure) crosses its links
     flows_sender_must_move: int
     flows_measured: int
     flows_agree: int
@@ -317,7 +333,12 @@ def _predict(plan: LabPlan, src, dst, sport, links, routing, probe, kind) -> dic
             for i in range(len(src))
         ]
     )
-    return {"cut": cut, "hold": hold}
+    crossing = {int(x) for x in both}
+    via = [
+        bool(crossing.intersection(paths.links[off[i] : off[i + 1]].tolist()))
+        for i in range(len(src))
+    ]
+    return {"cut": cut, "hold": hold, "crossing": int(sum(via))}
 
 
 def _compare(tr, predicted: dict, t_fail: float, t_repair: float, kind: str) -> ModelCheck:
@@ -337,6 +358,7 @@ def _compare(tr, predicted: dict, t_fail: float, t_repair: float, kind: str) -> 
         if cut[i]:
             gaps.append(gap)
     return ModelCheck(
+        flows_crossing=predicted["crossing"],
         flows_sender_must_move=int(cut.sum()),
         flows_measured=int(measured.sum()),
         flows_agree=int((cut == measured).sum()),

@@ -1,107 +1,25 @@
-"""Linux's IPv4 multipath hash, from the kernel's source, to predict the lab's paths.
+"""The lab's paths from its kernels' route tables and Linux's multipath hash.
 
-What the kernel does with ``fib_multipath_hash_policy=1`` and a ``fib_multipath_hash_seed``
-set (Linux 6.11+, ``net/ipv4/route.c``: ``fib_multipath_hash``, ``fib_multipath_hash_from_keys``,
-``fib_multipath_hash_construct_key``; ``net/core/flow_dissector.c``: ``__flow_hash_from_keys``,
-``__flow_hash_consistentify``, ``flow_keys_hash_length``; ``lib/siphash.c``;
-``net/ipv4/fib_semantics.c``: ``fib_rebalance``, ``fib_select_multipath``):
-
-1. ``struct flow_keys`` zeroed, then addresses, ports and protocol set (``n_proto`` stays 0);
-2. made direction-independent: addresses swapped if ``(u32)dst - (u32)src < 0`` as a signed
-   int, ports if ``(u16)dst < (u16)src`` (both compared as the network-order bytes read as
-   little-endian integers);
-3. SipHash-2-4 over the key bytes from ``basic`` to the end of the IPv4 addresses (44 bytes:
-   basic 4, tags 4, vlan 8, cvlan 8, keyid 4, ports 4, icmp 4, v4 addresses 8), keyed with
-   ``k0 = k1 = seed << 32 | seed``; the low 32 bits, 0 mapped to 1;
-4. shifted right by one (31 bits), then the first next hop whose upper bound
-   ``round((i + 1) * 2^31 / n) - 1`` is >= the hash (hash threshold, equal weights).
-
-Without a user seed the key is random per namespace: only distributions can be compared.
+The hash itself lives in the routing layer (:mod:`hpn.routing.linuxhash`, ``--ecmp-hash
+linux``); here it walks the route tables the namespaces hold now (``ip -j route show table
+all``, read once), hop by hop, instead of asking ``ip route get`` per flow and hop. The model
+routes the same flows on its own fabric with ``hashing={"tor_hash": "linux", ...}``; both are
+checked against ``ip route get`` (``tests/lab/test_kernelhash.py``).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import struct
 
-_MASK = (1 << 64) - 1
+import numpy as np
 
-
-def _rotl(x: int, b: int) -> int:
-    return ((x << b) | (x >> (64 - b))) & _MASK
+from hpn.routing.linuxhash import flow_hash, select
 
 
-def siphash24(data: bytes, k0: int, k1: int) -> int:
-    """SipHash-2-4 of ``data`` with the 128-bit key (k0, k1) (``lib/siphash.c``)."""
-    v0 = 0x736F6D6570736575 ^ k0
-    v1 = 0x646F72616E646F6D ^ k1
-    v2 = 0x6C7967656E657261 ^ k0
-    v3 = 0x7465646279746573 ^ k1
-
-    def rounds(n: int) -> None:
-        nonlocal v0, v1, v2, v3
-        for _ in range(n):
-            v0 = (v0 + v1) & _MASK
-            v1 = _rotl(v1, 13) ^ v0
-            v0 = _rotl(v0, 32)
-            v2 = (v2 + v3) & _MASK
-            v3 = _rotl(v3, 16) ^ v2
-            v0 = (v0 + v3) & _MASK
-            v3 = _rotl(v3, 21) ^ v0
-            v2 = (v2 + v1) & _MASK
-            v1 = _rotl(v1, 17) ^ v2
-            v2 = _rotl(v2, 32)
-
-    n = len(data)
-    end = n - n % 8
-    for i in range(0, end, 8):
-        (m,) = struct.unpack_from("<Q", data, i)
-        v3 ^= m
-        rounds(2)
-        v0 ^= m
-    b = (n & 0xFF) << 56
-    tail = data[end:]
-    b |= int.from_bytes(tail, "little")
-    v3 ^= b
-    rounds(2)
-    v0 ^= b
-    v2 ^= 0xFF
-    rounds(4)
-    return v0 ^ v1 ^ v2 ^ v3
-
-
-def _le32(addr: str) -> int:
-    """An IPv4 address's network-order bytes read as a little-endian u32 (as ``__be32``)."""
-    return int.from_bytes(ipaddress.IPv4Address(addr).packed, "little")
-
-
-def _le16(port: int) -> int:
-    return int.from_bytes(port.to_bytes(2, "big"), "little")
-
-
-def flow_hash(src: str, dst: str, sport: int, dport: int, proto: int, seed: int) -> int:
-    """``fib_multipath_hash`` (policy 1, user seed ``seed``): the 31-bit hash."""
-    s, d = _le32(src), _le32(dst)
-    if d < s:  # compared as u32
-        s, d = d, s
-    ps, pd = _le16(sport), _le16(dport)
-    if pd < ps:
-        ps, pd = pd, ps
-    key = struct.pack(
-        "<HBB I 8x 8x I HH 4x II 4x", 0, proto, 0, 0, 0, ps, pd, s, d
-    )  # basic, tags, vlan, cvlan, keyid, ports, icmp, v4 addrs, the struct's padding
-    k = ((seed & 0xFFFFFFFF) << 32) | (seed & 0xFFFFFFFF)
-    h = siphash24(key, k, k) & 0xFFFFFFFF
-    return (h or 1) >> 1
-
-
-def select(hash31: int, n: int) -> int:
-    """The next hop (0..n-1) ``fib_select_multipath`` takes for equal weights."""
-    for i in range(n):
-        bound = ((i + 1) * (1 << 31) * 2 + n) // (2 * n) - 1  # DIV_ROUND_CLOSEST - 1
-        if hash31 <= bound:
-            return i
-    return n - 1
+def _hash(src: str, dst: str, sport: int, dport: int, seed: int) -> int:
+    a = np.array([int(ipaddress.IPv4Address(src))], np.uint32)
+    b = np.array([int(ipaddress.IPv4Address(dst))], np.uint32)
+    return int(flow_hash(a, b, sport, dport, 17, seed)[0])
 
 
 class KernelTables:
@@ -159,14 +77,12 @@ class KernelTables:
         if len(devs) == 1:
             return devs[0]
         seed = int(plan.kernel_seed[plan.nodes_in_ns[ns][0]])
-        return devs[select(flow_hash(src, dst, sport, dport, 17, seed), len(devs))]
+        return devs[int(select(np.array([_hash(src, dst, sport, dport, seed)]), len(devs))[0])]
 
 
 def predict_paths(plan, src, dst, sport, tables: KernelTables | None = None):
     """(Paths, reached) as :func:`hpn.lab.learn.learn_paths` gives them, computed from the
     kernels' route tables and the kernel's hash instead of asked flow by flow."""
-    import numpy as np
-
     from hpn.routing.base import Paths
 
     tables = tables or KernelTables(plan)
@@ -188,3 +104,23 @@ def predict_paths(plan, src, dst, sport, tables: KernelTables | None = None):
                 break
         out.append(path)
     return Paths.from_lists(out), ok
+
+
+def model_router(plan):
+    """The model's router for this lab: ``ecmp`` with ``--ecmp-hash linux`` on every tier
+    (hosts too), the lab's seed and seed policy: its paths are the model's own."""
+    from hpn.routing import router_for
+
+    hashing = {f"{t}_hash": "linux" for t in ("tor", "agg", "core")}
+    return router_for(
+        plan.fabric, "ecmp", seed=plan.spec.seed, hashing={**hashing, "seeds": plan.spec.ecmp_seeds}
+    )
+
+
+def model_paths(plan, src, dst, sport):
+    """(Paths, reached): the model's own routing of these flows (:func:`model_router`)."""
+    paths = model_router(plan).route_sports(plan.fabric, src, dst, sport)
+    f = plan.fabric
+    ends = paths.offsets[1:] - 1
+    ok = (paths.lengths > 0) & (f.links.dst[paths.links[np.maximum(ends, 0)]] == np.asarray(dst))
+    return paths, ok

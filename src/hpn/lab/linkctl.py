@@ -26,7 +26,8 @@ def _set(plan: LabPlan, links: list[int], state: str, hops: dict, want: dict) ->
         ns = int(plan.ns_of_node[int(lk.src[up_first[0]])])
         while time.monotonic() - t < 10:
             have = bgp.kernel_routes(plan.namespaces[ns])
-            if all(have.get(p) == v for p, v in want[ns].items() if p.endswith("/24")):
+            subnet = f"/{plan.subnet_len}"
+            if all(have.get(p) == v for p, v in want[ns].items() if p.endswith(subnet)):
                 break
             time.sleep(0.02)
         held = time.monotonic() - t

@@ -5,12 +5,17 @@ addresses, rates and hash seeds. Pure data; nothing here touches the kernel.
   built: same-host pairs never reach the network);
 - one veth pair per physical network link, each end named ``<prefix><peer>`` in its
   namespace (interface names are limited to 15 characters);
-- the IP plan: one /24 per ToR pair (P §4.2), NIC ``k`` of the pair gets ``.k+1``, on its
-  host's loopback, so it is reachable over both ports; every link is a numbered /31 from
-  100.64.0.0/10 (physical link ``i`` -> ``100.64.0.0 + 2i`` at its lower end, ``+1`` above);
+- the IP plan: the routing layer's (:func:`hpn.routing.addressing.address_plan`, so the model
+  hashes the lab's own 5-tuples): one subnet per ToR pair (P §4.2; a /24 at HPN's 136 NICs,
+  the smallest block that holds the pair's NICs in a scaled-down lab), NIC ``k`` of the pair
+  gets ``.k+1``, on its host's loopback, so it is reachable over both ports; every link is a
+  numbered /31 from 100.64.0.0/10 (physical link ``i`` -> ``100.64.0.0 + 2i`` at its lower
+  end, ``+1`` above);
 - link rates: the fabric's capacity times ``rate_scale`` (200G -> 200 Mbit/s by default);
 - per-switch kernel hash seeds (``fib_multipath_hash_seed``) from the routing layer's seed
-  policy (``same`` gives every switch one seed: the polarization scenario).
+  policy (``same`` gives every switch one seed: the polarization scenario), as
+  ``--ecmp-hash linux`` seeds the model's switches
+  (:meth:`hpn.routing.ecmp.HashEcmpRouter.kernel_seeds`).
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ from hpn.routing.ecmp import HashConfig, HashEcmpRouter
 from hpn.topology import build, make_spec
 from hpn.topology.fabric import Fabric, LinkTier, Network, NodeKind
 
-NIC_BASE = int(ipaddress.IPv4Address("10.0.0.0"))
 LINK_BASE = int(ipaddress.IPv4Address("100.64.0.0"))
 MAX_NAMESPACES = 256
 IFNAMSIZ = 15
@@ -113,6 +117,11 @@ class LabPlan:
     nic_ip: np.ndarray  # uint32 per node: the NIC's address (0: none)
     subnets: list[tuple[int, list[int]]]  # (network address, ToR node ids) per ToR pair
     kernel_seed: np.ndarray  # uint32 per node: fib_multipath_hash_seed of its namespace
+    subnet_len: int = 24  # prefix length of every ToR pair's subnet
+
+    def cidr(self, net: int) -> str:
+        """A ToR pair's subnet as ``10.0.0.0/30``."""
+        return f"{_ip(net)}/{self.subnet_len}"
 
     @property
     def prefix(self) -> str:
@@ -224,44 +233,34 @@ def make_plan(spec: LabSpec) -> LabPlan:
         raise InputError("lab", "too many links for 100.64.0.0/10")
     end_ip = np.zeros(fabric.num_links, np.uint32)
     end_ip[links] = LINK_BASE + 2 * (links // 2) + (links & 1)
-    nic_ip, subnets = _nic_addresses(fabric, links)
+    nic_ip, subnets, subnet_len = _nic_addresses(fabric, links)
     router = HashEcmpRouter(seed=spec.seed, hashing={"seeds": spec.ecmp_seeds})
-    switches = np.flatnonzero(np.isin(nd.kind, SWITCH_KINDS))
-    seeds = np.zeros(fabric.num_nodes, np.uint64)
-    seeds[switches] = router.switch_seeds(fabric, switches)
-    # a host's own multipath choice (its NIC port) is seeded per host, as hosts are
-    hosts = np.flatnonzero(np.isin(nd.kind, ENDPOINT_KINDS))
-    seeds[hosts] = HashEcmpRouter(seed=spec.seed, hashing={"seeds": "switch"}).switch_seeds(
-        fabric, hosts
-    )
-    # the kernel treats seed 0 as "random": shift every seed into 1..2^32-1, keeping equality
-    kernel_seed = (seeds % np.uint64(0xFFFFFFFF) + np.uint64(1)).astype(np.uint32)
+    # switches by the seed policy, hosts (their NIC port choice) one seed per host
+    kernel_seed = np.zeros(fabric.num_nodes, np.uint32)
+    have = np.flatnonzero(np.isin(nd.kind, (*SWITCH_KINDS, *ENDPOINT_KINDS)))
+    kernel_seed[have] = router.kernel_seeds(fabric, have)
     return LabPlan(
-        spec, fabric, ns_of_node, names, roles, links, ifname, end_ip, nic_ip, subnets, kernel_seed
-    )
+        spec, fabric, ns_of_node, names, roles, links, ifname, end_ip, nic_ip, subnets,
+        kernel_seed, subnet_len,
+    )  # fmt: skip
 
 
-def _nic_addresses(fabric: Fabric, links: np.ndarray) -> tuple[np.ndarray, list]:
-    """One /24 per ToR pair (the ToRs a NIC's ports land on), one address per NIC."""
+def _nic_addresses(fabric: Fabric, links: np.ndarray) -> tuple[np.ndarray, list, int]:
+    """The routing layer's addresses: one subnet per ToR pair (the ToRs a NIC's ports land
+    on), one address per NIC; (addresses, (network, ToRs) per subnet, prefix length)."""
+    from hpn.routing.addressing import BASE, address_plan
+
     nd, lk = fabric.nodes, fabric.links
+    ap = address_plan(fabric)
     nic_links = links[
         (lk.tier[links] == LinkTier.NIC_TOR) & np.isin(nd.kind[lk.src[links]], ENDPOINT_KINDS)
     ]
-    tors_of: dict[int, list[int]] = {}
+    tors_of: dict[int, set[int]] = {}
     for ln in nic_links:
-        tors_of.setdefault(int(lk.src[ln]), []).append(int(lk.dst[ln]))
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for nic in sorted(tors_of):
-        groups.setdefault(tuple(sorted(set(tors_of[nic]))), []).append(nic)
+        tors_of.setdefault(int(ap.subnet[lk.src[ln]]), set()).add(int(lk.dst[ln]))
+    block = 1 << (32 - ap.prefix_len)
+    subnets = [(BASE + g * block, sorted(tors_of[g])) for g in sorted(tors_of)]
     nic_ip = np.zeros(fabric.num_nodes, np.uint32)
-    subnets = []
-    for gid, tors in enumerate(sorted(groups)):
-        nics = groups[tors]
-        if len(nics) > 253:
-            raise InputError("lab", f"ToR pair {gid} has {len(nics)} NICs, a /24 holds 253")
-        if gid >= 1 << 16:
-            raise InputError("lab", "more than 65,536 ToR pairs do not fit in 10.0.0.0/8")
-        net = NIC_BASE + gid * 256
-        nic_ip[nics] = net + 1 + np.arange(len(nics))
-        subnets.append((net, list(tors)))
-    return nic_ip, subnets
+    ends = np.unique(lk.src[nic_links])
+    nic_ip[ends] = ap.ip[ends]
+    return nic_ip, subnets, ap.prefix_len

@@ -5,7 +5,7 @@ A switch's next hops toward subnet ``s`` are its neighbours one hop closer to th
 ``s`` (hop distances by BFS on the switch graph), in link order: the same equal-cost sets the
 model's shortest-path walk hands to its hash. A ToR reaches the NICs it serves through their
 own link (a /32 per NIC, as HPN's ARP-learned host routes) and holds a blackhole for its own
-/24, so a NIC whose link is down is not looped through the fabric.
+subnet, so a NIC whose link is down is not looped through the fabric.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import deque
 
 import numpy as np
 
-from hpn.lab.plan import ENDPOINT_KINDS, LabPlan, _ip
+from hpn.lab.plan import ENDPOINT_KINDS, LabPlan
 from hpn.topology.fabric import NodeKind
 
 
@@ -93,9 +93,9 @@ def static_commands(plan: LabPlan, ns: int, hops: dict) -> list[str]:
         if links is None:
             continue
         if not links:
-            cmds.append(f"route replace blackhole {_ip(net)}/24")
+            cmds.append(f"route replace blackhole {plan.cidr(net)}")
         else:
-            cmds.append(f"route replace {_ip(net)}/24 {_multipath(plan, links)}")
+            cmds.append(f"route replace {plan.cidr(net)} {_multipath(plan, links)}")
     if plan.fabric.nodes.kind[node] == NodeKind.TOR:
         for nic, ln in host_routes_to_nic(plan, node):
             cmds.append(
@@ -106,7 +106,7 @@ def static_commands(plan: LabPlan, ns: int, hops: dict) -> list[str]:
 
 def expected_kernel_routes(plan: LabPlan, hops: dict) -> dict[int, dict[str, set[str]]]:
     """Per switch namespace: prefix -> set of egress interfaces a converged lab has
-    (``{"blackhole"}`` for a ToR's own /24)."""
+    (``{"blackhole"}`` for a ToR's own subnet)."""
     out: dict[int, dict[str, set[str]]] = {}
     for ns, role in enumerate(plan.ns_role):
         if role == "host":
@@ -116,7 +116,7 @@ def expected_kernel_routes(plan: LabPlan, hops: dict) -> dict[int, dict[str, set
         for s, (net, _) in enumerate(plan.subnets):
             links = hops.get((node, s))
             if links is not None:
-                routes[f"{_ip(net)}/24"] = {plan.ifname[ln] for ln in links} or {"blackhole"}
+                routes[plan.cidr(net)] = {plan.ifname[ln] for ln in links} or {"blackhole"}
         out[ns] = routes
     return out
 

@@ -129,10 +129,10 @@ def _traffic(plan, name, pattern, size, connections, routing, rate, payload, see
             raise InputError("pattern", "no connection of this pattern has a path in the lab")
         src, dst, nbytes, sport = src[ok], dst[ok], nbytes[ok], sport[ok]
         paths, ok = paths.take(np.flatnonzero(ok)), ok[ok]
-    from hpn.lab.kernelhash import predict_paths
+    from hpn.lab.kernelhash import model_paths
 
-    # the model's own paths: the kernel's hash (from its source) over the route tables
-    own, own_ok = predict_paths(plan, src, dst, sport)
+    # the model's own paths: its routing with the kernel's hash (--ecmp-hash linux)
+    own, own_ok = model_paths(plan, src, dst, sport)
     same = int(sum(
         np.array_equal(paths.links[paths.offsets[i] : paths.offsets[i + 1]],
                        own.links[own.offsets[i] : own.offsets[i + 1]])

@@ -244,6 +244,12 @@ class Backend(ABC):
     def interrupt(self, inst: Instance) -> None:
         """End the running decode operation at its next step boundary (no-op otherwise)."""
 
+    def step_end(self, inst: Instance) -> float | None:
+        """End of the last step of the running decode operation that has completed by now;
+        None when no decode operation runs or none of its steps has ended yet (a backend
+        that cannot tell answers None)."""
+        return None
+
     @abstractmethod
     def join(self, inst: Instance, reqs: list[Request], index: int = 0) -> bool:
         """Add `reqs` (KV on `inst`) to batch `index` of the running decode operation from

@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpn.errors import InputError
+from hpn.gpus import GPU
 from hpn.pool.calibration import fits
-from hpn.pool.gpus import GPU
 from hpn.pool.models import LLM, MODELS
 
 ETA_PAPER = 0.625
@@ -88,12 +88,15 @@ def decode_latency(coef: tuple[float, float, float], batch: int, ctx_sum: float)
 @dataclass(frozen=True)
 class Loader:
     """How a serving system scales a model up: engine start-up, then the weights (per GPU)
-    at `bandwidth` bytes/s. `source` names where each number comes from."""
+    at `bandwidth` bytes/s. `source` names where each number comes from; `sizes` gives,
+    per catalog model, the weight bytes the system charges when they differ from the
+    catalog's (the Aegaeon simulator's rounded sizes)."""
 
     name: str
     bandwidth: float
     startup_s: float = 0.0
     source: str = ""
+    sizes: tuple[tuple[str, float], ...] = ()
 
     def time(self, shard_bytes: float) -> float:
         """Scale-up time for `shard_bytes` of weights per GPU."""
@@ -234,6 +237,7 @@ class CostModel:
         m = self.models[model]
         shard = m.weight_bytes / m.tp
         if self.loader is not None:
+            shard = dict(self.loader.sizes).get(m.name, m.weight_bytes) / m.tp
             return self.loader.time(shard)
         if self.switch_mode == "unoptimized":
             return REINIT_S + shard / UNOPT_LOAD_BPS

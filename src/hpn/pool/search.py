@@ -316,7 +316,7 @@ def get_gpu_name(gpu: str) -> str:
     str
         Its preset's name.
     """
-    from hpn.pool.gpus import get_gpu
+    from hpn.gpus import get_gpu
 
     return get_gpu(gpu).name
 

@@ -8,13 +8,13 @@ from collections.abc import Callable
 import numpy as np
 
 from hpn.errors import InputError
+from hpn.gpus import get_gpu
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import get_gpu
 from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.models import get_model
 from hpn.pool.policies import get_policy
-from hpn.pool.policies.base import Slo
+from hpn.pool.policies.base import PolicyContext, Slo
 from hpn.pool.predictor import Predictor
 from hpn.pool.requests import Request
 from hpn.pool.result import PoolResult
@@ -174,7 +174,8 @@ def simulate(
     cluster = Cluster(total, counts.get("prefill", 0), counts.get("decode", 0), tp)
     sink = Recorder()
     backend = SimulatedBackend(cost, cluster, sink)
-    pol = cls(backend, Predictor.from_cost(cost), cluster, expected_rates(trace), slo, **opts)
+    ctx = PolicyContext(backend, Predictor.from_cost(cost), cluster, expected_rates(trace), slo)
+    pol = cls(ctx, **opts)
 
     names = trace.names
     reqs = [

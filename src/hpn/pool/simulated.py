@@ -207,6 +207,17 @@ class SimulatedBackend(Backend):
         last = op.segs[-1]
         return op.end, last[2] + last[3]
 
+    def step_end(self, inst: Instance) -> float | None:
+        op = self._slots[inst.iid].op
+        if op is None or not op.segs:
+            return None
+        last = None
+        for t0, d, n, _off in op.segs:
+            if t0 + d > self.t + EPS:
+                break
+            last = t0 + min(n, math.floor((self.t - t0) / d + EPS)) * d
+        return last
+
     def join(self, inst: Instance, reqs: list[Request], index: int = 0) -> bool:
         op = self._slots[inst.iid].op
         if op is None or op.end <= self.t + EPS:

@@ -31,7 +31,8 @@ from hpn.pool.validate_requests import RequestDiff, compare, read_requests, refe
 from hpn.result import Result, json_key
 
 MAX_FILES = 500
-REQUEST_POLICIES = ("serverless-artifact",)  # what the authors' simulator's SeLLM policy runs
+# what the authors' simulator runs: SeLLMPolicy and MixServePolicy
+REQUEST_POLICIES = ("serverless-artifact", "aegaeon")
 WORKLOADS = ("simulator", "file")
 HEADER = "Request Time,Model Name"
 
@@ -228,7 +229,7 @@ def _one(args) -> ValidateRow:
     else:
         res = simulate(trace, policy, gpu=gpu, gpus=gpus, slo=slo, observe=seen.extend)
     diff = None
-    ref = None if requests is None else reference_file(requests, Path(path).name)
+    ref = None if requests is None else reference_file(requests, Path(path).name, policy)
     if ref is not None:
         diff = compare(seen, read_requests(ref), slo.ttft, slo.tbt)
     return ValidateRow(
@@ -298,7 +299,7 @@ def validate(
     names = [get_policy(p).name for p in (policies or list(POLICIES))]
     files = workload_files(folder)
     ref = read_reference(reference, [f.name for f in files], names) if reference else {}
-    from hpn.pool.gpus import get_gpu
+    from hpn.gpus import get_gpu
 
     g = get_gpu(gpu).name.lower()
     if requests is not None and not Path(requests).is_dir():

@@ -2,7 +2,9 @@
 each gets its first token.
 
 The authors' simulator (Art ``aegaeon/sim``) is run outside this package; its per-request
-output for workload file ``F.csv`` is a CSV ``F.requests.csv`` with the columns
+output for workload file ``F.csv`` and policy P is a CSV ``F.P.requests.csv`` (for
+``serverless-artifact``, its ``SeLLMPolicy``, also ``F.requests.csv``; for ``aegaeon``, its
+``MixServePolicy``) with the columns
 ``req_id, model, arrival_ms, input_len, output_len, state, first_token_ms, last_token_ms,
 tokens, token_ms`` (``state`` FINISHED or FAILED; ``token_ms`` the space-separated token
 times, ms). Requests are matched on (model, arrival ms, input length, output length), which
@@ -52,24 +54,35 @@ class RequestDiff(TypedDict):
     reference_attainment: float  # %, the artifact's accounting on the simulator's token times
 
 
-def reference_file(folder: str | Path, workload: str) -> Path | None:
-    """The per-request output for workload file ``workload`` in ``folder``, if there is one.
+def reference_file(
+    folder: str | Path, workload: str, policy: str = "serverless-artifact"
+) -> Path | None:
+    """The per-request output for workload file ``workload`` and ``policy``, if there is one.
 
     Parameters
     ----------
     folder
-        The folder of ``F.requests.csv`` files.
+        The folder of ``F.P.requests.csv`` (and ``F.requests.csv``) files.
     workload
         The workload file's name (``F.csv``).
+    policy
+        Our policy the output is compared with.
 
     Returns
     -------
     Path or None
-        ``folder/F.requests.csv`` when it is a file.
+        ``folder/F.P.requests.csv`` when it is a file, else for ``serverless-artifact``
+        ``folder/F.requests.csv`` when it is one.
     """
     stem = workload[:-4] if workload.lower().endswith(".csv") else workload
-    p = Path(folder) / f"{stem}.requests.csv"
-    return p if p.is_file() else None
+    names = [f"{stem}.{policy}.requests.csv"]
+    if policy == "serverless-artifact":
+        names.append(f"{stem}.requests.csv")
+    for n in names:
+        p = Path(folder) / n
+        if p.is_file():
+            return p
+    return None
 
 
 def read_requests(path: str | Path) -> list[RefRequest]:

@@ -73,18 +73,10 @@ class Context:
         wall = float(out.wall_s or 0.0)
         folder = ""
         if self.record:
-            from hpn.store.record import record_run
+            from hpn.store.record import record_outcome
 
             folder = str(
-                record_run(
-                    command,
-                    out.config or config,
-                    result,
-                    out.tables,
-                    root=self.root,
-                    wall_s=wall,
-                    label=f"reproduce: {label}",
-                )
+                record_outcome(command, out, config, root=self.root, label=f"reproduce: {label}")
             )
         sub = SubRun(command, label, config, folder, round(wall, 3))
         self.runs.append(sub)

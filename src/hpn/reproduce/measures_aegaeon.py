@@ -159,8 +159,8 @@ def switch_reduction(ctx: Context, jobs: Jobs) -> Measured:
     """Scale-up time of Llama-2-13B at TP 2 over PCIe 4.0 (A §5.1), unoptimized vs optimized."""
     from dataclasses import replace
 
+    from hpn.gpus import get_gpu
     from hpn.pool.costs import CostModel  # the pool's one home of switch costs
-    from hpn.pool.gpus import get_gpu
     from hpn.pool.models import MODELS
 
     model = replace(MODELS["llama-2-13b"], tp=2)

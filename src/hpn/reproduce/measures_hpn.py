@@ -321,3 +321,76 @@ def fig18_flap_dual(ctx: Context, jobs: Jobs) -> Measured:
         {"model": [["dual-ToR flap", r["halted_s"]]]},
         f"job time lost {r['job_time_lost_s']:.2f} s",
     )
+
+
+def _tab3(jobs: Jobs) -> dict[str, float]:
+    """GPT-3 175B at TP 8 x PP 8 x DP 512 (P Tab 3): bytes per GPU of each traffic kind, from
+    the plan `hpn train` builds (gradients per iteration, mean over the stages; one TP
+    AllReduce of a micro-batch's activation; one PP send)."""
+    from hpn.workload.training.config import JobConfig
+    from hpn.workload.training.plan import plan_from_model
+
+    job = {**jobs["gpt3-175b"], "parallel": {"tp": 8, "pp": 8, "dp": 512, "micro_batch": 1}}
+    job["parallel"]["global_batch"] = 512 * 16
+    plan = plan_from_model(JobConfig.model_validate(job))
+    grads = [sum(st.buckets) for st in plan.stages]
+    return {
+        "DP": sum(grads) / len(grads),
+        "DP_min": min(grads),
+        "DP_max": max(grads),
+        "TP": plan.stages[0].tp_fwd[0][1],
+        "PP": plan.pp_bytes,
+        "layers": plan.cfg.model.layers // plan.pp if plan.cfg.model else 0,
+    }
+
+
+@measure("tab3_dp")
+def tab3_dp(ctx: Context, jobs: Jobs) -> Measured:
+    """DP gradient AllReduce per GPU per iteration, GB."""
+    v = _tab3(jobs)
+    detail = f"per stage {v['DP_min'] / 1e9:.2f}-{v['DP_max'] / 1e9:.2f} GB (embedding, LM head)"
+    return Measured(v["DP"] / 1e9, {"model": [["DP", round(v["DP"] / 1e9, 3)]]}, detail)
+
+
+@measure("tab3_tp")
+def tab3_tp(ctx: Context, jobs: Jobs) -> Measured:
+    """TP AllReduce of one micro-batch's activation (b s h x 2 B), MB."""
+    v = _tab3(jobs)
+    per_stage = v["TP"] * v["layers"] / 1e6
+    detail = (
+        f"one AllReduce {v['TP'] / 1e6:.1f} MB; {v['layers']:.0f} layers x 1 = {per_stage:.0f} MB"
+    )
+    return Measured(v["TP"] / 1e6, {"model": [["TP", round(v["TP"] / 1e6, 2)]]}, detail)
+
+
+@measure("tab3_pp")
+def tab3_pp(ctx: Context, jobs: Jobs) -> Measured:
+    """PP activation send per GPU, MB."""
+    v = _tab3(jobs)
+    return Measured(v["PP"] / 1e6, {"model": [["PP", round(v["PP"] / 1e6, 3)]]}, "")
+
+
+@measure("path_selection")
+def path_selection(ctx: Context, jobs: Jobs) -> Measured:
+    """Four data-parallel jobs of 128 GPUs side by side on HPN (16 hosts each, LLaMa-7B shape,
+    TP 8 x DP 16), ECMP vs the precise path selection: the largest per-job gain."""
+    model = {"layers": 32, "hidden": 4096, "heads": 32, "seq_len": 2048, "vocab": 32000}
+    four = [
+        {
+            "name": name,
+            "placement": {"first_host": 16 * k},
+            "model": model,
+            "parallel": {"tp": 8, "pp": 1, "dp": 16, "global_batch": 64},
+        }
+        for k, name in enumerate("abcd")
+    ]
+    per: dict[str, dict[str, float]] = {}
+    for routing in ("ecmp", "hpn"):
+        cfg = {"fabric": {"preset": "hpn"}, "train": {"routing": routing, "seed": 1}, "job": four}
+        res = ctx.run("train", cfg, f"4 jobs x 128 GPUs routing {routing}")
+        per[routing] = {j["name"]: j["samples_per_s"] for j in res["jobs"]}
+    gains = {n: gain(per["hpn"][n], per["ecmp"][n]) for n in per["hpn"]}
+    top = max(gains, key=lambda n: gains[n])
+    pts = [[f"job {n}", round(g, 2)] for n, g in gains.items()]
+    detail = ", ".join(f"{n}: {per['ecmp'][n]:.1f} -> {per['hpn'][n]:.1f}" for n in gains)
+    return Measured(gains[top], {"model": pts}, f"samples/s per job, ECMP -> HPN: {detail}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from hpn.reproduce import measures_aegaeon, measures_hpn  # noqa: F401  (register the measures)
 from hpn.reproduce.catalog import Claim, load, uncovered
-from hpn.reproduce.context import Context
+from hpn.reproduce.context import Context, SubRun
 from hpn.reproduce.measure import MEASURES, Measured
 from hpn.reproduce.verdict import band_range, band_text, verdict
 
@@ -86,10 +86,63 @@ class Reproduction:
         return out
 
 
+Measurement = tuple[str, "Measured | None", str, float]  # claim id, measured, error, wall s
+# map(fn, tasks) -> results in any order: fn(**task) on an executor (the sweep's, given by
+# the CLI, which sits above this package)
+Mapper = Callable[[Callable[..., Any], list[dict[str, Any]]], Any]
+
+
+def _measure(c: Claim, context: Context, jobs: dict, say: Callable[[str], None]) -> Measurement:
+    say(f"{c.id}: {c.title}")
+    t = time.perf_counter()
+    try:
+        m: Measured | None = MEASURES.get(c.measure)(context, jobs)
+        err = ""
+    except Exception as e:  # a measure that breaks is a failed claim, not a crash
+        m, err = None, f"{type(e).__name__}: {e}"
+        say("  " + traceback.format_exception_only(e)[-1].strip())
+    return c.id, m, err, time.perf_counter() - t
+
+
+def group_key(c: Claim) -> str:
+    """Claims measured together on one executor worker: those whose command starts alike
+    (``hpn pool goodput``, ``hpn topo summary``), which share their runs."""
+    return " ".join(c.command.split()[:3])
+
+
+def measure_group(
+    ids: list[str],
+    runner: Callable[[str, dict[str, Any]], Any],
+    root: str | None = None,
+    record: bool = True,
+) -> tuple[list[Measurement], list[SubRun]]:
+    """Measure the claims ``ids`` in one process (an executor's task).
+
+    Parameters
+    ----------
+    ids
+        Claim ids.
+    runner
+        ``runner(command, config) -> Outcome`` (:func:`hpn.app.run`).
+    root, record
+        The store the sub-runs are recorded in (:class:`Context`).
+
+    Returns
+    -------
+    tuple
+        Each claim's measurement and the sub-runs recorded.
+    """
+    claims, jobs = load()
+    by_id = {c.id: c for c in claims}
+    ctx = Context(runner=runner, root=None if root is None else Path(root), record=record)
+    return [_measure(by_id[i], ctx, jobs, ctx.say) for i in ids], ctx.runs
+
+
 def measure_all(
     claims: list[Claim],
     context: Context,
     say: Callable[[str], None] = lambda _m: None,
+    mapper: Mapper | None = None,
 ) -> Reproduction:
     """Measure every claim (a measure that raises gives verdict ``fail`` and its error).
 
@@ -101,6 +154,8 @@ def measure_all(
         Where the commands run and are recorded.
     say
         Progress lines.
+    mapper
+        Runs the groups of claims (:func:`group_key`) on an executor; None: here, in turn.
 
     Returns
     -------
@@ -110,19 +165,30 @@ def measure_all(
     _, jobs = load()
     t0 = time.perf_counter()
     rep = Reproduction(context=context)
-    for c in claims:
-        say(f"{c.id}: {c.title}")
-        t = time.perf_counter()
-        try:
-            m: Measured | None = MEASURES.get(c.measure)(context, jobs)
-            err = ""
-        except Exception as e:  # a measure that breaks is a failed claim, not a crash
-            m, err = None, f"{type(e).__name__}: {e}"
-            say("  " + traceback.format_exception_only(e)[-1].strip())
+    if mapper is None:
+        results = [_measure(c, context, jobs, say) for c in claims]
+    else:
+        done: dict[str, Measurement] = {}
+        groups: dict[str, list[str]] = {}
+        for c in claims:
+            groups.setdefault(group_key(c), []).append(c.id)
+        root = None if context.root is None else str(context.root)
+        tasks = [
+            {"ids": ids, "runner": context.runner, "root": root, "record": context.record}
+            for ids in groups.values()
+        ]
+        say(f"{len(claims)} claims in {len(tasks)} groups on the executor")
+        for measured, runs in mapper(measure_group, tasks):
+            for m in measured:
+                done[m[0]] = m
+                say(f"{m[0]}: done ({m[3]:.1f} s)")
+            context.runs.extend(runs)
+        results = [done[c.id] for c in claims]
+    for c, (_, m, err, wall) in zip(claims, results, strict=True):
         value = None if m is None else m.value
         v = verdict(c.value, value, c.band, c.cause)
         cause = c.cause if v == "explained" else (f"measure failed: {err}" if err else "")
-        rep.outcomes.append(Outcome(c, m, v, cause, err, time.perf_counter() - t))
+        rep.outcomes.append(Outcome(c, m, v, cause, err, wall))
     rep.wall_s = time.perf_counter() - t0
     return rep
 
@@ -203,6 +269,7 @@ def run_and_record(
     meta: dict[str, Any],
     runner: Callable[[str, dict[str, Any]], Any],
     say: Callable[[str], None] = lambda _m: None,
+    mapper: Mapper | None = None,
 ) -> tuple[Reproduction, dict[str, Any]]:
     """Measure ``claims``, then record the report folder as a ``reproduce`` run.
 
@@ -218,6 +285,8 @@ def run_and_record(
         Top-level fields of the result and report (``paper``, ``quick``, ``only``).
     say
         Progress lines.
+    mapper
+        The executor the claims run on (:func:`measure_all`).
 
     Returns
     -------
@@ -227,7 +296,7 @@ def run_and_record(
     from hpn.store.record import record_run
 
     t0 = time.perf_counter()
-    rep = measure_all(claims, Context(runner=runner, say=say), say)
+    rep = measure_all(claims, Context(runner=runner, say=say), say, mapper)
     wall = round(time.perf_counter() - t0, 1)
     meta = {**meta, "wall_s": wall}
     result = {
@@ -254,7 +323,9 @@ __all__ = [
     "ROW_KEYS",
     "Outcome",
     "Reproduction",
+    "group_key",
     "measure_all",
+    "measure_group",
     "run_and_record",
     "table_lines",
     "write_report",

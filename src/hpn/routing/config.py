@@ -86,14 +86,16 @@ class RoutingTable(Model):
     )
     ecmp_hash: str | None = Field(
         None,
-        description="hash function per tier (crc32, crc32c, crc16, crc16-arc, xor16, mix64), "
-        "one name or TOR,AGG,CORE (default: crc32)",
+        description="hash function per tier (crc32, crc32c, crc16, crc16-arc, xor16, mix64, "
+        "linux: a Linux router's multipath hash), one name or TOR,AGG,CORE (default: crc32)",
     )
     lag_offset: str | None = Field(
         None, description="LAG member hash offset per tier (default: 8,2,8)"
     )
     bond: str | None = Field(
-        None, description="host port choice: l34 (Linux layer3+4), rr, or a hash (default: l34)"
+        None,
+        description="host port choice: l34 (Linux layer3+4), rr, linux (a multipath route), "
+        "or a hash (default: l34; linux when --ecmp-hash linux)",
     )
 
     def hashing(self) -> dict[str, Any] | None:

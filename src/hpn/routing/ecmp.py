@@ -12,6 +12,13 @@ forward deterministically: traffic for a pod arriving on in-port ``j`` leaves on
 (seed, key), as a library does per queue pair. :meth:`route_sports` routes flows whose source
 ports are given (what HPN's host-side path selection does). The seed scheme is written out in
 ``docs/guide/routing.md`` (the namespace lab reuses it).
+
+``linux`` (a tier's hash, or the hosts' ``bond_hash``) is a Linux router instead
+(:mod:`hpn.routing.linuxhash`): the kernel's SipHash of the flow keys, seeded with the switch's
+seed, picks among all equal-cost next hops in link order by hash threshold (no offset, no
+two-stage LAG choice, no core port map); hosts seed theirs once per host. ``ecmp_hash=linux``
+for every tier makes the hosts Linux too unless ``bond_hash`` is given: the namespace lab's
+fabric, whose paths the model then predicts flow for flow.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from hpn.routing.base import register_router
 from hpn.routing.cache import per_fabric
 from hpn.routing.config import DEFAULT_SEEDS
 from hpn.routing.hashing import HASHES, fold16, get_hash, linux_bond_l34, rotate16
+from hpn.routing.linuxhash import LINUX
 from hpn.routing.shortest import Choice, EcmpRouter, splitmix64
 from hpn.topology.fabric import NodeKind
 
@@ -40,13 +48,13 @@ if TYPE_CHECKING:
 class HashConfig(Model):
     """How switches and hosts hash (every field settable from configs and the CLI)."""
 
-    tor_hash: str = Field("crc32", description=f"ToR hash: {', '.join(HASHES)}")
+    tor_hash: str = Field("crc32", description=f"ToR hash: {', '.join(HASHES)}, {LINUX}")
     agg_hash: str = Field("crc32", description="Agg hash")
     core_hash: str = Field("crc32", description="core hash (fallback when a mapped port is down)")
     bond_hash: str = Field(
         "l34",
         description="host port choice: l34 (Linux bonding layer3+4), rr (RoCE LAG: connections "
-        "round robin over ports), or a hash name",
+        "round robin over ports), linux (a multipath route, the kernel's hash), or a hash name",
     )
     seeds: Literal["same", "tier", "switch"] = Field(
         DEFAULT_SEEDS,
@@ -78,21 +86,23 @@ class HashConfig(Model):
                 f"{t}{o}": 0 for t in ("tor", "agg", "core") for o in ("_offset", "_lag_offset")
             }
             data = {**zero, **data}
+        if isinstance(data, dict) and all(data.get(f"{t}_hash") == LINUX for t in TIER_NAMES):
+            data = {"bond_hash": LINUX, **data}  # Linux routers, Linux hosts
         return data
 
     @field_validator("tor_hash", "agg_hash", "core_hash")
     @classmethod
     def _known(cls, name: str) -> str:
-        if name not in HASHES:
-            raise ValueError(f"unknown hash {name!r}; choose from {', '.join(HASHES)}")
+        if name not in HASHES and name != LINUX:
+            raise ValueError(f"unknown hash {name!r}; choose from {', '.join(HASHES)}, {LINUX}")
         return name
 
     @field_validator("bond_hash")
     @classmethod
     def _bond(cls, name: str) -> str:
-        if name not in ("l34", "rr") and name not in HASHES:
+        if name not in ("l34", "rr", LINUX) and name not in HASHES:
             raise ValueError(
-                f"unknown bond hash {name!r}; choose from l34, rr, {', '.join(HASHES)}"
+                f"unknown bond hash {name!r}; choose from l34, rr, {LINUX}, {', '.join(HASHES)}"
             )
         return name
 
@@ -111,6 +121,8 @@ class HashConfig(Model):
             f"{self.core_offset}, bond {self.bond_hash}"
         )
 
+
+TIER_NAMES = ("tor", "agg", "core")
 
 # SONiC's ECMP seed per device role (docker-orchagent/switch.json.j2): ToRRouter 0,
 # LeafRouter 10, SpineRouter 25; the router seed is XORed in.
@@ -182,6 +194,22 @@ class HashEcmpRouter(EcmpRouter):
             return base ^ role
         return switch_seed(nodes, self.seed)
 
+    def kernel_seeds(self, fabric: Fabric, nodes: np.ndarray) -> np.ndarray:
+        """``fib_multipath_hash_seed`` of each node as a Linux router or host: a switch's seed
+        under the ``seeds`` policy, a NIC endpoint its host's (the ``switch`` seed of the
+        host's first NIC: one namespace, one seed), moved into 1..2^32-1."""
+        from hpn.routing.linuxhash import kernel_seed
+
+        nodes = np.asarray(nodes, np.int64)
+        nd = fabric.nodes
+        out = np.zeros(len(nodes), np.uint64)
+        sw = np.isin(nd.kind[nodes], (NodeKind.TOR, NodeKind.AGG, NodeKind.CORE))
+        out[sw] = self.switch_seeds(fabric, nodes[sw])
+        ends = nodes[~sw]
+        if len(ends):
+            out[~sw] = switch_seed(_first_nic(fabric)[ends], self.seed)
+        return kernel_seed(out)
+
     _given: np.ndarray | None = None
 
     def kernel_spec(
@@ -190,6 +218,9 @@ class HashEcmpRouter(EcmpRouter):
         """The compiled walk's view of :meth:`chooser` (None for a subclass's own chooser)."""
         if type(self).chooser is not HashEcmpRouter.chooser:
             return None
+        cfg = self.hashing
+        if LINUX in (cfg.tor_hash, cfg.agg_hash, cfg.core_hash, cfg.bond_hash):
+            return None  # the kernel's hash runs in numpy
         from hpn.routing.fast import hash_spec
 
         conn = np.asarray(keys, np.int64)
@@ -228,17 +259,25 @@ class HashEcmpRouter(EcmpRouter):
             if host.any():
                 i = np.flatnonzero(host)
                 t = tuples.take(c.keys[i])
-                if cfg.bond_hash == "rr":
+                if cfg.bond_hash == LINUX:
+                    out[i] = _linux_pick(t, self.kernel_seeds(fabric, c.nodes[i]), c.count[i])
+                    h = None
+                elif cfg.bond_hash == "rr":
                     h = conn[c.keys[i]]
                 elif cfg.bond_hash == "l34":
                     (s_ip, _), (d_ip, _), _, (sp, _), (dp, _) = t.fields
                     h = linux_bond_l34(s_ip, d_ip, sp, dp)
                 else:
                     h = fold16(get_hash(cfg.bond_hash)(t, self.seed))
-                out[i] = h.astype(np.int64) % c.count[i]
+                if h is not None:
+                    out[i] = h.astype(np.int64) % c.count[i]
             for node_kind, (fn, offset, lag_offset) in fns.items():
                 i = np.flatnonzero(k == node_kind)
                 if not len(i):
+                    continue
+                if fn == LINUX:
+                    seeds = self.kernel_seeds(fabric, c.nodes[i])
+                    out[i] = _linux_pick(tuples.take(c.keys[i]), seeds, c.count[i])
                     continue
                 h = fold16(
                     get_hash(fn)(tuples.take(c.keys[i]), self.switch_seeds(fabric, c.nodes[i]))
@@ -252,6 +291,28 @@ class HashEcmpRouter(EcmpRouter):
             return out
 
         return np.arange(len(src), dtype=np.int64), pick
+
+
+def _linux_pick(t, seeds: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """A Linux router's choice among ``count`` next hops for the tuples ``t``."""
+    from hpn.routing.linuxhash import flow_hash, select
+
+    (s_ip, _), (d_ip, _), (proto, _), (sp, _), (dp, _) = t.fields
+    proto_v = int(proto[0]) if len(proto) else 17
+    return select(flow_hash(s_ip, d_ip, sp, dp, proto_v, seeds), count)
+
+
+@per_fabric
+def _first_nic(fabric: Fabric) -> np.ndarray:
+    """Per node: the first NIC endpoint of its host (itself where it has no host)."""
+    nd = fabric.nodes
+    out = np.arange(fabric.num_nodes, dtype=np.int64)
+    ends = np.flatnonzero(np.isin(nd.kind, (NodeKind.GPU, NodeKind.HOST)) & (nd.host >= 0))
+    first: dict[int, int] = {}
+    for n in ends:  # ascending: the first seen is the host's first NIC
+        first.setdefault(int(nd.host[n]), int(n))
+    out[ends] = [first[int(nd.host[n])] for n in ends]
+    return out
 
 
 def _lag_pick(c: Choice, i: np.ndarray, fabric: Fabric, h_ecmp, h_lag) -> np.ndarray:

@@ -6,12 +6,11 @@ forward (parallel links count separately, as they are separate ECMP members).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from hpn.routing.result import PairPaths, PathsResult
 from hpn.routing.shortest import FORWARDING
 from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
@@ -71,7 +70,7 @@ def _endpoint(fabric: Fabric, **where: int) -> int | None:
     return int(hit[0]) if len(hit) else None
 
 
-def path_report(fabric: Fabric) -> dict[str, Any]:
+def path_report(fabric: Fabric) -> PathsResult:
     """Equal-cost path counts between endpoint pairs of increasing distance.
 
     Parameters
@@ -81,7 +80,7 @@ def path_report(fabric: Fabric) -> dict[str, Any]:
 
     Returns
     -------
-    dict
+    PathsResult
         Path count (and, for multi-port NICs, per plane) of a same-segment same-rail pair,
         a cross-rail pair, a cross-segment pair and a cross-pod pair, where the fabric has one.
     """
@@ -111,20 +110,22 @@ def path_report(fabric: Fabric) -> dict[str, Any]:
         cases["same_segment_cross_rail"] = (a, int(cross_rail[0]) if len(cross_rail) else None)
         cases["cross_segment_same_rail"] = (a, _endpoint(fabric, pod=0, segment=1, index=idx))
         cases["cross_pod"] = (a, _endpoint(fabric, pod=1, segment=0, index=idx))
-    out: dict[str, Any] = {}
+    out: dict[str, PairPaths] = {}
     for name, (s, d) in cases.items():
         if s is None or d is None:
             continue
         total = count_paths(fabric, s, d)
         per_plane = [count_paths(fabric, s, d, plane=p) for p in (0, 1)]
-        out[name] = {"paths": total, "per_plane": per_plane}
+        out[name] = PairPaths(paths=total, per_plane=per_plane)
     in_pod = [v for k, v in out.items() if k != "cross_pod"]
-    return {
-        "pairs": out,
+    return PathsResult(
+        pairs=out,
         # what a host searches for a pair inside a pod once it has picked the plane (Table 1)
-        "search_space": max((max(v["per_plane"]) for v in in_pod), default=0),
-        "search_space_both_planes": max((v["paths"] for v in in_pod), default=0),
-    }
+        search_space=max((max(v["per_plane"]) for v in in_pod), default=0),
+        search_space_both_planes=max((v["paths"] for v in in_pod), default=0),
+        preset=getattr(fabric.spec, "preset", None),
+        paper_table1=PAPER_TABLE1,
+    )
 
 
 PAPER_TABLE1 = {

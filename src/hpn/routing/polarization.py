@@ -21,6 +21,7 @@ import numpy as np
 from hpn.errors import InputError
 from hpn.routing.base import make_router
 from hpn.routing.ecmp import HashConfig
+from hpn.routing.result import PolarizationResult
 from hpn.topology.fabric import Fabric, LinkTier, NodeKind
 
 
@@ -82,7 +83,7 @@ def polarization(
     connections: int = 4,
     size: float = 64e6,
     hashing: dict | None = None,
-) -> dict[str, Any]:
+) -> PolarizationResult:
     """Hash polarization of a two-segment job: how unevenly the receivers' ToR ports and the
     Aggs' downlinks are loaded when every tier hashes alike (P §3, Fig 4).
 
@@ -103,7 +104,7 @@ def polarization(
 
     Returns
     -------
-    dict
+    PolarizationResult
         Load ratio and shares of the two ports of each receiving NIC, idle ports, and the
         spread of load over the Agg downlinks into the job's ToRs.
     """
@@ -132,16 +133,19 @@ def polarization(
     )
     dl = load[down]
     worst = float(ratio.max())
-    return {
-        "routing": routing,
-        "hashing": kw["hashing"].describe() if "hashing" in kw else None,
-        "flows": int(len(src)),
-        "receiving_nics": int(len(receivers)),
-        "tor_port_load_ratio": None if np.isinf(worst) else round(worst, 4),
-        "tor_port_max_share": round(float(share.max()), 4),
-        "tor_port_mean_share": round(float(share.mean()), 4),
-        "idle_port_nics": int(np.count_nonzero(lo == 0)),
-        "agg_downlink_max_over_mean": round(float(dl.max() / dl.mean()), 4) if dl.sum() else None,
-        "agg_downlinks_used": int(np.count_nonzero(dl)),
-        "agg_downlinks": int(len(dl)),
-    }
+    return PolarizationResult(
+        routing=routing,
+        hashing=kw["hashing"].describe() if "hashing" in kw else None,
+        flows=int(len(src)),
+        receiving_nics=int(len(receivers)),
+        tor_port_load_ratio=None if np.isinf(worst) else round(worst, 4),
+        tor_port_max_share=round(float(share.max()), 4),
+        tor_port_mean_share=round(float(share.mean()), 4),
+        idle_port_nics=int(np.count_nonzero(lo == 0)),
+        agg_downlink_max_over_mean=round(float(dl.max() / dl.mean()), 4) if dl.sum() else None,
+        agg_downlinks_used=int(np.count_nonzero(dl)),
+        agg_downlinks=int(len(dl)),
+        preset=getattr(fabric.spec, "preset", None),
+        dual_plane=bool(getattr(fabric.spec, "dual_plane", False)),
+        seed=seed,
+    )

@@ -16,24 +16,24 @@ weights over the instance's host link behind the copies already queued there.
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import itertools
 import math
-import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from hpn.pool.backend import Backend, Cluster, Done, Instance, MetricsSink
+from hpn.pool.backend import Cluster, Done, Instance, MetricsSink
 from hpn.pool.requests import Request
+from hpn.serve.clock import EngineError, WallClock
 from hpn.serve.decoding import admit, run_decode
 from hpn.serve.device import DeviceSpec, Link
 from hpn.serve.kv import BLOCK_TOKENS, KVManager
 from hpn.serve.runner import Seq, prefill
 from hpn.serve.weights import HostModel
 from hpn.serve.workers import Worker
+
+__all__ = ["EngineBackend", "EngineError", "kv_blocks"]
 
 KV_FLOOR_BLOCKS = 1024  # pre-loading needs this much KV room left (as the simulator)
 
@@ -50,10 +50,6 @@ def kv_blocks(hosts: dict[str, HostModel], spec: DeviceSpec, override: int | Non
     if override is not None:
         n = min(n, override)
     return int(n), int(block_bytes)
-
-
-class EngineError(RuntimeError):
-    """A worker thread failed; raised on the scheduler thread."""
 
 
 class _DecodeOp:
@@ -74,7 +70,7 @@ class _DecodeOp:
         self.closed = False
 
 
-class EngineBackend(Backend):
+class EngineBackend(WallClock):
     """Real prefill, decode, weight and KV movement behind the pool contract.
 
     Parameters
@@ -117,18 +113,11 @@ class EngineBackend(Backend):
         }
         self.seqs: dict[int, Seq] = {}
         self.reqs: dict[int, Request] = {}
-        self._events: queue.SimpleQueue = queue.SimpleQueue()
-        self._heap: list = []
-        self._seq = itertools.count()
-        self._t0 = time.perf_counter()
-        self._pending = 0  # operations started and not yet completed
         self._undelivered = 0  # arrivals of `run` not yet handed to the policy
         self._ops: dict[int, _DecodeOp] = {}
-        self._stop = threading.Event()
         # decode-loop accounting: steps, seconds in steps, in forwards, in decode operations
         self.steps, self.step_s, self.forward_s, self.decode_s = 0, 0.0, 0.0, 0.0
         self.forget_after: float | None = None  # seconds after finishing; None: keep
-        self._error: tuple[BaseException, str] | None = None
         self.kv_bytes_per_token = {
             m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
         }
@@ -142,30 +131,6 @@ class EngineBackend(Backend):
     def max_context(self) -> int:
         """Tokens one request may hold (the whole pool of an instance)."""
         return next(iter(self.kv.values())).capacity_tokens
-
-    # --- clock and loop ------------------------------------------------------------------
-    def now(self) -> float:
-        return time.perf_counter() - self._t0
-
-    def reset_clock(self) -> None:
-        self._t0 = time.perf_counter()
-
-    def call_at(self, t: float, fn: Callable, *args) -> None:
-        heapq.heappush(self._heap, (t, next(self._seq), fn, args))
-
-    def post(self, fn: Callable, *args) -> None:
-        """Run `fn(*args)` on the scheduler thread (thread-safe)."""
-        self._events.put((fn, args))
-
-    def _worker_error(self, e: BaseException, tb: str) -> None:
-        self._error = (e, tb)
-        self._events.put((self._raise, ()))
-
-    def _raise(self) -> None:
-        if self._error is None:
-            return
-        e, tb = self._error
-        raise EngineError(f"a worker failed: {e!r}\n{tb}")
 
     def register(self, req: Request, seq: Seq) -> None:
         """Tokens and sampling of `req` (call before it arrives)."""
@@ -190,24 +155,6 @@ class EngineBackend(Backend):
             self.call_at(r.arrival, self._deliver, on_arrival, r)
         self.loop(until, idle_exit=True)
 
-    def loop(self, until: float = math.inf, idle_exit: bool = False) -> None:
-        """Run callbacks until `until`, `stop()`, or (with `idle_exit`) no work is left."""
-        heap = self._heap
-        while not self._stop.is_set():
-            now = self.now()
-            while heap and heap[0][0] <= now:
-                _, _, fn, args = heapq.heappop(heap)
-                fn(*args)
-            done = now >= until or (idle_exit and self._idle())
-            if done and self._events.empty():
-                return
-            nxt = min(heap[0][0] if heap else math.inf, until)
-            try:
-                fn, args = self._events.get(timeout=min(max(0.0, nxt - self.now()), 0.05))
-            except queue.Empty:
-                continue
-            fn(*args)
-
     def _idle(self) -> bool:
         """No operation running and every request delivered and finished or failed
         (policies may keep periodic timers, e.g. serverless's autoscaler tick)."""
@@ -219,18 +166,10 @@ class EngineBackend(Backend):
         self._undelivered -= 1
         on_arrival(r)
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._events.put((lambda: None, ()))
-
     def close(self) -> None:
         """Stop the worker threads (after `stop`)."""
         for w in self.workers.values():
             w.close()
-
-    def _done(self, fn: Callable, *args) -> None:
-        self._pending -= 1
-        fn(*args)
 
     # --- weights -------------------------------------------------------------------------
     def place(self, inst: Instance, model: str) -> None:

@@ -12,19 +12,30 @@ that measured this (`profile.contention`), `SharedDeviceBackend` charges every p
 decode step at the profiled time for the number of instances computing at that moment
 (processor sharing at step granularity: a running decode is re-planned at its next step
 boundary whenever that number changes).
+
+A profile measured before a replay cannot see what else the machine runs during it (other
+processes, and the engine's own server and scheduler threads, which share the
+interpreter with the instances). `replay_scale` reads that from the engine's event log of
+the replay: each operation's measured seconds against the profile's prediction at the
+number of instances computing around it, per kind; `predict` with a profile carrying
+``replay_scale`` charges every operation of that kind that much more (the device as the
+replay found it: the policy, scheduler and accounting stay the simulator's own).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
+import numpy as np
+
+from hpn.gpus import GPU
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import GPU
 from hpn.pool.metrics import Recorder, summarize
 from hpn.pool.models import LLM
 from hpn.pool.policies import get_policy
-from hpn.pool.policies.base import Slo
+from hpn.pool.policies.base import PolicyContext, Slo
 from hpn.pool.requests import Request
 from hpn.pool.result import PoolResult
 from hpn.pool.simulated import SimulatedBackend
@@ -69,6 +80,8 @@ class EngineCost(CostModel):
         self.kvb = dict(kv_bytes_per_token)
         self.active = int(profile["device"].get("concurrent", 1))  # instances computing
         self.shared = profile.get("contention")
+        self.clock: Callable[[], float] | None = None  # the simulator's (windowed scales)
+        self.jitter = 1.0  # this operation's draw from replay_scale's spread
         self.pre = _Scaled(self, "prefill")
         self.dec = _Scaled(self, "decode")
         for name in profile["fits"]:
@@ -79,12 +92,24 @@ class EngineCost(CostModel):
         """Time of a `kind` ("prefill"/"decode") operation with `active` instances
         computing, relative to the profile's grid (1 without contention data)."""
         c = self.shared
-        if not c:
-            return 1.0
-        if kind not in c:
-            return 1.0
+        scale = self.replay_scale(kind) * self.jitter
+        if not c or kind not in c:
+            return scale
         k = min(max(self.active, 1), len(c[kind]))
-        return float(c[kind][k - 1])
+        return float(c[kind][k - 1]) * scale
+
+    def replay_scale(self, kind: str) -> float:
+        """The profile's ``replay_scale`` of `kind` now (its window at `clock()`, if it
+        has windows), 1 without one."""
+        rs = self.profile.get("replay_scale")
+        if not rs:
+            return 1.0
+        w = rs.get("windows")
+        if w and self.clock is not None:
+            i = int(self.clock() // rs["window_s"])
+            if 0 <= i < len(w[kind]):
+                return float(w[kind][i])
+        return float(rs.get(kind, 1.0))
 
     def add_engine(self, name: str) -> None:
         f = self.profile["fits"][name]
@@ -148,6 +173,27 @@ class SharedDeviceBackend(SimulatedBackend):
         self.engine_cost = cost
         self.computing: set[int] = set()
         cost.active = 0
+        self._spread = (cost.profile.get("replay_scale") or {}).get("spread") or {}
+        self._rng = np.random.default_rng(0)
+        self._jit: dict[int, float] = {}  # each running decode's draw
+
+    def _draw(self, kind: str) -> float:
+        """One operation's speed relative to its kind's scale, drawn from the replay's
+        measured spread (1 without one)."""
+        q = self._spread.get(kind)
+        if not q:
+            return 1.0
+        u = self._rng.random() * (len(q) - 1)
+        i = int(u)
+        j = min(i + 1, len(q) - 1)
+        return float(q[i] + (q[j] - q[i]) * (u - i))
+
+    def _plan(self, op):
+        self.engine_cost.jitter = self._jit.get(op.inst.iid, 1.0)
+        try:
+            return super()._plan(op)
+        finally:
+            self.engine_cost.jitter = 1.0
 
     def _computing(self, iid: int, on: bool) -> None:
         if on == (iid in self.computing):
@@ -184,7 +230,11 @@ class SharedDeviceBackend(SimulatedBackend):
             self._computing(d.inst.iid, False)
             on_done(d)
 
-        super().prefill(inst, reqs, done)
+        self.engine_cost.jitter = self._draw("prefill")
+        try:
+            super().prefill(inst, reqs, done)
+        finally:
+            self.engine_cost.jitter = 1.0
 
     def decode(self, inst, batches, budget, on_done, stop_on_finish=False) -> None:
         self._computing(inst.iid, True)
@@ -194,6 +244,137 @@ class SharedDeviceBackend(SimulatedBackend):
             on_done(d)
 
         super().decode(inst, batches, budget, done, stop_on_finish)
+
+
+CALIBRATED = ("prefill", "decode", "load")
+MIN_OPS = 5  # operations of a kind needed to read its scale from a replay
+SPREAD_QUANTILES = 21  # quantiles kept of the single operations' spread
+
+
+def op_seconds(op: dict, cost: EngineCost, reqs: dict[int, dict]) -> float | None:
+    """An operation's duration by the profile (grid concurrency, no `replay_scale`) for
+    what it did (requests, lengths and steps taken); None when it cannot be predicted (a
+    decode that never finished). `op`: an `timeline.operations` record."""
+    if op["ev"] == "load":
+        return 0.0 if op.get("pre") else cost.switch_time(op["model"])
+    if op["ev"] == "prefill":
+        return cost.prefill_time(reqs[op["rids"][0]]["model"], op["lens"])
+    if "gen1" not in op:
+        return None
+    total = 0.0
+    for rids, g0, g1 in zip(op["rids"], op["gen0"], op["gen1"], strict=True):
+        if not rids:
+            continue
+        m = reqs[rids[0]]["model"]
+        steps = [b - a for a, b in zip(g0, g1, strict=True)]
+        for k in range(max(steps, default=0)):
+            live = [i for i, s in enumerate(steps) if s > k]
+            ctx = sum(reqs[rids[i]]["input_len"] + g0[i] + k for i in live)
+            total += cost.decode_step(m, len(live), ctx)
+    return total
+
+
+def replay_scale(
+    log: dict,
+    profile: dict,
+    kv_bytes_per_token: dict[str, float],
+    cold: bool = False,
+    startup: float = 0.0,
+    arrivals=None,
+    window: float | None = None,
+) -> dict:
+    """Measured / predicted seconds of each kind of operation in an engine replay's event
+    log (`Traced.dump`), the prediction at the instances computing around each operation
+    (the profile's contention factors: at its start for a prefill or a load, time-weighted
+    over a decode, whose steps the simulator re-plans as the count changes).
+
+    Kinds: prefill, decode, and (a policy that starts engines, no configured start-up)
+    cold loads; warm loads are paced by the link, not the processor, and are left out.
+    A kind with fewer than `MIN_OPS` predicted operations keeps scale 1. With `window`
+    seconds, also the scale of each window of the trace's clock (the engine's clock less
+    the lag of its first arrival behind the trace's, `arrivals`), under ``"windows"``; a
+    window with fewer than `MIN_OPS` operations of a kind takes the whole replay's."""
+    import bisect
+
+    from hpn.serve.timeline import operations
+
+    base = dict(profile)
+    base.pop("replay_scale", None)
+    cost = EngineCost(base, kv_bytes_per_token, cold, startup)
+    shared, cost.shared = cost.shared, None  # predictions at the grid's concurrency
+    reqs = {r["rid"]: r for r in log["requests"]}
+    ops = [o for o in operations(log) if "end" in o]
+
+    def computes(o: dict) -> bool:
+        return o["ev"] != "load" or (cold and not o.get("pre"))
+
+    edges = sorted(
+        [(o["t"], 1) for o in ops if computes(o)] + [(o["end"], -1) for o in ops if computes(o)]
+    )
+    times, counts, k = [], [], 0
+    for t, d in edges:
+        k += d
+        times.append(t)
+        counts.append(k)
+
+    def mean_factor(kind: str, a: float, b: float) -> float:
+        if not shared or kind not in shared or b <= a:
+            return 1.0
+        f = shared[kind]
+        i = bisect.bisect_right(times, a) - 1
+        if kind != "decode":  # charged at its start, as `SharedDeviceBackend` does
+            return float(f[min(max(counts[i] if i >= 0 else 1, 1), len(f)) - 1])
+        acc, t = 0.0, a
+        while t < b:
+            nxt = times[i + 1] if i + 1 < len(times) else b
+            n = counts[i] if i >= 0 else 1
+            acc += (min(nxt, b) - t) * float(f[min(max(n, 1), len(f)) - 1])
+            t, i = min(nxt, b), i + 1
+        return acc / (b - a)
+
+    offset = 0.0
+    if arrivals is not None and len(arrivals) and log["requests"]:
+        eng = sorted(r["arrival"] for r in log["requests"])
+        offset = min(e - a for e, a in zip(eng, sorted(arrivals), strict=False))
+    sums: dict[tuple[str, int], list[float]] = {}  # (kind, window or -1): [meas, pred, n]
+    per_op: dict[str, list[float]] = {}  # measured / predicted of each operation
+    for o in ops:
+        kind = o["ev"]
+        if kind == "load" and not (cold and startup <= 0 and not o.get("pre")):
+            continue
+        p = op_seconds(o, cost, reqs)
+        if not p:
+            continue
+        keys = [(kind, -1)]
+        if window:
+            keys.append((kind, max(0, int((o["t"] - offset) // window))))
+        q = p * mean_factor(kind, o["t"], o["end"])
+        for key in keys:
+            acc = sums.setdefault(key, [0.0, 0.0, 0])
+            acc[0] += o["end"] - o["t"]
+            acc[1] += q
+            acc[2] += 1
+        per_op.setdefault(kind, []).append((o["end"] - o["t"]) / q)
+
+    def ratio(key, default: float) -> float:
+        m, p, n = sums.get(key, (0.0, 0.0, 0))
+        return m / p if n >= MIN_OPS and p > 0 else default
+
+    out: dict = {kind: ratio((kind, -1), 1.0) for kind in CALIBRATED}
+    # the spread of single operations around their kind's scale, as quantiles
+    qs = np.linspace(0.0, 1.0, SPREAD_QUANTILES)
+    out["spread"] = {
+        kind: (np.quantile(np.array(r) / np.mean(r), qs).round(4).tolist())
+        for kind, r in per_op.items()
+        if len(r) >= MIN_OPS
+    }
+    if window:
+        last = max((w for _, w in sums), default=-1)
+        out["window_s"] = float(window)
+        out["windows"] = {
+            kind: [ratio((kind, w), out[kind]) for w in range(last + 1)] for kind in CALIBRATED
+        }
+    return out
 
 
 def requests_of(trace: Trace, slo: Slo) -> list[Request]:
@@ -230,11 +411,14 @@ def predict(
     sink = Recorder()
     from hpn.serve.timeline import Traced, traced
 
-    base: type[SimulatedBackend] = SharedDeviceBackend if cost.shared else SimulatedBackend
+    spread = (profile.get("replay_scale") or {}).get("spread")
+    shared = cost.shared or spread
+    base: type[SimulatedBackend] = SharedDeviceBackend if shared else SimulatedBackend
     backend = (base if timeline is None else traced(base))(cost, cluster, sink)
+    cost.clock = backend.now
     rates = rates or {m: 1.0 for m in trace.names}
     pred = predictor(profile, kv_bytes_per_token, cold, startup)
-    pol = cls(backend, pred, cluster, rates, slo, **options)
+    pol = cls(PolicyContext(backend, pred, cluster, rates, slo), **options)
     reqs = requests_of(trace, slo)
     end = trace.duration + drain
     backend.run(reqs, pol.on_arrival, until=end)

@@ -16,7 +16,7 @@ from hpn.errors import InputError
 from hpn.pool.backend import Cluster
 from hpn.pool.metrics import Recorder
 from hpn.pool.policies import get_policy
-from hpn.pool.policies.base import Slo
+from hpn.pool.policies.base import PolicyContext, Slo
 from hpn.pool.requests import Request
 from hpn.serve import profile as profiles
 from hpn.serve.backend import EngineBackend
@@ -58,7 +58,7 @@ def startup_s(cls, options: dict) -> float:
 def cold_start(cls, options: dict) -> bool:
     """Whether a policy's system starts an engine per scale-up (its own `loader` charges
     a start-up), so the engine builds the model afresh instead of reusing one."""
-    from hpn.pool.gpus import get_gpu
+    from hpn.gpus import get_gpu
 
     loader = cls.loader(get_gpu("h800"), "optimized", options)
     return loader is not None and loader.startup_s > 0
@@ -107,7 +107,8 @@ class Engine:
             profile, self.kv_bytes_per_token, self.cold_start, self.startup_s
         )
         rates = rates or {m: 1.0 for m in hosts}
-        self.policy = cls(self.backend, self.predictor, cluster, rates, slo, **(options or {}))
+        ctx = PolicyContext(self.backend, self.predictor, cluster, rates, slo)
+        self.policy = cls(ctx, **(options or {}))
         self._rid = 0
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None

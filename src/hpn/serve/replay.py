@@ -148,12 +148,24 @@ async def _one(client, url: str, r: Replayed, t0: float) -> None:
     r.tokens = times
 
 
-async def _replay(url: str, reqs: list[Replayed], timeout: float) -> float:
+async def _clock_phase(client, url: str, align: float) -> float:
+    """Seconds from now until the server's scheduler clock (``/health`` ``clock_s``) is at
+    a multiple of `align` (its periodic timers, e.g. an autoscaler tick, then fall at the
+    same trace times as in the simulator, whose clock starts with the trace)."""
+    t0 = time.perf_counter()
+    r = await client.get(f"{url}/health")
+    rtt = time.perf_counter() - t0
+    c = float(r.json()["clock_s"]) + time.perf_counter() - t0 - rtt / 2  # its clock now
+    return (align - c % align) % align
+
+
+async def _replay(url: str, reqs: list[Replayed], timeout: float, align: float | None) -> float:
     import httpx
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
     async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
-        t0 = time.perf_counter()
+        wait = 0.0 if align is None else await _clock_phase(client, url, align)
+        t0 = time.perf_counter() + wait
         await asyncio.gather(*(_one(client, url, r, t0) for r in reqs))
         return time.perf_counter() - t0
 
@@ -178,11 +190,14 @@ def replay(
     max_input: int | None = None,
     max_output: int | None = None,
     timeout: float = 600.0,
+    align: float | None = None,
 ) -> tuple[PoolResult, list[Replayed]]:
-    """Replay `trace` against `url`; the simulator's metrics of what came back."""
+    """Replay `trace` against `url`; the simulator's metrics of what came back. With
+    `align`, time 0 of the trace is when the server's clock is at a multiple of `align`
+    seconds (an hpn server's ``/health`` reports its clock)."""
     url = url.rstrip("/")
     reqs = plan(trace, served_models(url), time_scale, mapping, max_input, max_output)
-    span = asyncio.run(_replay(url, reqs, timeout))
+    span = asyncio.run(_replay(url, reqs, timeout, align))
     return measure(reqs, slo, span), reqs
 
 

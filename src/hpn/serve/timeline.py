@@ -1,3 +1,6 @@
+# mypy: disable-error-code="safe-super"
+# (Traced is a mixin put before a concrete backend class: its super() calls reach that class's
+# operations, never Backend's abstract ones, which mypy cannot see from the mixin alone.)
 """Event timelines of a backend, to compare the engine with the simulator request by request.
 
 `traced(cls)` is a subclass of a backend class (`EngineBackend`, `SimulatedBackend`) that
@@ -124,3 +127,21 @@ B = TypeVar("B", bound=Backend)
 def traced(cls: type[B]) -> type[B]:
     """`cls` with a `Traced` event log (its instances are also `Traced`)."""
     return type(f"Traced{cls.__name__}", (Traced, cls), {})
+
+
+def operations(log: dict) -> list[dict]:
+    """The load, prefill and decode records of an event log (`Traced.dump`), each given
+    its completion time (``end``) from the matching ``*-done`` event of its instance."""
+    open_: dict[tuple, list[dict]] = {}
+    out = []
+    for e in log["events"]:
+        ev = e["ev"]
+        if ev in ("load", "prefill", "decode"):
+            rec = dict(e)
+            open_.setdefault((ev, e["iid"]), []).append(rec)
+            out.append(rec)
+        elif ev in ("load-done", "prefill-done", "decode-done"):
+            q = open_.get((ev[:-5], e["iid"]), [])
+            if q:
+                q.pop(0)["end"] = e["t"]
+    return out

@@ -25,6 +25,7 @@ from typing import Any
 
 from hpn.config import dump_toml
 from hpn.errors import InputError, os_error
+from hpn.result import RunOutcome
 from hpn.store.atomic import is_temp, write_json, write_text
 from hpn.store.claim import PART, alive, claim, clear_stale
 from hpn.store.dotted import config_hash, find_key, flatten
@@ -42,6 +43,7 @@ __all__ = [
     "check_folder",
     "check_out",
     "clear_stale",
+    "record_outcome",
     "record_run",
     "reserve_out",
 ]
@@ -238,6 +240,41 @@ def record_run(
         return _record(
             command, config, result, tables, plots, root, folder, wall_s, sweep, point, label
         )
+
+
+def record_outcome(
+    command: str,
+    outcome: RunOutcome,
+    config: dict[str, Any] | None = None,
+    **kw: Any,
+) -> Path:
+    """Record a command's outcome (its result's JSON form, tables, resolved config and wall
+    time) as a run: :func:`record_run` with the outcome unpacked in one place.
+
+    Parameters
+    ----------
+    command
+        The command's name (``"traffic"``).
+    outcome
+        What the command's service returned (:class:`hpn.app.base.Outcome`).
+    config
+        The config given, recorded when the outcome carries no resolved one.
+    **kw
+        :func:`record_run`'s keyword arguments (``out``, ``root``, ``plots``, ``label``, ...).
+
+    Returns
+    -------
+    Path
+        The run's folder.
+    """
+    return record_run(
+        command,
+        outcome.config or config or {},
+        outcome.result.to_json(),
+        outcome.tables,
+        wall_s=outcome.wall_s,
+        **kw,
+    )
 
 
 def _record(

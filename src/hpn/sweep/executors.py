@@ -10,8 +10,9 @@ import multiprocessing as mp
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
 from typing import Any
 
 from hpn.errors import InputError
@@ -63,6 +64,67 @@ def check_address(address: str) -> None:
 
 def run_dask(tasks: list[Task], workers: int, address: str) -> Iterator[dict[str, Any]]:
     """On a LocalCluster bound to 127.0.0.1, or on the scheduler at ``address``."""
+    yield from _on_dask(_call, tasks, workers, address)
+
+
+def _apply(fn: Callable[..., Any], task: Task) -> Any:
+    return fn(**task)
+
+
+EXECUTORS = ("inline", "processes", "dask")
+
+
+def run_calls(
+    fn: Callable[..., Any],
+    tasks: list[Task],
+    executor: str = "inline",
+    workers: int = 1,
+    address: str = "local",
+) -> Iterator[Any]:
+    """``fn(**task)`` for each task, results as they complete (any order).
+
+    Parameters
+    ----------
+    fn
+        A module-level function (it is pickled by name for processes and dask).
+    tasks
+        Its keyword arguments, one dict per call.
+    executor
+        ``inline``, ``processes`` (a spawn-started pool) or ``dask`` (a LocalCluster on
+        127.0.0.1, or the scheduler at ``address``).
+    workers
+        Processes or dask workers.
+    address
+        ``local`` or ``tcp://HOST:PORT`` (dask only).
+
+    Yields
+    ------
+    Any
+        Each call's return value.
+    """
+    if executor == "inline":
+        for t in tasks:
+            yield fn(**t)
+    elif executor == "processes":
+        ctx = mp.get_context("spawn")
+        me = os.getpid()
+        with ProcessPoolExecutor(workers, ctx, initializer=_watch_parent, initargs=(me,)) as pool:
+            futures = [pool.submit(fn, **t) for t in tasks]
+            try:
+                for f in as_completed(futures):
+                    yield f.result()
+            finally:
+                for f in futures:
+                    f.cancel()
+    elif executor == "dask":
+        yield from _on_dask(partial(_apply, fn), tasks, workers, address)
+    else:
+        raise InputError("--executor", f"one of {', '.join(EXECUTORS)}, got {executor!r}")
+
+
+def _on_dask(
+    fn: Callable[[Task], Any], tasks: list[Task], workers: int, address: str
+) -> Iterator[Any]:
     check_address(address)
     try:
         from dask.distributed import Client, LocalCluster
@@ -86,7 +148,7 @@ def run_dask(tasks: list[Task], workers: int, address: str) -> Iterator[dict[str
         except OSError as e:
             raise InputError("--dask", f"cannot reach scheduler {address}: {e}") from None
     try:
-        futures = [client.submit(_call, t, pure=False) for t in tasks]
+        futures = [client.submit(fn, t, pure=False) for t in tasks]
         for f in dask_completed(futures):
             yield f.result()
     finally:

@@ -24,22 +24,20 @@ def run_point(
     from hpn.app import run
     from hpn.errors import InputError
     from hpn.plots import render_run
-    from hpn.store.record import record_run
+    from hpn.store.record import record_outcome
 
     t0 = time.perf_counter()
     try:
         outcome = run(command, config)
         if parent_pid is not None and os.getppid() != parent_pid:
             return {"key": key, "ok": False, "error": "sweep driver gone; result dropped"}
-        record_run(
+        record_outcome(
             command,
-            outcome.config or config,
-            outcome.result.to_json(),
-            outcome.tables,
+            outcome,
+            config,
             plots=render_run if plot else None,
             out=Path(folder),
             root=Path(root),
-            wall_s=outcome.wall_s,
             sweep=sweep,
             point=key,
             label=label,

@@ -84,19 +84,17 @@ def _work(
     try:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         from hpn.plots import render_run
-        from hpn.store.record import record_run
+        from hpn.store.record import record_outcome
         from hpn.store.run import Run
 
         with files_within(data):  # the config is parsed again here: same rule as at submit
             out = run(command, config)
-        folder = record_run(
+        folder = record_outcome(
             command,
-            out.config or config,
-            out.result.to_json(),
-            out.tables,
+            out,
+            config,
             plots=render_run,
             root=Path(root),
-            wall_s=out.wall_s,
             label=f"{command} (dashboard)",
         )
         conn.send(("done", Run(folder).id))

@@ -13,7 +13,7 @@ import importlib
 import pkgutil
 
 from hpn.pool.backend import Cluster
-from hpn.pool.policies.base import Policy, Slo
+from hpn.pool.policies.base import Policy, PolicyContext, Slo
 from hpn.registry import Registry
 
 POLICIES: Registry[type[Policy]] = Registry("policy", group="hpn.policies")
@@ -58,4 +58,4 @@ def get_policy(name: str) -> type[Policy]:
     return POLICIES[key]
 
 
-__all__ = ["POLICIES", "Cluster", "Policy", "Slo", "get_policy"]
+__all__ = ["POLICIES", "Cluster", "Policy", "PolicyContext", "Slo", "get_policy"]

@@ -27,7 +27,7 @@ from pydantic import Field
 from hpn.config import Model
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import BLOCK_TOKENS
-from hpn.pool.policies.base import Policy, Slo
+from hpn.pool.policies.base import Policy, PolicyContext
 from hpn.pool.policies.quotas import Q_MAX, quotas
 from hpn.pool.requests import Request
 
@@ -93,16 +93,13 @@ class Aegaeon(Policy):
 
     def __init__(
         self,
-        backend,
-        predictor,
-        cluster,
-        rates,
-        slo=Slo(),
-        q_max=Q_MAX,
-        max_group=MAX_GPSIZE,
-        prefetch=True,
-    ):
-        super().__init__(backend, predictor, cluster, rates, slo)
+        ctx: PolicyContext,
+        q_max: float = Q_MAX,
+        max_group: int = MAX_GPSIZE,
+        prefetch: bool = True,
+    ) -> None:
+        super().__init__(ctx)
+        backend = ctx.backend
         self.tbt_slo = self.slo.tbt
         self.q_max, self.max_group, self.use_prefetch = q_max, max_group, prefetch
         self.prefillers = backend.role("prefill")

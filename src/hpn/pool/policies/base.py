@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hpn.config import Model
+from hpn.gpus import GPU
 from hpn.pool.backend import Backend, Cluster
 from hpn.pool.costs import Loader
-from hpn.pool.gpus import GPU
 from hpn.pool.predictor import Predictor
 from hpn.pool.requests import Request
 
@@ -22,19 +22,9 @@ class Slo:
     tbt: float = 0.1
 
 
-class NoKnobs(Model):
-    """No knobs."""
-
-
-class Policy:
-    """A scheduler over a pool of instances.
-
-    Subclasses set `name`, `summary` and `split` (whether they use a prefill/decode
-    partition), declare their knobs as a pydantic model `Knobs` (its fields are the extra
-    keyword arguments of the constructor; the CLI flags, config fields, help and reference
-    docs are generated from it), implement `on_arrival`, and react to `Done` completions of
-    the operations they start. They read only `backend.instances` handles, `backend.now()`, the
-    `predictor` and their own state.
+@dataclass(frozen=True)
+class PolicyContext:
+    """What a policy is given to schedule with (the first argument of every constructor).
 
     Parameters
     ----------
@@ -49,6 +39,33 @@ class Policy:
         declared rates, or a mix's), never the realised future arrivals.
     slo
         The latency targets.
+    """
+
+    backend: Backend
+    predictor: Predictor
+    cluster: Cluster
+    rates: dict[str, float]
+    slo: Slo = Slo()
+
+
+class NoKnobs(Model):
+    """No knobs."""
+
+
+class Policy:
+    """A scheduler over a pool of instances.
+
+    Subclasses set `name`, `summary` and `split` (whether they use a prefill/decode
+    partition), declare their knobs as a pydantic model `Knobs` (its fields are the keyword
+    arguments of the constructor after the :class:`PolicyContext`; the CLI flags, config
+    fields, help and reference docs are generated from it), implement `on_arrival`, and react
+    to `Done` completions of the operations they start. They read only `backend.instances`
+    handles, `backend.now()`, the `predictor` and their own state.
+
+    Parameters
+    ----------
+    ctx
+        The backend, predictor, cluster, expected rates and SLO.
     """
 
     name = ""
@@ -84,23 +101,16 @@ class Policy:
         except ValidationError as e:
             raise one_line(e, prefix=f"{cls.name} option") from None
 
-    def __init__(
-        self,
-        backend: Backend,
-        predictor: Predictor,
-        cluster: Cluster,
-        rates: dict[str, float],
-        slo: Slo = Slo(),
-    ):
-        self.backend = backend
-        self.predictor = predictor
-        self.cluster = cluster
-        self.rates = rates
-        self.slo = slo
+    def __init__(self, ctx: PolicyContext) -> None:
+        self.backend: Backend = ctx.backend
+        self.predictor: Predictor = ctx.predictor
+        self.cluster: Cluster = ctx.cluster
+        self.rates: dict[str, float] = ctx.rates
+        self.slo: Slo = ctx.slo
         self.unserved: list[str] = []  # models the policy could not place (requests fail)
 
     @classmethod
-    def loader(cls, gpu: GPU, switch: str, options: dict) -> Loader | None:
+    def loader(cls, gpu: GPU, switch: str, options: dict[str, Any]) -> Loader | None:
         """The system's own scale-up path (engine start-up, checkpoint store), which the
         ground truth then charges; None: the pool's switch model (`costs.CostModel`)."""
         return None

@@ -12,7 +12,7 @@ from collections import deque
 from typing import cast
 
 from hpn.pool.backend import Done, Instance
-from hpn.pool.policies.base import Policy, Slo
+from hpn.pool.policies.base import Policy, PolicyContext
 from hpn.pool.requests import Request
 
 MAX_BATCH = 256
@@ -42,10 +42,10 @@ class Colocated(Policy):
 
     split = False
 
-    def __init__(self, backend, predictor, cluster, rates, slo=Slo(), max_batch=MAX_BATCH):
-        super().__init__(backend, predictor, cluster, rates, slo)
+    def __init__(self, ctx: PolicyContext, max_batch: int = MAX_BATCH) -> None:
+        super().__init__(ctx)
         self.max_batch = max_batch
-        self.workers = backend.role("worker")
+        self.workers = ctx.backend.role("worker")
         for i in self.workers:
             i.state = Worker()
 

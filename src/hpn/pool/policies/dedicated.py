@@ -7,7 +7,9 @@ highest expected rate per instance.
 
 from __future__ import annotations
 
-from hpn.pool.policies.base import Slo
+from typing import Any
+
+from hpn.pool.policies.base import PolicyContext
 from hpn.pool.policies.colocated import Colocated
 from hpn.pool.requests import Request
 
@@ -46,8 +48,9 @@ class Dedicated(Colocated):
     name = "dedicated"
     summary = "each model on its own GPUs (no sharing)"
 
-    def __init__(self, backend, predictor, cluster, rates, slo=Slo(), **kw):
-        super().__init__(backend, predictor, cluster, rates, slo, **kw)
+    def __init__(self, ctx: PolicyContext, **kw: Any) -> None:
+        super().__init__(ctx, **kw)
+        backend, rates = ctx.backend, ctx.rates
         self.home: dict[str, list] = {}
         it = iter(self.workers)
         for m, k in spread(rates, len(self.workers)).items():

@@ -23,10 +23,12 @@ modelled).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from hpn.config import Model
-from hpn.pool.policies.base import Slo
+from hpn.pool.policies.base import PolicyContext
 from hpn.pool.policies.colocated import Colocated
 from hpn.pool.requests import Request
 
@@ -78,17 +80,13 @@ class MuxServe(Colocated):
 
     def __init__(
         self,
-        backend,
-        predictor,
-        cluster,
-        rates,
-        slo=Slo(),
-        kv_fraction=KV_FRACTION,
-        overhead_gb=OVERHEAD_GB,
-        **kw,
-    ):
-        super().__init__(backend, predictor, cluster, rates, slo, **kw)
-        p = predictor
+        ctx: PolicyContext,
+        kv_fraction: float = KV_FRACTION,
+        overhead_gb: float = OVERHEAD_GB,
+        **kw: Any,
+    ) -> None:
+        super().__init__(ctx, **kw)
+        p, rates, backend = ctx.predictor, ctx.rates, ctx.backend
         budget = WEIGHT_SHARE * (1.0 - kv_fraction) * p.gpu_memory
         free = {i.iid: budget * i.tp for i in self.workers}
         comp = {i.iid: 0.0 for i in self.workers}

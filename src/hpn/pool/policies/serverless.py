@@ -28,14 +28,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from hpn.config import Duration, Model
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import ETA_PAPER, REINIT_S, Loader
-from hpn.pool.policies.base import Slo
+from hpn.pool.policies.base import PolicyContext
 from hpn.pool.policies.colocated import Colocated
 from hpn.pool.requests import Request
 
@@ -106,25 +106,21 @@ class Serverless(Colocated):
 
     def __init__(
         self,
-        backend,
-        predictor,
-        cluster,
-        rates,
-        slo=Slo(),
-        target=TARGET,
-        min_instances=MIN_INSTANCES,
-        max_instances=MAX_INSTANCES,
-        keep_alive=KEEP_ALIVE_S,
-        interval=INTERVAL_S,
-        tier="dram",
-        startup=STARTUP_S,
-        store_ssd_gbps=SSD_BPS / 1e9,
-        **kw,
-    ):
-        super().__init__(backend, predictor, cluster, rates, slo, **kw)
+        ctx: PolicyContext,
+        target: int = TARGET,
+        min_instances: int = MIN_INSTANCES,
+        max_instances: int = MAX_INSTANCES,
+        keep_alive: float = KEEP_ALIVE_S,
+        interval: float = INTERVAL_S,
+        tier: str = "dram",
+        startup: float = STARTUP_S,
+        store_ssd_gbps: float = SSD_BPS / 1e9,
+        **kw: Any,
+    ) -> None:
+        super().__init__(ctx, **kw)
         self.target, self.min, self.max = target, min_instances, max_instances
         self.keep_alive, self.interval = keep_alive, interval
-        self.routers: dict[str, _Router] = {m: _Router() for m in rates}
+        self.routers: dict[str, _Router] = {m: _Router() for m in ctx.rates}
         self.free: deque[Instance] = deque(self.workers)
         self.waiting: deque[_Engine] = deque()  # FCFS GPU allocation
         self.engine_of: dict[int, _Engine] = {}

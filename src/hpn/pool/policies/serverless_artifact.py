@@ -12,14 +12,18 @@ on the backend contract:
 - **Scale-up** when free slots < R = 1: the first worker with no model at all, else the
   worker, among those whose tail model differs, with the oldest last-batch stamp (strictly
   older wins; the first such worker on ties). The stamp is the end of the worker's last
-  prefill or decode step: 0 before its first batch, and it does not move during a swap, so
-  a worker that is swapping keeps looking least recently used.
+  prefill or decode step: 0 before its first batch; it does not move during a swap or a
+  prefill, so a worker that is swapping keeps looking least recently used.
 - Otherwise the request joins the worker of its tail model with the shortest tail run.
 - **A worker** serves the same-model run at the head of its queue (prefill first, then
   decode steps over the run, new requests of the run prefilled at the next step); when the
-  run is done it swaps to the next head's model at 16 GB/s (`LOAD_BPS`).
+  run is done it swaps to the next head's model: the simulator's model size (14 / 18 /
+  26 GB for the 7B / 9B / 13B, `ModelType.mem_size`) at 16 GB/s (`LOAD_BPS`).
 - **Failure:** at every arrival, every request that has no token yet and arrived more than
-  15 s ago fails (scores 0), wherever it waits.
+  15 s ago fails (scores 0), wherever it waits. A worker drops finished and failed
+  requests from its queue only at the top of its loop (`Worker.do_purge`): after each
+  prefill batch, decode step or swap, or when an arrival wakes it idle. Until then a
+  failed request still counts in its queue's tail run.
 """
 
 from __future__ import annotations
@@ -32,22 +36,25 @@ from pydantic import Field
 from hpn.config import Duration, Model
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import Loader
-from hpn.pool.policies.base import Policy, Slo
+from hpn.pool.policies.base import Policy, PolicyContext
 from hpn.pool.requests import Request
 
 QS = 4
 R = 1
 START_TIMEOUT = 15.0
 LOAD_BPS = 16e9  # Art aegaeon/sim/worker.py: swap = model GB / 16 GB/s
+# Art aegaeon/sim/__init__.py ModelType.mem_size, GB, per artifact model
+SIM_SIZES = (("qwen2.5-7b", 14e9), ("yi-1.5-9b", 18e9), ("llama-2-13b", 26e9))
 
 
 class _Queue:
-    __slots__ = ("reqs", "model", "stamp")
+    __slots__ = ("reqs", "model", "stamp", "loop_t")
 
     def __init__(self) -> None:
         self.reqs: deque[Request] = deque()
         self.model: str | None = None  # set when a swap starts (Art do_swap)
         self.stamp = 0.0  # end of the last batch
+        self.loop_t = 0.0  # the last top of the worker's loop (its last purge)
 
     @staticmethod
     def of(inst: Instance) -> _Queue:
@@ -72,26 +79,30 @@ class ServerlessArtifact(Policy):
 
     def __init__(
         self,
-        backend,
-        predictor,
-        cluster,
-        rates,
-        slo=Slo(),
-        qs=QS,
-        scale_up_below=R,
-        start_timeout=START_TIMEOUT,
-    ):
-        super().__init__(backend, predictor, cluster, rates, slo)
+        ctx: PolicyContext,
+        qs: int = QS,
+        scale_up_below: int = R,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        super().__init__(ctx)
+        backend = ctx.backend
         self.qs, self.r, self.start_timeout = qs, scale_up_below, start_timeout
         self.workers = backend.role("worker")
         for w in self.workers:
             w.state = _Queue()
         self.live: list[Request] = []
+        self.failed_at: dict[int, float] = {}  # rid -> when the 15 s rule failed it
 
     @classmethod
     def loader(cls, gpu, switch, options) -> Loader:
-        """The artifact simulator's swap: weights at 16 GB/s."""
-        return Loader("artifact-sim swap", LOAD_BPS, 0.0, "Art aegaeon/sim/worker.py")
+        """The artifact simulator's swap: its model sizes at 16 GB/s."""
+        return Loader(
+            "artifact-sim swap",
+            LOAD_BPS,
+            0.0,
+            "Art aegaeon/sim/worker.py do_swap, sim/__init__.py mem_size",
+            SIM_SIZES,
+        )
 
     # --- binding -------------------------------------------------------------------------
     def _tail(self, inst: Instance) -> tuple[str | None, int]:
@@ -106,25 +117,38 @@ class ServerlessArtifact(Policy):
         return model, run
 
     def _stamp(self, inst: Instance) -> float:
-        """Last-batch stamp; a worker computing now has just ended (or is ending) a step."""
-        if inst.busy and inst.resident is not None:
-            return self.backend.now()
-        return _Queue.of(inst).stamp
+        """Last-batch stamp: the end of the last decode step when decoding, else the end of
+        the last batch (a prefill or swap under way does not move it)."""
+        q = _Queue.of(inst)
+        if inst.decoding:
+            t = self.backend.step_end(inst)
+            if t is not None:
+                return max(q.stamp, t)
+        return q.stamp
+
+    def _looped(self, inst: Instance) -> float:
+        """When the worker last reached the top of its loop (a decode step ends there)."""
+        q = _Queue.of(inst)
+        t = self.backend.step_end(inst) if inst.decoding else None
+        return q.loop_t if t is None else max(q.loop_t, t)
 
     def on_arrival(self, req: Request) -> None:
         """Apply the 15 s rule, then bind the request to one worker's queue (V02)."""
         now = self.backend.now()
-        # a worker drops finished and failed requests at its next step (Art do_purge), so
-        # by the next arrival they no longer count in its tail; the ones failed below do
+        # a worker drops failed requests at the top of its loop (Art do_purge): those
+        # failed before its last step ended are gone, the others still count in its tail
         for w in self.workers:
             q = _Queue.of(w)
-            q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
+            if any(r.failed for r in q.reqs):
+                t = self._looped(w)
+                q.reqs = deque(r for r in q.reqs if not (r.failed and self.failed_at[r.rid] <= t))
         keep = []
         for r in self.live:
             if r.done_t >= 0 or r.failed:
                 continue
             if r.first_t < 0 and now - r.arrival > self.start_timeout:
                 self.backend.fail(r)
+                self.failed_at[r.rid] = now
                 continue
             keep.append(r)
         self.live = keep
@@ -149,16 +173,19 @@ class ServerlessArtifact(Policy):
             same = [w for w in self.workers if tails[w.iid][0] == req.model]
             target = min(same, key=lambda w: tails[w.iid][1])
         _Queue.of(target).reqs.append(req)
-        self._kick(target)
+        for w in self.workers:  # Art Scheduler.schedule wakes every worker
+            if w is target or not w.busy:
+                self._kick(w)
 
     # --- the worker loop -------------------------------------------------------------------
     def _kick(self, inst: Instance) -> None:
         q = _Queue.of(inst)
-        q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
         if inst.busy:
             if inst.decoding and self._head_run(q) and self._pending(self._head_run(q)):
                 self.backend.interrupt(inst)  # new request of the run: prefill at next step
             return
+        q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
+        q.loop_t = self.backend.now()
         if not q.reqs:
             return
         model = q.reqs[0].model
@@ -186,7 +213,7 @@ class ServerlessArtifact(Policy):
 
     @staticmethod
     def _pending(run: list[Request]) -> list[Request]:
-        return [r for r in run if r.first_t < 0]
+        return [r for r in run if r.first_t < 0 and not r.failed]
 
     def _batch_done(self, done: Done) -> None:
         _Queue.of(done.instance).stamp = done.t

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -13,22 +13,7 @@ from hpn.workload.collectives.algorithms import add_collective, comm_size
 from hpn.workload.collectives.context import Ctx, Params, nvlink_data_fabric
 from hpn.workload.collectives.ops import bandwidths, get_op
 from hpn.workload.collectives.placement import place
-
-
-class SizeResult(TypedDict):
-    """One size of a sweep: nccl-tests' figures (GB/s = 1e9 bytes/s) of the slowest job."""
-
-    size_bytes: int
-    time_s: float
-    algbw_GBps: float
-    busbw_GBps: float
-    flows: int
-    per_job_busbw_GBps: NotRequired[list[float]]  # with several jobs
-    mean_busbw_GBps: NotRequired[float]
-    algo: str  # what ran (NCCL_DEBUG=INFO): algorithm, protocol, channels
-    proto: str
-    channels: int
-    predicted_s: NotRequired[float]  # NCCL's own model time (nccl model)
+from hpn.workload.collectives.result import CollectiveResult, SizeResult
 
 
 def collective_dag(
@@ -99,7 +84,7 @@ def sweep(
     hashing: Any = None,
     host_order: str = "fabric",
     order_seed: int = 1,
-) -> dict[str, Any]:
+) -> CollectiveResult:
     """Simulate ``op`` at every size; nccl-tests' algbw/busbw (GB/s = 1e9 bytes/s).
 
     ``algo``: None or ``"auto"``: NCCL's tuner chooses per size (``params.model="nccl"``);
@@ -119,22 +104,23 @@ def sweep(
         order = (host_order, order_seed)
         row, ranks = _one(fabric, op, size, gpus, per_host, algo, router, seed, p, jobs, order)
         rows.append(row)
-    return {
-        "op": op,
-        "algo": algo or ("auto" if p.model == "nccl" else get_op(op).default_algo),
-        "proto": p.proto if p.model == "nccl" else "-",
-        "model": p.model,
-        "gpu": p.gpu,
-        "nccl": p.nccl,
-        "host_order": host_order,
-        "order_seed": order_seed,
-        "routing": router.name,
-        "routing_detail": describe(router),
-        "seed": seed,
-        "gpus": gpus,
-        "per_host": int(ranks.shape[1]),
-        "hosts": int(ranks.shape[0]),
-        "jobs": jobs,
-        "results": rows,
-        "wall_s": time.perf_counter() - t0,
-    }
+    return CollectiveResult(
+        op=op,
+        algo=algo or ("auto" if p.model == "nccl" else get_op(op).default_algo),
+        proto=p.proto if p.model == "nccl" else "-",
+        model=p.model,
+        gpu=p.gpu,
+        nccl=p.nccl,
+        host_order=host_order,
+        order_seed=order_seed,
+        routing=router.name,
+        routing_detail=describe(router),
+        seed=seed,
+        gpus=gpus,
+        per_host=int(ranks.shape[1]),
+        hosts=int(ranks.shape[0]),
+        jobs=jobs,
+        results=rows,
+        wall_s=time.perf_counter() - t0,
+        preset=getattr(fabric.spec, "preset", None),
+    )

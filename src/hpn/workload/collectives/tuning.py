@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from hpn.errors import InputError
+from hpn.gpus import CATALOG
 from hpn.registry import Registry
 from hpn.workload.collectives.env import parse_list as parse_list  # NCCL_ALGO / NCCL_PROTO
 from hpn.workload.collectives.tuning218 import cost_218
@@ -110,13 +111,9 @@ class Gpu:
 
 
 GPUS: Registry[Gpu] = Registry("GPU type", field="gpu")
-for _g in (
-    Gpu("H800", 90, 8, True, 48.0),  # the paper's hosts: 8 NVLinks (H100: 18)
-    Gpu("H100", 90, 18, True, 48.0),
-    Gpu("H20", 90, 18, True, 48.0),
-    Gpu("A100", 80, 12, True, 24.0),  # NVSwitch gen 2: no NVLS
-    Gpu("L40S", 89, 0, False, 24.0),  # PCIe only
-):
+for _c in CATALOG.values():  # the GPU catalog's entries, as NCCL's topology reads them
+    _g = Gpu(_c.name, _c.compcap, _c.nvlinks, _c.nvswitch, _c.pcie_GBps)
+    assert _g.compcap, f"{_c.name}: the catalog gives no compute capability"
     GPUS.add(
         _g.name, _g, f"SM{_g.compcap}, {_g.nvlinks} NVLinks, NVLS {'yes' if _g.nvls else 'no'}"
     )

@@ -9,14 +9,12 @@ from hpn.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from hpn.workload.training.config import JobConfig, load_jobs
-    from hpn.workload.training.gpus import GPU_PEAK_TFLOPS
     from hpn.workload.training.plan import JobPlan, StagePlan
     from hpn.workload.training.planner import make_plan
     from hpn.workload.training.run import train
     from hpn.workload.training.schedule import one_f_one_b
 
 __all__ = [
-    "GPU_PEAK_TFLOPS",
     "JobConfig",
     "JobPlan",
     "StagePlan",
@@ -28,7 +26,6 @@ __all__ = [
 _HOME = {
     "JobConfig": "hpn.workload.training.config",
     "load_jobs": "hpn.workload.training.config",
-    "GPU_PEAK_TFLOPS": "hpn.workload.training.gpus",
     "JobPlan": "hpn.workload.training.plan",
     "StagePlan": "hpn.workload.training.plan",
     "make_plan": "hpn.workload.training.planner",

@@ -13,7 +13,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from hpn.config import Duration, FilePath, Model, Size, load_toml, one_line
 from hpn.errors import InputError
-from hpn.workload.training.gpus import GPU_PEAK_TFLOPS
+from hpn.gpus import CATALOG
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
@@ -52,20 +52,23 @@ class ParallelCfg(Model):
     sequence_parallel: bool = False
 
 
+_GPU_NAMES = [g.name for g in CATALOG.values()]  # the catalog's (hpn.gpus), as spelled there
+
+
 class GpuCfg(Model):
-    preset: str = Field("H800", description=f"one of {', '.join(GPU_PEAK_TFLOPS)}")
+    preset: str = Field("H800", description=f"one of {', '.join(_GPU_NAMES)}")
     peak_tflops: float | None = Field(None, gt=0, description="default: the preset's")
     efficiency: float = Field(0.5, gt=0, le=1, description="achieved / peak (MFU of kernels)")
 
     @model_validator(mode="after")
     def _known(self) -> GpuCfg:
-        if self.preset not in GPU_PEAK_TFLOPS:
-            raise ValueError(f"unknown GPU {self.preset!r}; choose from {list(GPU_PEAK_TFLOPS)}")
+        if self.preset not in _GPU_NAMES:
+            raise ValueError(f"unknown GPU {self.preset!r}; choose from {list(_GPU_NAMES)}")
         return self
 
     @property
     def flops(self) -> float:
-        return (self.peak_tflops or GPU_PEAK_TFLOPS[self.preset]) * 1e12 * self.efficiency
+        return (self.peak_tflops or CATALOG[self.preset.lower()].tflops) * 1e12 * self.efficiency
 
 
 class OverlapCfg(Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -14,40 +14,7 @@ from hpn.workload.collectives import Ctx
 from hpn.workload.training.config import JobConfig
 from hpn.workload.training.dag import JobMarks, TpTimer, add_job
 from hpn.workload.training.planner import make_plan
-
-
-class Parallel(TypedDict):
-    """How a job is split: tensor, pipeline, data and expert parallel degrees, micro-batches."""
-
-    tp: int
-    pp: int
-    dp: int
-    ep: int
-    micro_batches: int
-
-
-class Breakdown(TypedDict):
-    """Where one iteration's time goes, s: compute alone (with the pipeline bubble), the most
-    time any stage had TP / PP / DP / EP traffic in flight, and communication not hidden."""
-
-    compute_s: float
-    tp_s: float
-    pp_s: float
-    dp_s: float
-    ep_s: float
-    exposed_comm_s: float
-
-
-class JobSummary(TypedDict):
-    """One job's iteration: its GPUs, split, time, throughput and breakdown."""
-
-    name: str
-    gpus: int
-    parallel: Parallel
-    iteration_s: float
-    samples_per_s: float
-    tokens_per_s: float
-    breakdown: Breakdown
+from hpn.workload.training.result import Breakdown, JobSummary, Parallel, TrainResult
 
 
 def union_length(start: np.ndarray, end: np.ndarray) -> float:
@@ -79,7 +46,7 @@ def train(
     seed: int = 0,
     hashing: Any = None,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[TrainResult, dict[str, Any]]:
     """(result, tables): per job iteration time, throughput and breakdown; a timeline table.
     ``routing``: a policy name (None: the fabric's default); ``hashing``: its hash settings;
     ``progress(tasks_done, tasks_total)``: called by the engine after every batch of events
@@ -136,22 +103,22 @@ def train(
                 )
             )
     first = out_jobs[0]
-    result = {
-        "preset": getattr(fabric.spec, "preset", None),
-        "routing": router.name,
-        "routing_detail": describe(router),
-        "seed": seed,
-        "iteration_s": first["iteration_s"],  # the first job's figures, at the top
-        "samples_per_s": first["samples_per_s"],
-        "tokens_per_s": first["tokens_per_s"],
-        "gpus": first["gpus"],
-        "breakdown": first["breakdown"],
-        "jobs": out_jobs,
-        "flows": ctx.dag.num_flows,
-        "tasks": ctx.dag.num_tasks,
-        "build_s": built - t0,
-        "wall_s": time.perf_counter() - t0,
-    }
+    result = TrainResult(
+        preset=getattr(fabric.spec, "preset", None),
+        routing=router.name,
+        routing_detail=describe(router),
+        seed=seed,
+        iteration_s=first["iteration_s"],  # the first job's figures, at the top
+        samples_per_s=first["samples_per_s"],
+        tokens_per_s=first["tokens_per_s"],
+        gpus=first["gpus"],
+        breakdown=first["breakdown"],
+        jobs=out_jobs,
+        flows=ctx.dag.num_flows,
+        tasks=ctx.dag.num_tasks,
+        build_s=built - t0,
+        wall_s=time.perf_counter() - t0,
+    )
     tables = {
         "timeline": {
             k: [r[i] for r in rows] for i, k in enumerate(("row", "group", "start_s", "end_s"))

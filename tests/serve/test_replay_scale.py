@@ -1,0 +1,108 @@
+"""The device as a replay found it (`compare.replay_scale`): read back from event logs
+whose operation times are known, and charged by `predict` (no torch needed)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import numpy as np
+import pytest
+
+from hpn.pool.backend import Cluster
+from hpn.pool.policies.base import Slo
+from hpn.pool.traces.base import Trace
+from hpn.serve.compare import MIN_OPS, predict, replay_scale
+from hpn.serve.replay import _clock_phase
+from tests.serve.test_compare import _profile, _shared_profile
+
+KVB = {"a": 1e3, "b": 1e3}
+
+
+def _trace(n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    arr = np.sort(rng.uniform(0, 2.0, n))
+    return Trace.build(
+        arr, rng.integers(0, 2, n), rng.integers(5, 60, n), rng.integers(2, 9, n), ["a", "b"],
+        ["engine"] * 2,
+    )  # fmt: skip
+
+
+def _log(profile, tr, policy="dedicated", cluster=None):
+    logs: list = []
+    predict(tr, policy, cluster or Cluster(2, 0, 0, 1), profile, KVB, Slo(10.0, 1.0), timeline=logs)
+    return logs[0]
+
+
+@pytest.mark.parametrize("make", [_profile, _shared_profile])
+def test_the_simulators_own_log_reads_back_as_scale_one(make):
+    prof = make()
+    s = replay_scale(_log(prof, _trace()), prof, KVB)
+    assert s["prefill"] == pytest.approx(1.0, rel=0.02)
+    assert s["decode"] == pytest.approx(1.0, rel=0.02)
+    assert s["load"] == 1.0  # warm loads are paced by the link: never scaled
+    assert set(s["spread"]) == {"prefill", "decode"}
+    for q in s["spread"].values():  # quantiles around the kind's mean
+        assert q == sorted(q) and q[0] <= 1.0 <= q[-1]
+
+
+@pytest.mark.parametrize("make", [_profile, _shared_profile])
+def test_a_slower_device_reads_back_as_its_slowdown(make):
+    prof = make()
+    slow = {**prof, "replay_scale": {"prefill": 2.0, "decode": 3.0, "load": 1.0}}
+    s = replay_scale(_log(slow, _trace()), prof, KVB)
+    assert s["prefill"] == pytest.approx(2.0, rel=0.03)
+    assert s["decode"] == pytest.approx(3.0, rel=0.03)
+
+
+def test_predict_charges_the_scale_on_a_hand_computed_timeline():
+    tr = Trace.build([0.0], [0], [10], [3], ["a"], ["engine"])
+    prof = {**_profile(), "replay_scale": {"prefill": 2.0, "decode": 3.0, "load": 1.0}}
+    res = predict(tr, "dedicated", Cluster(1, 0, 0, 1), prof, {"a": 1e3}, Slo(1.0, 0.1))
+    prefill, step = 0.002 + 10 * 1e-5, 0.004 + 1e-4
+    assert res.ttft_p50_s == pytest.approx(2 * prefill)
+    assert res.tbt_p50_s == pytest.approx(3 * step)
+
+
+def test_windows_follow_the_trace_clock_and_fall_back_when_thin():
+    # a log whose clock runs 0.5 s ahead of the trace (the engine's): windows of 1 s
+    prof = _profile()
+    tr = _trace(40)
+    log = _log({**prof, "replay_scale": {"prefill": 2.0, "decode": 2.0, "load": 1.0}}, tr)
+    for e in log["events"]:
+        e["t"] += 0.5
+    for r in log["requests"]:
+        r["arrival"] += 0.5
+    s = replay_scale(log, prof, KVB, arrivals=tr.arrival, window=1.0)
+    assert s["window_s"] == 1.0
+    for kind in ("prefill", "decode"):
+        w = s["windows"][kind]
+        assert len(w) >= 2 and w == pytest.approx([2.0] * len(w), rel=0.05)
+    assert s["windows"]["load"] == [1.0] * len(s["windows"]["load"])
+    # too few operations of a kind: scale 1, no spread
+    one = _log(prof, Trace.build([0.0], [0], [10], [3], ["a"], ["engine"]))
+    assert replay_scale(one, prof, KVB)["prefill"] == 1.0 and MIN_OPS > 1
+
+
+def test_a_windowed_scale_is_charged_by_the_simulators_clock():
+    tr = Trace.build([0.0, 5.0], [0, 0], [10, 10], [3, 3], ["a"], ["engine"])
+    rs = {"prefill": 1.0, "decode": 1.0, "load": 1.0, "window_s": 4.0,
+          "windows": {"prefill": [1.0, 4.0], "decode": [1.0, 1.0], "load": [1.0, 1.0]}}  # fmt: skip
+    logs: list = []
+    predict(tr, "dedicated", Cluster(1, 0, 0, 1), {**_profile(), "replay_scale": rs},
+            {"a": 1e3}, Slo(1.0, 0.1), timeline=logs)  # fmt: skip
+    reqs = {r["rid"]: r for r in logs[0]["requests"]}
+    prefill = 0.002 + 10 * 1e-5
+    assert reqs[0]["first_t"] == pytest.approx(prefill)  # window 0
+    assert reqs[1]["first_t"] - 5.0 == pytest.approx(4 * prefill)  # window 1
+
+
+def test_replay_starts_on_a_whole_second_of_the_servers_clock():
+    def handler(request):
+        return httpx.Response(200, json={"status": "ok", "clock_s": 12.3})
+
+    async def phase():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as c:
+            return await _clock_phase(c, "http://x", 1.0)
+
+    assert asyncio.run(phase()) == pytest.approx(0.7, abs=0.05)
