@@ -3,10 +3,10 @@ timelines): the LRU stamp of a worker under a prefill, failed requests that stil
 a queue's tail until the worker purges, and the backend's last completed decode step."""
 
 import pytest
+from hpn.pool.gpus import get_gpu
 
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
-from hpn.pool.gpus import get_gpu
 from hpn.pool.models import get_model
 from hpn.pool.requests import Request
 from hpn.pool.simulate import simulate
