@@ -93,6 +93,12 @@ def get_algorithm(name: str, op: str) -> Algorithm:
     return algo
 
 
+def _nic_ports(ctx: Ctx, ranks: np.ndarray) -> int:
+    """NIC-ToR ports (bond members) of the first rank's NIC."""
+    lk = ctx.fabric.links
+    return int(((lk.src == int(ranks[0, 0])) & (lk.tier == LinkTier.NIC_TOR)).sum())
+
+
 def comm_of(ctx: Ctx, ranks: np.ndarray, p: Params) -> tu.Comm:
     """The communicator NCCL's tuner sees for ``ranks`` (hosts, GPUs per host)."""
     fab = ctx.fabric
@@ -216,7 +222,10 @@ def add_collective(
             fc = max(1, min(fc, p.flow_channels * r.shape[1]))
         conns = p.conns
         if p.flow_channels is not None and ch.algo in ("tree", "nvlstree"):
-            conns = max(1, p.conns // 2)  # two trees: already two connections per GPU
+            # two trees: already two connections per GPU; but never fewer than the NIC's
+            # ports, or a merged tree edge rides one port of a bonded NIC where NCCL's
+            # many channels spread over all of them
+            conns = max(1, p.conns // 2, min(p.conns, _nic_ports(ctx, r)))
         q = replace(p, channels=fc, conns=conns, stepwise=False, eff=ch.eff)
         nvls = ch.algo in ("nvls", "nvlstree")
         e, _ = a.build(ctx, base, r, size if nvls else size / ch.eff, q, start)

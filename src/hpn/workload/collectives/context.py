@@ -34,8 +34,8 @@ class Params:
     ``eff``: NCCL's bandwidth efficiency of the chosen protocol (what in-switch flows pay);
     ``flow_channels``: at most this many flow groups per GPU of a host (channels beyond are
     merged, same bytes, fewer distinct connections, and trees with half the ``conns``, as
-    the two trees already give each GPU two connections: training's flow budget; None: one
-    per channel)."""
+    the two trees already give each GPU two connections, but no fewer than the NIC's ports:
+    training's flow budget; None: one per channel)."""
 
     channels: int | None = None
     conns: int = 2
