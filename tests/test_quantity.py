@@ -48,3 +48,143 @@ def test_bad_text_is_refused_at_validation():
         Cfg(duration="xx")
     with pytest.raises(ValidationError, match="unknown unit"):
         Cfg(size="3parsecs")
+
+
+# --- the app's unit fields: typed, so parsed at validation; services get SI numbers
+
+from hpn.app.lab import FailConfig, TrafficConfig  # noqa: E402
+from hpn.app.serve import ReplayConfig, ServeConfig  # noqa: E402
+from hpn.config import Quantity  # noqa: E402
+
+_FIELDS = [  # config, table, required fields, field, text given, SI value
+    (TrafficConfig, "lab", {}, "size", "1MiB", 2**20),
+    (TrafficConfig, "lab", {}, "rate", "0.5Mbps", 5e5),
+    (FailConfig, "lab", {}, "rate", "3Mbps", 3e6),
+    (ServeConfig, "serve", {"models": "m"}, "ttft_slo", "2.5s", 2.5),
+    (ServeConfig, "serve", {"models": "m"}, "tbt_slo", "50ms", 0.05),
+    (ServeConfig, "serve", {"models": "m"}, "startup", "1min", 60.0),
+    (ReplayConfig, "replay", {"trace": "t"}, "ttft_slo", "1500ms", 1.5),
+    (ReplayConfig, "replay", {"trace": "t"}, "tbt_slo", "0.2s", 0.2),
+    (ReplayConfig, "replay", {"trace": "t"}, "duration", "5min", 300.0),
+]
+
+
+@pytest.mark.parametrize("cls,table,base,name,text,value", _FIELDS)
+def test_app_unit_fields_are_numbers_that_keep_their_text(cls, table, base, name, text, value):
+    cfg = cls.model_validate({table: {**base, name: text}})
+    got = getattr(getattr(cfg, table), name)
+    assert isinstance(got, Quantity) and got == pytest.approx(value)
+    dumped = cfg.model_dump(mode="json")
+    assert dumped[table][name] == text  # a stored config reads (and hashes) as written
+    assert cls.model_validate(dumped).model_dump(mode="json") == dumped
+
+
+@pytest.mark.parametrize(
+    "cls,table,base,name,bad,says",
+    [
+        (TrafficConfig, "lab", {}, "size", "0", "must be > 0"),
+        (TrafficConfig, "lab", {}, "rate", "2parsecs", "unknown unit"),
+        (FailConfig, "lab", {}, "rate", "0Mbps", "must be > 0"),
+        (ServeConfig, "serve", {"models": "m"}, "tbt_slo", "abc", "as a duration"),
+        (ServeConfig, "serve", {"models": "m"}, "ttft_slo", "0s", "must be > 0"),
+        (ServeConfig, "serve", {"models": "m"}, "startup", "-1s", ">= 0"),
+        (ReplayConfig, "replay", {"trace": "t"}, "ttft_slo", "0ms", "must be > 0"),
+        (ReplayConfig, "replay", {"trace": "t"}, "duration", "xx", "as a duration"),
+    ],
+)
+def test_app_unit_fields_refuse_bad_text_at_validation(cls, table, base, name, bad, says):
+    with pytest.raises(ValidationError, match=says):
+        cls.model_validate({table: {**base, name: bad}})
+
+
+class _Stop(Exception):
+    """Raised by a faked service once it has seen its arguments."""
+
+
+def test_lab_services_receive_si_numbers(monkeypatch):
+    from hpn.app import lab
+    from hpn.lab import service
+
+    seen: dict = {}
+
+    def fake(name):
+        def record(*args, **kwargs):
+            seen[name] = args
+            raise _Stop
+
+        return record
+
+    monkeypatch.setattr(service, "traffic", fake("traffic"))
+    monkeypatch.setattr(service, "fail", fake("fail"))
+    with pytest.raises(_Stop):
+        lab.traffic(TrafficConfig.model_validate({"lab": {"size": "1kB", "rate": "2Mbps"}}))
+    with pytest.raises(_Stop):
+        lab.fail(FailConfig.model_validate({"lab": {"rate": "1.5Mbps"}}))
+    size, rate = seen["traffic"][2], seen["traffic"][5]
+    assert (type(size), size, type(rate), rate) == (float, 1000.0, float, 2e6)
+    assert (type(seen["fail"][7]), seen["fail"][7]) == (float, 1.5e6)
+
+
+def test_replay_service_receives_si_numbers(monkeypatch):
+    from hpn.app import serve
+    from hpn.serve import replay
+
+    seen: dict = {}
+
+    def fake(url, **kw):
+        seen.update(kw)
+        raise _Stop
+
+    monkeypatch.setattr(replay, "replay_trace", fake)
+    cfg = ReplayConfig.model_validate(
+        {"replay": {"trace": "t", "duration": "2min", "ttft_slo": "3s", "tbt_slo": "40ms"}}
+    )
+    with pytest.raises(_Stop):
+        serve.replay(cfg)
+    assert type(seen["duration"]) is float and seen["duration"] == 120.0
+    assert (seen["slo"].ttft, seen["slo"].tbt) == pytest.approx((3.0, 0.04))
+    assert type(seen["slo"].ttft) is float
+
+
+_CLI = """
+import contextlib, io, json, sys
+from hpn.cli import main
+out = []
+for args in json.loads(sys.argv[1]):
+    sys.argv = ["hpn", *args]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main()
+        except SystemExit as e:
+            out.append([e.code, err.getvalue()])
+print(json.dumps(out))
+"""
+
+
+def test_cli_names_the_flag_and_exits_2_before_any_work(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cases = {  # nothing here exists: the unit is refused first, naming its flag
+        ("lab", "traffic", "--name", "zz", "--size", "xx"): "--size: cannot read 'xx'",
+        ("lab", "traffic", "--name", "zz", "--rate", "0"): "--rate: must be > 0",
+        ("lab", "fail", "--name", "zz", "--rate", "5zz"): "--rate: unknown unit",
+        ("serve", "start", "--models", str(tmp_path), "--tbt-slo", "abc"): "--tbt-slo: cannot",
+        ("serve", "start", "--models", str(tmp_path), "--startup", "-1s"): "--startup:",
+        ("pool", "replay", str(tmp_path / "t.csv"), "--duration", "xx"): "--duration: cannot",
+        ("pool", "replay", str(tmp_path / "t.csv"), "--ttft-slo", "0s"): "--ttft-slo: must be > 0",
+    }
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    p = subprocess.run(
+        [sys.executable, "-c", _CLI, json.dumps([list(c) for c in cases])],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
+    )
+    for (code, err), says in zip(json.loads(p.stdout), cases.values(), strict=True):
+        assert code == 2 and err.startswith("error: ") and says in err, (says, err)
+        assert len(err.strip().splitlines()) == 1

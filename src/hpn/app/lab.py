@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hpn.app.base import OMIT, Command, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
-from hpn.config import Model
+from hpn.config import Bytes, Model, Rate
 from hpn.routing.config import DEFAULT_SEEDS
 
 if TYPE_CHECKING:  # the lab is imported when a command runs (a fast ``hpn --help``)
@@ -90,13 +90,20 @@ class TrafficOptions(LabName):
         description="polarization (Fig 13 job), permutation, all-to-all, incast or rail-ring",
     )
     matrix: str | None = Field(None, description="a traffic matrix file (htsim or CSV) instead")
-    size: str = Field("256kB", description="bytes per pattern flow, split over its connections")
+    size: Bytes = Field("256kB", description="bytes per pattern flow, split over its connections")
     connections: int = Field(4, ge=1, le=64, description="connections per pattern flow")
     routing: Literal["ecmp", "hpn"] = Field("ecmp", description="ecmp, or HPN path selection")
-    rate: str = Field("2Mbps", description="payload rate of every connection")
+    rate: Rate = Field("2Mbps", description="payload rate of every connection")
     payload: int = Field(1000, ge=64, le=1400, description="UDP payload bytes per packet")
     senders: int = Field(2, ge=1, description="peers each NIC sends to (polarization)")
     seed: int = Field(0, ge=0, description="seed for the pattern and source ports")
+
+    @field_validator("size", "rate")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be > 0")
+        return value
 
 
 class TrafficConfig(Model):
@@ -158,10 +165,17 @@ class FailOptions(LabName):
     routing: Literal["ecmp", "hpn"] = Field(
         "ecmp", description="ecmp, or hpn (hosts re-run path selection every --probe s)"
     )
-    rate: str = Field("1Mbps", description="payload rate of every connection")
+    rate: Rate = Field("1Mbps", description="payload rate of every connection")
     payload: int = Field(500, ge=64, le=1400, description="UDP payload bytes per packet")
     probe: float = Field(0.1, ge=0.02, le=5, description="re-selection period with hpn, s")
     seed: int = Field(0, ge=0, description="seed for source ports")
+
+    @field_validator("rate")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be > 0")
+        return value
 
 
 class FailConfig(Model):
@@ -444,17 +458,16 @@ def down(cfg: NameConfig) -> Outcome:
 
 def traffic(cfg: TrafficConfig) -> Outcome:
     from hpn.lab import service
-    from hpn.units import parse_bandwidth, parse_size
 
     t = cfg.lab
     tables: dict = {}
     out = service.traffic(
         t.name,
         t.pattern,
-        parse_size(t.size, "lab.size"),
+        float(t.size),
         t.connections,
         t.routing,
-        parse_bandwidth(t.rate, "lab.rate"),
+        float(t.rate),
         t.payload,
         t.seed,
         t.senders,
@@ -466,7 +479,6 @@ def traffic(cfg: TrafficConfig) -> Outcome:
 
 def fail(cfg: FailConfig) -> Outcome:
     from hpn.lab import service
-    from hpn.units import parse_bandwidth
 
     f = cfg.lab
     out = service.fail(
@@ -477,7 +489,7 @@ def fail(cfg: FailConfig) -> Outcome:
         f.after,
         f.connections,
         f.routing,
-        parse_bandwidth(f.rate, "lab.rate"),
+        float(f.rate),
         f.payload,
         f.seed,
         f.probe,

@@ -101,15 +101,8 @@ class Limit:
 # --- measures ----------------------------------------------------------------------------------
 
 
-def _span(text: str | None) -> float | None:
-    from hpn.units import parse_duration
-
-    if text is None:
-        return None
-    try:
-        return parse_duration(text, "duration")
-    except InputError:
-        return None  # malformed: reported where the service reads it
+def _span(value: float | None) -> float | None:
+    return None if value is None else float(value)  # a Seconds field: parsed at validation
 
 
 def _pool_span(cfg: Any) -> float | None:
@@ -232,12 +225,7 @@ def _largest_size(cfg: Any) -> float | None:
 
 
 def _traffic_size(cfg: Any) -> float | None:
-    from hpn.units import parse_size
-
-    try:
-        return parse_size(cfg.traffic.size, "size")
-    except InputError:
-        return None
+    return float(cfg.traffic.size)  # a Bytes field: parsed at validation
 
 
 # --- the table ---------------------------------------------------------------------------------

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, TypedDict
 from pydantic import Field, field_validator
 
 from hpn.app.base import Command, FileInput, Outcome, Result
-from hpn.config import Model
+from hpn.config import Model, Seconds
 from hpn.errors import InputError
-from hpn.units import parse_duration
 
 if TYPE_CHECKING:  # imported when a command runs (a fast ``hpn --help``)
     from hpn.pool.calibration import LatencyFit
@@ -32,10 +31,10 @@ def _needs_engine() -> None:
         raise InputError("engine", "needs the engine extra: pip install -e '.[engine]'") from None
 
 
-def _slo(ttft: str, tbt: str):
+def _slo(ttft: float, tbt: float):
     from hpn.pool.policies.base import Slo
 
-    return Slo(parse_duration(ttft, "ttft-slo"), parse_duration(tbt, "tbt-slo"))
+    return Slo(float(ttft), float(tbt))
 
 
 class DeviceOptions(Model):
@@ -166,8 +165,8 @@ class ServeOptions(DeviceOptions):
     workers: int = Field(2, ge=0, le=64, description="instances (policies without a split)")
     port: int = Field(8000, ge=1, le=65535, description="port on 127.0.0.1")
     profile: str | None = Field(None, description="profile file (default: measure at start)")
-    ttft_slo: str = Field("10s", description="TTFT SLO")
-    tbt_slo: str = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
+    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
     max_model_len: int | None = Field(
         None, ge=16, description="context tokens at most (default: each model's own)"
     )
@@ -175,16 +174,23 @@ class ServeOptions(DeviceOptions):
     kv_blocks: int | None = Field(
         None, ge=1, description="KV blocks (16 tokens) per instance at most (default: memory)"
     )
-    startup: str | None = Field(
+    startup: Seconds | None = Field(
         None,
         description="serverless: engine start-up per scale-up, e.g. 22.3s as the pool "
         "charges (default: the model build alone, as measured)",
     )
 
+    @field_validator("ttft_slo", "tbt_slo")
+    @classmethod
+    def _slo(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be > 0")
+        return value
+
     @field_validator("startup")
     @classmethod
-    def _startup(cls, value: str | None) -> str | None:
-        if value is not None and parse_duration(value, "startup") < 0:
+    def _startup(cls, value: float | None) -> float | None:
+        if value is not None and value < 0:
             raise ValueError("must be >= 0")
         return value
 
@@ -224,7 +230,7 @@ def serve(cfg: ServeConfig) -> Outcome[ServeResult]:
         _slo(o.ttft_slo, o.tbt_slo),
         Limits(max_model_len=o.max_model_len, max_tokens=o.max_tokens),
         kv_blocks=o.kv_blocks,
-        startup=None if o.startup is None else parse_duration(o.startup, "startup"),
+        startup=None if o.startup is None else float(o.startup),
     )
     return Outcome(ServeResult())
 
@@ -243,12 +249,12 @@ class ReplayOptions(Model):
     url: str = Field("http://127.0.0.1:8000", description="the server's base URL")
     time_scale: float = Field(1.0, gt=0, description="arrival times x this")
     map: str | None = Field(None, description="trace model -> served model: a=b,c=d")
-    ttft_slo: str = Field("10s", description="TTFT SLO")
-    tbt_slo: str = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
+    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
     max_input: int = Field(1024, ge=1, description="prompt tokens at most")
     max_output: int = Field(256, ge=1, description="output tokens at most")
     trace_models: int = Field(10, ge=1, description="Azure trace: models to spread over")
-    duration: str = Field("300s", description="ServeGen window length")
+    duration: Seconds = Field("300s", description="ServeGen window length")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="seed (Azure model assignment, ServeGen)")
 
     @field_validator("url")
@@ -263,8 +269,8 @@ class ReplayOptions(Model):
 
     @field_validator("ttft_slo", "tbt_slo")
     @classmethod
-    def _slo(cls, value: str) -> str:
-        if parse_duration(value, "slo") <= 0:
+    def _slo(cls, value: float) -> float:
+        if value <= 0:
             raise ValueError("must be > 0")
         return value
 
@@ -309,7 +315,7 @@ def replay(cfg: ReplayConfig) -> Outcome[ReplayResult]:
         max_input=o.max_input,
         max_output=o.max_output,
         trace_models=o.trace_models,
-        duration=parse_duration(o.duration, "duration"),
+        duration=float(o.duration),
         seed=o.seed,
     )
     names = {f for f in ReplayResult.__dataclass_fields__}
