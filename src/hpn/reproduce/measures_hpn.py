@@ -423,8 +423,7 @@ def _fig19(ctx: Context) -> dict[str, list[list[float]]]:
     """algbw (GB/s) of the 4 GiB AllReduce per host count, for each plane design."""
     return {
         name: [
-            [h, round(_fig19_run(ctx, "allreduce", h, dual)["algbw_GBps"], 2)]
-            for h in FIG19_HOSTS
+            [h, round(_fig19_run(ctx, "allreduce", h, dual)["algbw_GBps"], 2)] for h in FIG19_HOSTS
         ]
         for name, dual in PLANES
     }

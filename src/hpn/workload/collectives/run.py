@@ -48,9 +48,7 @@ def _one(
 ) -> tuple[SizeResult, np.ndarray]:
     from hpn.engine import simulate
 
-    ctx, marks, ranks = collective_dag(
-        fabric, op, size, gpus, per_host, algo, params, jobs, *order
-    )
+    ctx, marks, ranks = collective_dag(fabric, op, size, gpus, per_host, algo, params, jobs, *order)
     res = simulate(nvlink_data_fabric(fabric, params or Params()), ctx.dag, router, seed=seed)
     n = comm_size(op, ranks)
     times = [float(res.task_finish[e] - res.task_start[s]) for s, e in marks]
