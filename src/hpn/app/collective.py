@@ -79,6 +79,12 @@ class CollectiveOptions(Model):
         "or swaps=K (K random transpositions of fabric order)",
     )
     order_seed: int = Field(1, ge=0, le=2**63 - 1, description="seed for --host-order")
+    first_host: int = Field(
+        0,
+        ge=0,
+        description="the job's first host in fabric order (hpn topo summary: hosts per "
+        "segment; a job of H hosts across a segment boundary B starts at B - H/2)",
+    )
     stepwise: bool = Field(False, description="one flow per step (validation; small jobs)")
 
     @field_validator("sizes")
@@ -139,6 +145,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         hashing=cfg.routing.hashing(),
         host_order=p.host_order,
         order_seed=p.order_seed,
+        first_host=p.first_host,
     )
     rows = result.results
     label = f"{result.preset} {result.routing}"

@@ -130,7 +130,8 @@ def _curve(ax: Any, claim: Claim, series: dict[str, list[list[Any]]]) -> None:
         c = COLOURS[i % len(COLOURS)]
         if name in series and series[name]:
             xs, ys = zip(*series[name], strict=True)
-            ax.plot(xs, ys, "-", color=c, label=f"model {name}", lw=1.8)
+            ls = "-" if i % 2 == 0 else "--"  # a model line equal to another stays visible
+            ax.plot(xs, ys, ls, color=c, label=f"model {name}", lw=1.8)
         if name in claim.points:
             xs, ys = zip(*claim.points[name], strict=True)
             ax.plot(xs, ys, "o", color=c, mfc="white", mew=1.6, ms=7, label=f"paper {name}")

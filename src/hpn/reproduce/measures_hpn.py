@@ -394,3 +394,66 @@ def path_selection(ctx: Context, jobs: Jobs) -> Measured:
     pts = [[f"job {n}", round(g, 2)] for n, g in gains.items()]
     detail = ", ".join(f"{n}: {per['ecmp'][n]:.1f} -> {per['hpn'][n]:.1f}" for n in gains)
     return Measured(gains[top], {"model": pts}, f"samples/s per job, ECMP -> HPN: {detail}")
+
+
+FIG19_HOSTS = (4, 8, 16, 32)  # P App A, Fig 19: 8-GPU hosts, half in each of 2 segments
+PLANES = (("single-plane", False), ("dual-plane", True))
+
+
+def _fig19_run(ctx: Context, op: str, hosts: int, dual: bool) -> dict[str, Any]:
+    """One 4 GiB ``op`` of ``hosts`` full hosts across the boundary of a 2-segment HPN Pod."""
+    fabric = {"preset": "hpn", "segments": 2, "dual_plane": dual}
+    boundary = _per_segment(_summary(ctx, "hpn 2 segments", segments=2)) // 8  # 8 GPUs a host
+    cfg = {
+        "fabric": fabric,
+        "collective": {
+            "op": op,
+            "gpus": hosts * 8,
+            "sizes": "4G",
+            "first_host": boundary - hosts // 2,
+            "seed": 1,
+            "nccl": PAPER_NCCL,
+        },
+    }
+    plane = "dual" if dual else "single"
+    return ctx.run("collective", cfg, f"fig19 {op} {hosts} hosts {plane}-plane")["results"][0]
+
+
+def _fig19(ctx: Context) -> dict[str, list[list[float]]]:
+    """algbw (GB/s) of the 4 GiB AllReduce per host count, for each plane design."""
+    return {
+        name: [
+            [h, round(_fig19_run(ctx, "allreduce", h, dual)["algbw_GBps"], 2)] for h in FIG19_HOSTS
+        ]
+        for name, dual in PLANES
+    }
+
+
+@measure("fig19_gain")
+def fig19_gain(ctx: Context, jobs: Jobs) -> Measured:
+    """Dual-plane over single-plane, 4 GiB AllReduce across 2 segments: the smallest algbw gain
+    over 4-32 hosts; the detail adds a network-bound Multi-AllReduce on the same hosts."""
+    s = _fig19(ctx)
+    gains = [gain(d[1], o[1]) for o, d in zip(s["single-plane"], s["dual-plane"], strict=True)]
+    multi = {
+        name: [_fig19_run(ctx, "multi-allreduce", h, dual)["busbw_GBps"] for h in FIG19_HOSTS]
+        for name, dual in PLANES
+    }
+    one, two = multi["single-plane"], multi["dual-plane"]
+    ratios = [b / a for a, b in zip(one, two, strict=True)]
+    detail = (
+        "AllReduce algbw gain per host count: "
+        + ", ".join(f"{h}: {g:+.1f} %" for h, g in zip(FIG19_HOSTS, gains, strict=True))
+        + f"; Multi-AllReduce busbw single {min(one):.1f}-{max(one):.1f} vs dual "
+        f"{min(two):.1f}-{max(two):.1f} GB/s ({min(ratios):.2f}-{max(ratios):.2f}x)"
+    )
+    return Measured(min(gains), s, detail)
+
+
+@measure("fig19_dual_algbw")
+def fig19_dual_algbw(ctx: Context, jobs: Jobs) -> Measured:
+    """Dual-plane algbw of the 4 GiB AllReduce on 32 hosts (256 GPUs) across 2 segments."""
+    s = _fig19(ctx)
+    r = _fig19_run(ctx, "allreduce", FIG19_HOSTS[-1], True)
+    ran = f"{r['algo']}/{r['proto']}/{r['channels']}ch"
+    return Measured(s["dual-plane"][-1][1], s, f"busbw {r['busbw_GBps']:.1f} GB/s, ran {ran}")

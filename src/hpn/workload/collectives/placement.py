@@ -97,7 +97,7 @@ def place(
     need = gpus // k
     if first_host < 0 or first_host + need > len(grid):
         raise InputError(
-            "gpus",
+            "first_host" if first_host else "gpus",
             f"{gpus} GPUs at {k} per host need hosts {first_host}..{first_host + need - 1}; "
             f"the fabric has {len(grid)} active hosts",
         )

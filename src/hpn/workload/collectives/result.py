@@ -48,6 +48,7 @@ class CollectiveResult(Result):
     nccl: str = "2.30.7"
     host_order: str = "fabric"
     order_seed: int = 1
+    first_host: int = 0
 
     def lines(self) -> list[str]:
         out = [
@@ -60,7 +61,8 @@ class CollectiveResult(Result):
                 f", hosts {self.host_order} (seed {self.order_seed})"
                 if self.host_order != "fabric"
                 else ""
-            ),
+            )
+            + (f", from host {self.first_host}" if self.first_host else ""),
             f"#{'size':>11} {'count':>11} {'type':>6} {'time (us)':>11} {'algbw (GB/s)':>13} "
             f"{'busbw (GB/s)':>13}  {'algo':<9} {'proto':<6} {'ch':>3} {'model (us)':>11}",
         ]

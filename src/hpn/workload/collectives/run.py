@@ -27,12 +27,14 @@ def collective_dag(
     jobs: int = 1,
     order: str = "fabric",
     order_seed: int = 1,
+    first_host: int = 0,
 ):
-    """(ctx, [(start, end) per job], ranks of job 0): ``jobs`` jobs on consecutive hosts,
-    each listing its hosts in ``order`` (:func:`~.placement.host_order`)."""
+    """(ctx, [(start, end) per job], ranks of job 0): ``jobs`` jobs on consecutive hosts from
+    ``first_host`` (fabric order), each listing its hosts in ``order``
+    (:func:`~.placement.host_order`)."""
     ctx = Ctx(fabric)
     marks, ranks0 = [], None
-    first = 0
+    first = first_host
     for _ in range(jobs):
         pl = place(fabric, gpus, per_host, first, order, order_seed)
         first += pl.hosts
@@ -84,13 +86,15 @@ def sweep(
     hashing: Any = None,
     host_order: str = "fabric",
     order_seed: int = 1,
+    first_host: int = 0,
 ) -> CollectiveResult:
     """Simulate ``op`` at every size; nccl-tests' algbw/busbw (GB/s = 1e9 bytes/s).
 
     ``algo``: None or ``"auto"``: NCCL's tuner chooses per size (``params.model="nccl"``);
     else NCCL_ALGO syntax or a non-NCCL algorithm. Every row says what ran. ``routing``: a
     policy name (None: the fabric's default); ``hashing``: its hash settings; ``host_order``
-    / ``order_seed``: the launcher's host list (:func:`~.placement.host_order`)."""
+    / ``order_seed``: the launcher's host list (:func:`~.placement.host_order`); ``first_host``:
+    the job's first host in fabric order (a job across a segment boundary starts before it)."""
     from hpn.routing import describe, router_for
 
     t0 = time.perf_counter()
@@ -101,7 +105,7 @@ def sweep(
     if not sizes:
         raise InputError("sizes", "at least one size")
     for size in sizes:
-        order = (host_order, order_seed)
+        order = (host_order, order_seed, first_host)
         row, ranks = _one(fabric, op, size, gpus, per_host, algo, router, seed, p, jobs, order)
         rows.append(row)
     return CollectiveResult(
@@ -120,6 +124,7 @@ def sweep(
         per_host=int(ranks.shape[1]),
         hosts=int(ranks.shape[0]),
         jobs=jobs,
+        first_host=first_host,
         results=rows,
         wall_s=time.perf_counter() - t0,
         preset=getattr(fabric.spec, "preset", None),
