@@ -3,8 +3,8 @@ timelines): the LRU stamp of a worker under a prefill, failed requests that stil
 a queue's tail until the worker purges, and the backend's last completed decode step."""
 
 import pytest
-from hpn.pool.gpus import get_gpu
 
+from hpn.gpus import get_gpu
 from hpn.pool.backend import Cluster
 from hpn.pool.costs import CostModel
 from hpn.pool.models import get_model
