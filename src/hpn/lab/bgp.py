@@ -85,8 +85,8 @@ def config(plan: LabPlan, node: int, addresses: bool = False) -> dict[str, str]:
     router_id = plan.link_ip(peers[0]) if peers else "10.255.255.255"
     # routes with inline next hops, not kernel nexthop objects: the kernel deletes a
     # nexthop object when its device goes down, and FRR 8.4's zebra, which keeps its
-    # group for 180 s, reuses it on repair without re-adding the member (FRR PR 13413,
-    # in 9.0, re-installs it); inline next hops the kernel revives on link up itself
+    # groups 180 s, reuses the old group on repair without re-adding the member (FRR
+    # PR 13413, in 9.0, re-installs it); inline, every route replace carries all next hops
     zebra = [f"hostname {name}", "no zebra nexthop kernel enable", "!"]
     for ln in sorted(plan.ifname):
         if int(f.links.src[ln]) == node:
