@@ -83,7 +83,11 @@ def config(plan: LabPlan, node: int, addresses: bool = False) -> dict[str, str]:
     asn = asn_of(plan, node)
     peers = _peers(plan, node)
     router_id = plan.link_ip(peers[0]) if peers else "10.255.255.255"
-    zebra = [f"hostname {name}", "!"]
+    # routes with inline next hops, not kernel nexthop objects: the kernel deletes a
+    # nexthop object when its device goes down, and FRR 8.4's zebra, which keeps its
+    # groups 180 s, reuses the old group on repair without re-adding the member (FRR
+    # PR 13413, in 9.0, re-installs it); inline, every route replace carries all next hops
+    zebra = [f"hostname {name}", "no zebra nexthop kernel enable", "!"]
     for ln in sorted(plan.ifname):
         if int(f.links.src[ln]) == node:
             peer = f.node_name(int(f.links.dst[ln]))
