@@ -1,4 +1,5 @@
-"""The one error type for bad user input: the CLI turns it into one line and exit code 2."""
+"""Bad user input (:class:`InputError`: one line, exit code 2) and a real system failing under a
+command (:class:`RunFailure`: one line, exit code 1), as the CLI reports them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ class InputError(ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}" if field else message)
+
+
+class RunFailure(RuntimeError):
+    """A real system the command drives failed (a lab's kernel command, its routing daemons):
+    not bad input; the CLI prints one line naming the part and exits 1."""
 
 
 def os_error(e: OSError, path: object = None) -> InputError:

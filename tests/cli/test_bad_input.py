@@ -86,3 +86,17 @@ def test_corpus_covers_every_command():
         "tests/cli/corpus.py (see its docstring)"
     )
     assert len(CORPUS) >= 120
+
+
+def test_a_failing_real_system_is_one_line_and_exit_1(monkeypatch, tmp_path):
+    """A lab's routing daemons that do not converge are not bad input (exit 2) and not a crash
+    (a traceback): one line naming what failed, exit code 1."""
+    from hpn.lab.netns import LabError
+
+    def failing_app(args, standalone_mode):
+        raise LabError("BGP did not converge in 10 s: t0 lacks 10.0.0.4/30 via a0, a1")
+
+    monkeypatch.setattr("hpn.cli.app", failing_app)
+    r = invoke(["lab", "repair"], tmp_path, {})
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert r.err == "error: BGP did not converge in 10 s: t0 lacks 10.0.0.4/30 via a0, a1\n"

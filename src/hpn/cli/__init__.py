@@ -16,7 +16,7 @@ import typer
 
 from hpn.cli import dash, demo, plot, reproduce, runs, sweep
 from hpn.cli.lazy import Entry, HelpCommand, click, group
-from hpn.errors import InputError, system_error
+from hpn.errors import InputError, RunFailure, system_error
 
 GROUPS = {
     "topo": "Build fabrics: summary, export, import, bill of materials, pictures.",
@@ -151,6 +151,9 @@ def _main() -> None:
     except (InputError, OSError, MemoryError, RecursionError) as e:  # (the system's too)
         print(f"error: {system_error(e)}", file=sys.stderr)
         sys.exit(2)
+    except RunFailure as e:  # a real system under the command failed: one line, exit 1
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
     except SystemError as e:  # Ctrl-C inside a compiled kernel surfaces as a SystemError
         if not _interrupted(e):
             raise

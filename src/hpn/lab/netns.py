@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from hpn.errors import InputError
+from hpn.errors import InputError, RunFailure
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = Path("/run/netns")
@@ -29,7 +29,7 @@ SPAWNED = "spawned.pids"  # pids of the daemons the lab started, as they were st
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
 
 
-class LabError(RuntimeError):
+class LabError(RunFailure):
     """A kernel command of the lab failed (not bad input)."""
 
 
