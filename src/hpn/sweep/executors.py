@@ -41,18 +41,27 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True, name="hpn-watch-parent").start()
 
 
-def run_processes(tasks: list[Task], workers: int) -> Iterator[dict[str, Any]]:
-    """A spawn-started process pool; workers drop their result and exit if the driver dies."""
+def _on_processes(
+    fn: Callable[..., Any], tasks: list[Task], workers: int, **extra: Any
+) -> Iterator[Any]:
+    """``fn(**task, **extra)`` in a spawn-started process pool, results as they complete;
+    workers drop their result and exit if the driver dies."""
     me = os.getpid()
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(workers, ctx, initializer=_watch_parent, initargs=(me,)) as pool:
-        futures = [pool.submit(run_point, **t, parent_pid=me) for t in tasks]
+        futures = [pool.submit(fn, **t, **extra) for t in tasks]
         try:
             for f in as_completed(futures):
                 yield f.result()
         finally:
             for f in futures:
                 f.cancel()
+
+
+def run_processes(tasks: list[Task], workers: int) -> Iterator[dict[str, Any]]:
+    """The sweep's points in a process pool (:func:`_on_processes`); each point knows the
+    driver's pid."""
+    yield from _on_processes(run_point, tasks, workers, parent_pid=os.getpid())
 
 
 def check_address(address: str) -> None:
@@ -106,16 +115,7 @@ def run_calls(
         for t in tasks:
             yield fn(**t)
     elif executor == "processes":
-        ctx = mp.get_context("spawn")
-        me = os.getpid()
-        with ProcessPoolExecutor(workers, ctx, initializer=_watch_parent, initargs=(me,)) as pool:
-            futures = [pool.submit(fn, **t) for t in tasks]
-            try:
-                for f in as_completed(futures):
-                    yield f.result()
-            finally:
-                for f in futures:
-                    f.cancel()
+        yield from _on_processes(fn, tasks, workers)
     elif executor == "dask":
         yield from _on_dask(partial(_apply, fn), tasks, workers, address)
     else:
