@@ -99,7 +99,7 @@ def test_moe_and_several_jobs():
     r, _ = train(f, [moe, other], "ecmp", seed=1)
     assert [j["name"] for j in r.jobs] == ["job", "b"]
     assert r.jobs[0]["breakdown"]["ep_s"] > 0
-    with pytest.raises(InputError, match="gpus"):
+    with pytest.raises(InputError, match="first_host: 32 GPUs at 8 per host need hosts 127..130"):
         train(f, [job(placement={"first_host": 127})], "ecmp")
 
 
