@@ -58,7 +58,8 @@ import k2
 a, b = jit.Kernel(numba.njit(k2.thrice)), jit.Kernel(numba.njit(k2.half))
 values = (a(2), b(3), a(4))  # two functions compiled
 sys.stderr = sys.__stderr__
-print(values, err.getvalue().count(jit.NOTICE))
+from hpn.jitnotice import NOTICE
+print(values, err.getvalue().count(NOTICE))
 """
 
 

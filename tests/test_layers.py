@@ -21,6 +21,7 @@ LAYERS: dict[str, float] = {
     "hpn.registry": 0,
     "hpn.lazy": 0,
     "hpn.jit": 0,
+    "hpn.jitnotice": 0,
     "hpn.result": 0,
     "hpn.gpus": 0,
     "hpn.config": 1,

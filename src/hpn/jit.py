@@ -21,11 +21,9 @@ compiled and usable in this process. `Kernel` calls it again instead of failing 
 other error is raised as it is.
 
 **First run.** Compiling takes about a minute of CPU (routing's kernels most of it), paid once
-per source key. On a terminal, the first compile of a kernel module prints one stderr line
-before it starts, ``compiling kernels once (MODULE), about N s``, N from the last time that
-module compiled here (else :data:`EXPECTED_S`), then an elapsed-time counter below it once it
-lasts more than :data:`PROGRESS_AFTER_S` (cleared when the compile ends). Off a terminal (a
-pipe, a log file), nothing is printed: stderr stays one line per error there.
+per source key. On a terminal, the first compile of a kernel package prints one stderr line
+before it starts, then an elapsed-time counter (:mod:`hpn.jitnotice`). Off a terminal (a pipe,
+a log file), nothing is printed: stderr stays one line per error there.
 
 **Small runs run the numpy twins.** Every kernel has numpy code beside it that gives the same
 result bit for bit (the tests compare them). Loading compiled code costs a fixed ~0.3 s of CPU
@@ -44,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import json
 import os
 import sys
 import threading
@@ -53,16 +50,10 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from hpn.jitnotice import PROGRESS_AFTER_S, announce_compiles
+
 CACHE_RACE = "no compiled object yet"
 RETRIES = 8  # a kernel's callees may each hit it once while the kernel compiles
-NOTICE = "compiling kernels once"
-EXPECTED_S = {"hpn.routing": 60.0, "hpn.engine": 14.0}
-"""Compile time of each kernel package on one core of a 2-core machine (measured cold, before
-the kernels were split over several modules), for the notice before this machine has timed one
-itself; other packages: :data:`DEFAULT_S`. The notice and its timings go by package
-(:func:`kernel_package`): a package's kernels compile together."""
-DEFAULT_S = 20.0
-PROGRESS_AFTER_S = 3.0  # a compile longer than this shows its elapsed time
 _LIBRARIES = ("numpy", "numba", "llvmlite", "scipy")  # their versions are in the key instead
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None  # the ``fast`` extra installed
 ENV = "HPN_KERNELS"  # numba, numpy or auto (the default: by a run's size, :func:`kernels_for`)
@@ -80,7 +71,6 @@ their work there (an HPN pod's permutation: 5.5 s; each of ``hpn demo``'s runs 0
 _numpy = threading.local()  # .depth: this thread's open kernels_for(...) blocks that chose numpy
 _KEYS: dict[int, tuple[str, str]] = {}  # id(py_func) -> (key, folder), set before it is jitted
 _installed = False
-_listening = False
 
 
 # --- which code runs ------------------------------------------------------------------------
@@ -359,121 +349,6 @@ def _install_locator() -> None:
     locators.insert(0, SourceKeyLocator)
 
 
-# --- the first-run notice -------------------------------------------------------------------
-
-
-def _timings_path() -> str:
-    return os.path.join(cache_root(), "timings.json")
-
-
-def _timings() -> dict[str, float]:
-    try:
-        with open(_timings_path(), encoding="utf-8") as fh:
-            data = json.load(fh)
-        return {str(k): float(v) for k, v in data.items()}
-    except (OSError, ValueError, TypeError, AttributeError):
-        return {}
-
-
-def _record_timing(module: str, seconds: float) -> None:
-    data = {**_timings(), module: round(seconds, 1)}
-    tmp = f"{_timings_path()}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(tmp), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, _timings_path())
-    except OSError:
-        pass  # only the next estimate is affected
-
-
-def kernel_package(module: str) -> str:
-    """The unit a compile notice names: ``hpn.<package>`` of an hpn module, else the module.
-
-    >>> kernel_package("hpn.routing.kernel_walk"), kernel_package("k3")
-    ('hpn.routing', 'k3')
-    """
-    parts = module.split(".")
-    return ".".join(parts[:2]) if parts[0] == "hpn" and len(parts) > 2 else module
-
-
-def expected_s(module: str) -> float:
-    """The compile time to announce for kernel module ``module``: its last measured one, else
-    :data:`EXPECTED_S` (else :data:`DEFAULT_S`)."""
-    return _timings().get(module, EXPECTED_S.get(module, DEFAULT_S))
-
-
-class _Notice:
-    """numba's compile events as one notice line per kernel module, then a counter."""
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.module = ""
-        self.started = 0.0
-        self.spent: dict[str, float] = {}  # compile seconds of each module in this process
-        self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def start(self, module: str) -> None:
-        self.depth += 1
-        if self.depth > 1:  # a callee compiled inside a kernel's compile
-            return
-        self.module, self.started = module, time.perf_counter()
-        if not sys.stderr.isatty():
-            return
-        if module not in self.spent:
-            line = f"{NOTICE} ({module}), about {expected_s(module):.0f} s"
-            print(line, file=sys.stderr, flush=True)
-        self.stop.clear()
-        self.thread = threading.Thread(target=self._tick, daemon=True, name="hpn-jit")
-        self.thread.start()
-
-    def end(self) -> None:
-        self.depth = max(0, self.depth - 1)
-        if self.depth or not self.module:
-            return
-        spent = self.spent.get(self.module, 0.0) + time.perf_counter() - self.started
-        self.spent[self.module] = spent
-        _record_timing(self.module, spent)  # the next notice's estimate
-        if self.thread is not None:
-            self.stop.set()
-            self.thread.join()
-            self.thread = None
-
-    def _tick(self) -> None:
-        shown = False
-        while not self.stop.wait(1.0):
-            elapsed = time.perf_counter() - self.started + self.spent.get(self.module, 0.0)
-            if elapsed >= PROGRESS_AFTER_S:
-                print(f"\r  compiling: {elapsed:.0f} s", end="", file=sys.stderr, flush=True)
-                shown = True
-        if shown:
-            print("\r\033[K", end="", file=sys.stderr, flush=True)  # the counter's line cleared
-
-
-_NOTICE = _Notice()
-
-
-def _announce_compiles() -> None:
-    """Listen to numba's compile events (once): the notice of the module docstring."""
-    global _listening
-    if _listening:
-        return
-    _listening = True
-    from numba.core import event
-
-    class _Listener(event.Listener):
-        def on_start(self, ev: Any) -> None:
-            dispatcher = (ev.data or {}).get("dispatcher")
-            fn = getattr(dispatcher, "py_func", None)
-            _NOTICE.start(kernel_package(getattr(fn, "__module__", "") or "numba"))
-
-        def on_end(self, ev: Any) -> None:
-            _NOTICE.end()
-
-    event.register("numba:compile", _Listener())
-
-
 # --- kernels ----------------------------------------------------------------------------------
 
 
@@ -502,7 +377,7 @@ class Kernel:
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         if hasattr(fn, "py_func"):  # a numba dispatcher
-            _announce_compiles()
+            announce_compiles(cache_root)
 
     def __call__(self, *args: Any) -> Any:
         for _ in range(RETRIES):

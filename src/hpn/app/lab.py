@@ -1,5 +1,6 @@
-"""``hpn lab up | status | down | traffic | fail | configs``: the fabric for real in Linux
-network namespaces (:mod:`hpn.lab`, ``docs/guide/lab.md``). Needs root (``configs`` does not)."""
+"""``hpn lab up | status | down | traffic | fail | repair | export | configs``: the fabric for
+real in Linux network namespaces (:mod:`hpn.lab`, ``docs/guide/lab.md``). Needs root
+(``configs`` and ``export`` do not). A way into a running lab: :mod:`hpn.app.lab_tools`."""
 
 from __future__ import annotations
 
@@ -110,42 +111,6 @@ class TrafficConfig(Model):
     lab: TrafficOptions = Field(default_factory=TrafficOptions)
 
 
-class ExecOptions(LabName):
-    """The ``[lab]`` table of ``lab exec``."""
-
-    node: str = Field(..., description="node: t0, a1, h3, ... (as lab status names them)")
-    command: str = Field(..., description="the command line to run in its namespace")
-    timeout: float = Field(30.0, gt=0, le=120, description="seconds before it is stopped")
-
-
-class ExecConfig(Model):
-    lab: ExecOptions
-
-
-class VtyshOptions(LabName):
-    """The ``[lab]`` table of ``lab vtysh``."""
-
-    node: str = Field(..., description="switch: t0, a1, c0, ...")
-    command: str | None = Field(None, description="a vtysh command (default: the running config)")
-
-
-class VtyshConfig(Model):
-    lab: VtyshOptions
-
-
-class CaptureOptions(LabName):
-    """The ``[lab]`` table of ``lab capture``."""
-
-    link: str = Field(..., description="an interface of the lab (lab status lists them)")
-    out: str = Field(..., description="pcap file to write")
-    seconds: float = Field(5.0, gt=0, le=60, description="capture at most this long")
-    packets: int = Field(1000, ge=1, le=100_000, description="and at most this many packets")
-
-
-class CaptureConfig(Model):
-    lab: CaptureOptions
-
-
 class FailOptions(LabName):
     """The ``[lab]`` table of ``lab fail``."""
 
@@ -200,7 +165,7 @@ def lab_spec(fabric: Any, lab: LabOptions):
     return LabSpec(preset=preset, fabric=fields, **extra, **opts)
 
 
-class _Tables(Result):
+class LabTables(Result):
     """Key figures: the scalar fields, then one table per flat dict field."""
 
     def rows(self) -> list[tuple[str, Any]]:
@@ -215,7 +180,7 @@ class _Tables(Result):
 
 
 @dataclass
-class StatusResult(_Tables):
+class StatusResult(LabTables):
     name: str
     status: str
     namespaces: int
@@ -256,7 +221,7 @@ class StatusResult(_Tables):
 
 
 @dataclass
-class ExportResult(_Tables):
+class ExportResult(LabTables):
     out: str
     format: str
     files: list[str]
@@ -267,7 +232,7 @@ class ExportResult(_Tables):
 
 
 @dataclass
-class RepairResult(_Tables):
+class RepairResult(LabTables):
     name: str
     links_repaired: list[str]
     drops_removed: list[str]
@@ -278,44 +243,7 @@ class RepairResult(_Tables):
 
 
 @dataclass
-class ExecResult(_Tables):
-    node: str
-    command: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-
-    title = "hpn lab exec"
-
-    def lines(self) -> list[str] | None:
-        return (self.stdout + self.stderr).rstrip("\n").splitlines()
-
-
-@dataclass
-class VtyshResult(_Tables):
-    node: str
-    command: str | None
-    output: str
-
-    title = "hpn lab vtysh"
-
-    def lines(self) -> list[str] | None:
-        return self.output.rstrip("\n").splitlines()
-
-
-@dataclass
-class CaptureResult(_Tables):
-    link: str
-    namespace: str
-    out: str
-    packets: int | None
-    bytes: int
-
-    title = "hpn lab capture"
-
-
-@dataclass
-class DownResult(_Tables):
+class DownResult(LabTables):
     name: str
     prefix: str
     removed: dict[str, int]
@@ -325,7 +253,7 @@ class DownResult(_Tables):
 
 
 @dataclass
-class TrafficResult(_Tables):
+class TrafficResult(LabTables):
     lab: str
     preset: str
     dual_plane: bool | None
@@ -361,7 +289,7 @@ class TrafficResult(_Tables):
 
 
 @dataclass
-class FailResult(_Tables):
+class FailResult(LabTables):
     lab: str
     target: str
     kind: str
@@ -386,7 +314,7 @@ class FailResult(_Tables):
 
 
 @dataclass
-class ConfigsResult(_Tables):
+class ConfigsResult(LabTables):
     out: str
     switches: int
     files: list[str]
@@ -413,35 +341,6 @@ def repair(cfg: NameConfig) -> Outcome:
     from hpn.lab import service
 
     return Outcome(RepairResult.from_dict(service.repair(cfg.lab.name)))
-
-
-def exec_cmd(cfg: ExecConfig) -> Outcome:
-    import shlex
-
-    from hpn.errors import InputError
-    from hpn.lab import service
-
-    try:
-        argv = shlex.split(cfg.lab.command)
-    except ValueError as err:
-        raise InputError("command", f"cannot split it into words: {err}") from None
-    x = cfg.lab
-    return Outcome(ExecResult.from_dict(service.exec_in(x.name, x.node, argv, x.timeout)))
-
-
-def vtysh(cfg: VtyshConfig) -> Outcome:
-    from hpn.lab import service
-
-    v = cfg.lab
-    return Outcome(VtyshResult.from_dict(service.vtysh(v.name, v.node, v.command)))
-
-
-def capture(cfg: CaptureConfig) -> Outcome:
-    from hpn.lab import service
-
-    c = cfg.lab
-    out = service.capture(c.name, c.link, c.out, c.seconds, c.packets)
-    return Outcome(CaptureResult.from_dict(out))
 
 
 def status(cfg: NameConfig) -> Outcome:
@@ -511,7 +410,4 @@ TRAFFIC = Command("lab traffic", TrafficConfig, traffic, flags=("lab",))
 FAIL = Command("lab fail", FailConfig, fail, flags=("lab",))
 EXPORT = Command("lab export", ExportConfig, export, flags=("fabric", "lab"), stored=False)
 REPAIR = Command("lab repair", NameConfig, repair, flags=("lab",), stored=False)
-EXEC = Command("lab exec", ExecConfig, exec_cmd, flags=("lab",), stored=False)
-VTYSH = Command("lab vtysh", VtyshConfig, vtysh, flags=("lab",), stored=False)
-CAPTURE = Command("lab capture", CaptureConfig, capture, flags=("lab",), stored=False)
 CONFIGS = Command("lab configs", ConfigsConfig, configs, flags=("fabric", "lab"), stored=False)
