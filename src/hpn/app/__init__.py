@@ -233,4 +233,4 @@ _add("lab export", "hpn.app.lab:EXPORT", "The lab's fabric for containerlab, FRR
 _add("lab repair", "hpn.app.lab:REPAIR", "Bring up every link a killed fail left down.")
 _add("lab exec", "hpn.app.lab_tools:EXEC", "Run a command inside one node's namespace.")
 _add("lab vtysh", "hpn.app.lab_tools:VTYSH", "A vtysh command on one switch's FRR daemons.")
-_add("lab capture", "hpn.app.lab_tools:CAPTURE", "tcpdump on one lab interface into a pcap, bounded.")
+_add("lab capture", "hpn.app.lab_tools:CAPTURE", "tcpdump on a lab interface to a pcap, bounded.")
