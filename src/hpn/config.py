@@ -212,6 +212,13 @@ def _strict(annotation: Any, value: Any) -> str | None:
     return None
 
 
+def positive(value: float) -> float:
+    """A shared field validator: the value must be > 0 (``field_validator(...)(positive)``)."""
+    if value <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
 class Model(BaseModel):
     """Base for config models: unknown fields are errors; defaults and assignments validated;
     ints and bools strict (:func:`_strict`); inf and nan refused in every float field."""

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 
 from hpn.app.base import OMIT, Command, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
-from hpn.config import Bytes, Model, Rate
+from hpn.config import Bytes, Model, Rate, positive
 from hpn.routing.config import DEFAULT_SEEDS
 
 if TYPE_CHECKING:  # the lab is imported when a command runs (a fast ``hpn --help``)
@@ -99,12 +99,7 @@ class TrafficOptions(LabName):
     senders: int = Field(2, ge=1, description="peers each NIC sends to (polarization)")
     seed: int = Field(0, ge=0, description="seed for the pattern and source ports")
 
-    @field_validator("size", "rate")
-    @classmethod
-    def _positive(cls, value: float) -> float:
-        if value <= 0:
-            raise ValueError("must be > 0")
-        return value
+    _positive = field_validator("size", "rate")(positive)
 
 
 class TrafficConfig(Model):
@@ -135,12 +130,7 @@ class FailOptions(LabName):
     probe: float = Field(0.1, ge=0.02, le=5, description="re-selection period with hpn, s")
     seed: int = Field(0, ge=0, description="seed for source ports")
 
-    @field_validator("rate")
-    @classmethod
-    def _positive(cls, value: float) -> float:
-        if value <= 0:
-            raise ValueError("must be > 0")
-        return value
+    _positive = field_validator("rate")(positive)
 
 
 class FailConfig(Model):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypedDict
 from pydantic import Field, field_validator
 
 from hpn.app.base import Command, FileInput, Outcome, Result
-from hpn.config import Model, Seconds
+from hpn.config import Model, Seconds, positive
 from hpn.errors import InputError
 
 if TYPE_CHECKING:  # imported when a command runs (a fast ``hpn --help``)
@@ -180,12 +180,7 @@ class ServeOptions(DeviceOptions):
         "charges (default: the model build alone, as measured)",
     )
 
-    @field_validator("ttft_slo", "tbt_slo")
-    @classmethod
-    def _slo(cls, value: float) -> float:
-        if value <= 0:
-            raise ValueError("must be > 0")
-        return value
+    _positive = field_validator("ttft_slo", "tbt_slo")(positive)
 
     @field_validator("startup")
     @classmethod
@@ -267,12 +262,7 @@ class ReplayOptions(Model):
             raise ValueError("must be an http:// or https:// URL with a host")
         return value
 
-    @field_validator("ttft_slo", "tbt_slo")
-    @classmethod
-    def _slo(cls, value: float) -> float:
-        if value <= 0:
-            raise ValueError("must be > 0")
-        return value
+    _positive = field_validator("ttft_slo", "tbt_slo")(positive)
 
 
 class ReplayConfig(Model):
