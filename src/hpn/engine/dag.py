@@ -24,7 +24,8 @@ FLOW, COMPUTE = 0, 1
 ID = np.int32
 """The dtype of stored task ids (dependency edges, flow and compute indices): 4 bytes, half of
 int64, on DAGs of millions of flows; a DAG of more than ``2**31 - 1`` tasks is refused."""
-_ID_MAX = np.iinfo(ID).max
+ID_MAX = _ID_MAX = int(np.iinfo(ID).max)
+"""The largest :data:`ID`."""
 
 
 def _ids(x: np.ndarray) -> np.ndarray:
@@ -64,8 +65,9 @@ class Tasks:
     compute_task: np.ndarray
     node: np.ndarray  # GPU per compute task
     duration: np.ndarray  # s per compute task
-    dep_before: np.ndarray  # ID (int32), as every stored task id
+    dep_before: np.ndarray  # ID (int32), as every stored task id; sorted (stably) when valid
     dep_after: np.ndarray
+    dep_off: np.ndarray | None = None  # CSR offsets of the sorted edges (None: not sorted)
 
 
 class FlowDAG:
@@ -88,7 +90,9 @@ class FlowDAG:
         ids = np.arange(self.num_tasks, self.num_tasks + n, dtype=np.int64)
         self.num_tasks += n
         self._kinds.append(np.full(n, kind, np.int8))
-        self._delays.append(_arr(delay, n, np.float64, "delay"))
+        d = np.asarray(delay, np.float64)
+        # a scalar delay stays one value (a zero-stride view), not n copies
+        self._delays.append(np.broadcast_to(d, (n,)) if d.ndim == 0 else _arr(d, n, None, "delay"))
         self.__dict__.pop("tasks", None)
         return ids
 
@@ -172,26 +176,34 @@ class FlowDAG:
         local[~is_flow] = np.arange(int((~is_flow).sum()))
         cols: list[Any] = list(zip(*self._flows, strict=True)) if self._flows else [[]] * 6
         cat = [np.concatenate(c) if len(c) else np.zeros(0, np.int64) for c in cols[:5]]
-        has = [np.full(len(f[0]), f[5] is not None) for f in self._flows]
+        if any(f[5] is not None for f in self._flows):
+            has_path = np.concatenate([np.full(len(f[0]), f[5] is not None) for f in self._flows])
+        else:  # no explicit path: one False for all
+            has_path = np.broadcast_to(np.False_, (len(cat[0]),))
         comp: list[Any] = list(zip(*self._compute, strict=True)) if self._compute else [[], []]
         deps: list[Any] = list(zip(*self._deps, strict=True)) if self._deps else [[], []]
+        before = np.concatenate(deps[0]) if deps[0] else np.zeros(0, ID)
+        after = np.concatenate(deps[1]) if deps[1] else np.zeros(0, ID)
+        self._deps, deps = [(before, after)], []  # the parts go before the sort
+        before, after, off = _sorted_edges(before, after, self.num_tasks)
         t = Tasks(
             kind=kind,
             local=local,
-            delay=np.concatenate(self._delays) if self._delays else np.zeros(0),
-            flow_task=np.flatnonzero(is_flow),
+            delay=_joined_delays(self._delays),
+            flow_task=np.flatnonzero(is_flow).astype(ID),
             src=cat[0].astype(np.int64, copy=False),
             dst=cat[1].astype(np.int64, copy=False),
             size=cat[2].astype(np.float64, copy=False),
             group=cat[3].astype(ID, copy=False),
             keys=cat[4].astype(np.int64, copy=False),
-            has_path=np.concatenate(has) if has else np.zeros(0, bool),
+            has_path=has_path,
             paths=Paths.concat([f[5] for f in self._flows if f[5] is not None]),
             compute_task=np.flatnonzero(~is_flow),
             node=np.concatenate(comp[0]) if comp[0] else np.zeros(0, np.int64),
             duration=np.concatenate(comp[1]) if comp[1] else np.zeros(0),
-            dep_before=np.concatenate(deps[0]) if deps[0] else np.zeros(0, ID),
-            dep_after=np.concatenate(deps[1]) if deps[1] else np.zeros(0, ID),
+            dep_before=before,
+            dep_after=after,
+            dep_off=off,
         )
         self._collapse(t)
         return t
@@ -231,6 +243,35 @@ class FlowDAG:
         cyc = find_cycle(self.num_tasks, t.dep_before, t.dep_after)
         if cyc is not None:
             raise InputError("dependencies", f"cycle through tasks {cyc}")
+
+
+def _joined_delays(parts: list[np.ndarray]) -> np.ndarray:
+    """The tasks' delays: one zero-stride view when every part is the same one value (most
+    DAGs: all 0), else the parts concatenated."""
+    if not parts:
+        return np.zeros(0)
+    n = sum(len(p) for p in parts)
+    one = all(p.strides == (0,) or len(p) == 0 for p in parts)
+    values = {float(p[0]) for p in parts if len(p)}
+    if one and len(values) <= 1:
+        return np.broadcast_to(np.float64(values.pop() if values else 0.0), (n,))
+    return np.concatenate(parts)
+
+
+def _sorted_edges(
+    before: np.ndarray, after: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The edges sorted stably by predecessor, with their CSR offsets (the successor lists
+    :class:`hpn.engine.state.TaskState` reads, shared instead of copied); edges naming an
+    unknown task are left as given (None), for :meth:`FlowDAG.validate` to name."""
+    if not len(before) or int(before.min()) < 0 or int(before.max()) >= n:
+        return before, after, None
+    if int(after.min()) < 0 or int(after.max()) >= n:
+        return before, after, None
+    from hpn.engine.kernels import successors
+
+    succ, off = successors(before, after, n)
+    return np.repeat(np.arange(n, dtype=ID), np.diff(off)), succ, off
 
 
 def find_cycle(n: int, before: np.ndarray, after: np.ndarray) -> list[int] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpn.engine import kernels
-from hpn.engine.dag import ID, Tasks
+from hpn.engine.dag import ID, ID_MAX, Tasks
 from hpn.engine.fill_kernels import kernels_for
 from hpn.engine.state import PathTable
 from hpn.routing.base import Router
@@ -40,7 +40,8 @@ def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     nf = len(t.size)
     lat = fabric.links.latency
     given = np.flatnonzero(t.has_path)
-    routed = np.flatnonzero(~t.has_path)
+    every = not len(given)  # every flow routed: the DAG's arrays as they are, no copies
+    routed = np.flatnonzero(~t.has_path) if not every else None
     start = np.zeros(nf, np.int64)
     length = np.zeros(nf, ID)  # hops per flow
     latency = np.zeros(nf)
@@ -51,20 +52,27 @@ def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
         length[given] = t.paths.lengths
         latency[given] = t.paths.per_flow_sum(lat)
         parts.append(t.paths.links)
-    if len(routed):
-        src, dst, keys = t.src[routed], t.dst[routed], t.keys[routed]
+    if every or len(routed):  # type: ignore[arg-type]
+        if every:
+            src, dst, keys = t.src, t.dst, t.keys
+        else:
+            src, dst, keys = t.src[routed], t.dst[routed], t.keys[routed]
         if getattr(router, "per_connection", False):
             first, inv = connections(src, dst, keys, fabric.num_nodes)
         else:
-            first, inv = np.arange(len(routed)), np.arange(len(routed))
+            first, inv = np.arange(len(src)), np.arange(len(src))
         p = router.route(fabric, src[first], dst[first], keys[first])
+        del src, dst, keys
         n_routed = len(first)
         base = sum(len(x) for x in parts)
-        start[routed] = (p.offsets[:-1] + base)[inv]
-        length[routed] = p.lengths[inv]
-        latency[routed] = p.per_flow_sum(lat)[inv]
+        at = slice(None) if every else routed
+        start[at] = (p.offsets[:-1] + base)[inv]
+        length[at] = p.lengths[inv]
+        latency[at] = p.per_flow_sum(lat)[inv]
         parts.append(p.links)
     links = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if len(links) <= ID_MAX:  # row starts as int32 (:meth:`PathTable.replace` widens)
+        start = start.astype(ID)
     return PathTable(start, length, links.astype(np.int64), latency, n_routed)
 
 

@@ -184,7 +184,7 @@ class Sim(Rates):
         self.lat = fabric.links.latency
         self.path = route_flows(fabric, router, t)
         self.flow = FlowState.of(t.size)
-        self.task = TaskState.of(self.nt, t.dep_before, t.dep_after)
+        self.task = TaskState.of(self.nt, t.dep_before, t.dep_after, t.dep_off)
         self.ledger = LinkLedger(self.cap)
         self.compiled = kernels._use()  # numba, or the numpy twins (hpn.jit.kernels_for)
         if not self.compiled:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpn.engine import kernels, steps
-from hpn.engine.dag import ID
+from hpn.engine.dag import ID, ID_MAX
 from hpn.engine.maxmin import distinct, gather_rows
 from hpn.routing.base import Paths
 
@@ -35,12 +35,15 @@ class TaskState:
     compiled = steps.HAVE_NUMBA  # complete() in one compiled call (the same result)
 
     @classmethod
-    def of(cls, n: int, before: np.ndarray, after: np.ndarray) -> TaskState:
+    def of(
+        cls, n: int, before: np.ndarray, after: np.ndarray, off: np.ndarray | None = None
+    ) -> TaskState:
         """The state of ``n`` tasks with edges ``before[i] -> after[i]``, none started.
         Task ids, counts and the scratch are int32 (:data:`hpn.engine.dag.ID`); the
         successors are grouped by a stable counting sort (compiled: no int64 permutation
-        of the edges is built)."""
-        succ, off = kernels.successors(before, after, n)
+        of the edges is built). ``off``: the edges are already so grouped, with these CSR
+        offsets (:attr:`hpn.engine.dag.Tasks.dep_off`): ``after`` is shared, not copied."""
+        succ, off = (after, off) if off is not None else kernels.successors(before, after, n)
         return cls(
             start=np.full(n, np.nan),
             finish=np.full(n, np.nan),
@@ -88,6 +91,8 @@ class PathTable:
 
     def replace(self, flows: np.ndarray, new: Paths, link_latency: np.ndarray) -> None:
         """Give ``flows`` the paths ``new`` (appended to the link rows) and their latency."""
+        if self.start.dtype != np.int64 and len(self.links) + len(new.links) > ID_MAX:
+            self.start = self.start.astype(np.int64)  # row starts beyond int32
         self.start[flows] = len(self.links) + new.offsets[:-1]
         self.length[flows] = new.lengths
         self.links = np.concatenate([self.links, new.links.astype(self.links.dtype)])
