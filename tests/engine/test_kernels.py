@@ -153,3 +153,15 @@ def test_compiled_connections_are_the_sorted_ones(seed, n, n_keys, shared, small
     for got, want in zip(fast, ref, strict=True):
         np.testing.assert_array_equal(got, want)
         assert got.dtype == want.dtype
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 50), st.integers(0, 200))
+def test_compiled_counts_are_bincount(seed, n, m):
+    from hpn.engine import kernels
+
+    ids = np.random.default_rng(seed).integers(0, n, m).astype(np.int32)
+    got = kernels.counts(ids, n)  # compiled (numba installed) unless ids is empty
+    want = np.bincount(ids, minlength=n)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.int32

@@ -228,6 +228,14 @@ def _succ_kernel(before, after, n):  # pragma: no cover - compiled
     return succ, off
 
 
+def _count_kernel(ids, n):  # pragma: no cover - compiled
+    # np.bincount(ids, minlength=n) as int32, without bincount's int64 copy of the ids
+    out = np.zeros(n, np.int32)
+    for e in range(len(ids)):
+        out[ids[e]] += 1
+    return out
+
+
 def _helper(name: str) -> Any:
     """The compiled helper ``name`` (called by the kernels of `engine.step_kernels` and
     `engine.fill_kernels`)."""
@@ -243,6 +251,7 @@ def _kernel(name: str):
         kernels = {
             "ledger": "_ledger_kernel", "hops": "_hops_kernel", "tiers": "_tier_kernel",
             "conn": "_conn_kernel", "tier_list": "_tier_list_kernel", "succ": "_succ_kernel",
+            "count": "_count_kernel",
         }  # fmt: skip
         _compiled.update(compile_in(globals(), helpers, kernels))
     return _compiled[name]
@@ -375,6 +384,20 @@ def connection_ids(
         np.asarray(src, i64), np.asarray(dst, i64), np.asarray(keys, i64), bits
     )
     return (first, inv) if ok else None
+
+
+def counts(ids: np.ndarray, n: int) -> np.ndarray:
+    """``np.bincount(ids, minlength=n)`` as int32 (task ids per task: predecessor counts);
+    compiled, no int64 copy of ``ids`` is made.
+
+    Examples
+    --------
+    >>> counts(np.array([2, 0, 2], np.int32), 4).tolist()
+    [1, 0, 2, 0]
+    """
+    if _use() and len(ids):
+        return _kernel("count")(ids, n)
+    return np.bincount(ids, minlength=n).astype(np.int32)
 
 
 def successors(before: np.ndarray, after: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,7 @@ import numpy as np
 from hpn.engine import kernels
 from hpn.engine.dag import ID, ID_MAX, Tasks
 from hpn.engine.fill_kernels import kernels_for
+from hpn.engine.memory import trim
 from hpn.engine.state import PathTable
 from hpn.routing.base import Router
 from hpn.topology.fabric import Fabric
@@ -33,7 +34,9 @@ def route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
         Path rows, lengths and latency of every flow.
     """
     with kernels_for(fabric, len(t.size)):  # (also when called outside run_sim)
-        return _route_flows(fabric, router, t)
+        table = _route_flows(fabric, router, t)
+    trim(len(t.size))  # the router's temporaries back to the OS
+    return table
 
 
 def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
@@ -42,16 +45,7 @@ def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     given = np.flatnonzero(t.has_path)
     every = not len(given)  # every flow routed: the DAG's arrays as they are, no copies
     routed = np.flatnonzero(~t.has_path) if not every else None
-    start = np.zeros(nf, np.int64)
-    length = np.zeros(nf, ID)  # hops per flow
-    latency = np.zeros(nf)
-    parts, n_routed = [], 0
-    if len(given):
-        t.paths.check(fabric, t.src[given], t.dst[given])
-        start[given] = t.paths.offsets[:-1]
-        length[given] = t.paths.lengths
-        latency[given] = t.paths.per_flow_sum(lat)
-        parts.append(t.paths.links)
+    p, inv, n_routed = None, None, 0
     if every or len(routed):  # type: ignore[arg-type]
         if every:
             src, dst, keys = t.src, t.dst, t.keys
@@ -59,11 +53,26 @@ def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
             src, dst, keys = t.src[routed], t.dst[routed], t.keys[routed]
         if getattr(router, "per_connection", False):
             first, inv = connections(src, dst, keys, fabric.num_nodes)
+            if first.base is not None:  # a view of a buffer of every flow: not kept
+                first = first.copy()
+            inv = inv.astype(ID) if len(first) <= ID_MAX else inv
         else:
             first, inv = np.arange(len(src)), np.arange(len(src))
+        # (the per-flow arrays come after: the router's temporaries are the peak)
         p = router.route(fabric, src[first], dst[first], keys[first])
-        del src, dst, keys
-        n_routed = len(first)
+        del src, dst, keys, first
+        n_routed = len(p.lengths)
+    start = np.zeros(nf, np.int64)
+    length = np.zeros(nf, ID)  # hops per flow
+    latency = np.zeros(nf)
+    parts = []
+    if len(given):
+        t.paths.check(fabric, t.src[given], t.dst[given])
+        start[given] = t.paths.offsets[:-1]
+        length[given] = t.paths.lengths
+        latency[given] = t.paths.per_flow_sum(lat)
+        parts.append(t.paths.links)
+    if p is not None:
         base = sum(len(x) for x in parts)
         at = slice(None) if every else routed
         start[at] = (p.offsets[:-1] + base)[inv]

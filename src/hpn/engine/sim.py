@@ -35,6 +35,7 @@ from hpn.engine.fill_kernels import kernels_for
 from hpn.engine.flows import FlowState
 from hpn.engine.kernels import add_hops, tier_sums_listed
 from hpn.engine.links import LinkLedger
+from hpn.engine.memory import trim
 from hpn.engine.paths import route_flows
 from hpn.engine.rates import _TOL, Rates
 from hpn.engine.result import Result, Series
@@ -151,6 +152,7 @@ def run_sim(
     if router is None or isinstance(router, str):
         router = router_for(fabric, router, seed=seed)
     dag.validate(fabric.num_nodes, cycles=False)  # cycles: see Sim._stuck
+    trim(len(dag.tasks.kind))  # the DAG's parts, freed when its arrays were joined
     with kernels_for(fabric, len(dag.tasks.size)):  # a small run: the numpy twins
         sim = cls(fabric, dag, router, cap_events, interval, sample_links, progress)
         sim.run()
@@ -218,6 +220,7 @@ class Sim(Rates):
             sample_interval,
             np.zeros(0, np.int64) if sample_links is None else np.asarray(sample_links, np.int64),
         )
+        trim(self.nf)  # the set-up's temporaries back to the OS
 
     # --- paths ---------------------------------------------------------------------------
 
@@ -439,6 +442,7 @@ class Sim(Rates):
         """The run's :class:`Result`, with ``wall`` seconds of wall time."""
         t, fl, tk, smp = self.t, self.flow, self.task, self.sampler
         fl.release()  # every flow has ended: its event state goes before the result's arrays
+        trim(self.nf)
         finish = tk.finish[t.flow_task] if self.nf else np.zeros(0)
         start = tk.start[t.flow_task] if self.nf else np.zeros(0)  # a flow starts as its task
         series = None

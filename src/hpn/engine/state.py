@@ -49,7 +49,7 @@ class TaskState:
             finish=np.full(n, np.nan),
             succ=succ,
             succ_off=off,
-            indeg=np.bincount(after, minlength=n).astype(ID),
+            indeg=kernels.counts(after, n),
             stamp=np.full(n, -1, ID),
         )
 
