@@ -39,13 +39,13 @@ def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - 
     for u in range(n_users):
         cnt[u + 1] += cnt[u]
     fill = cnt[:-1].copy()
-    by_user = np.empty(n_ent, np.int64)
+    by_user = np.empty(n_ent, np.int32)  # link ids (< 2**31): half the scratch of int64
     for e in range(n_ent):
         by_user[fill[rows[e]]] = cols[e]
         fill[rows[e]] += 1
     stamp = np.full(n_links, -1, np.int64)
     u_ptr = np.zeros(n_users + 1, np.int64)
-    u_link = np.empty(n_ent, np.int64)
+    u_link = np.empty(n_ent, np.int32)
     u_w = np.empty(n_ent, np.float64)
     k = 0
     for u in range(n_users):
@@ -60,6 +60,7 @@ def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - 
                 u_w[k] = 1.0
                 k += 1
     u_ptr[n_users] = k
+    by_user = np.empty(0, np.int32)  # freed before the next arrays
     # users per link
     l_ptr = np.zeros(n_links + 1, np.int64)
     for j in range(k):
@@ -67,7 +68,7 @@ def _fill_kernel(rows, cols, n_users, n_links, cap, eps):  # pragma: no cover - 
     for lk in range(n_links):
         l_ptr[lk + 1] += l_ptr[lk]
     lfill = l_ptr[:-1].copy()
-    l_user = np.empty(k, np.int64)
+    l_user = np.empty(k, np.int32)
     for u in range(n_users):
         for j in range(u_ptr[u], u_ptr[u + 1]):
             lk = u_link[j]
@@ -192,6 +193,7 @@ def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
     total = 0
     for i in range(len(start)):
         total += length[i]
+    total = min(total, len(stamp))  # distinct links: at most every link once
     parent = np.empty(total, np.int64)  # union-find over the local ids of the links
     used = np.empty(total, np.int64)
     n = 0

@@ -221,6 +221,7 @@ class Sim(Rates):
             np.zeros(0, np.int64) if sample_links is None else np.asarray(sample_links, np.int64),
         )
         trim(self.nf)  # the set-up's temporaries back to the OS
+        self.trimmed = _time.process_time()
 
     # --- paths ---------------------------------------------------------------------------
 
@@ -384,8 +385,21 @@ class Sim(Rates):
         if self.dirty:
             self._rates()
             self.dirty = False
+            if not self.count.rate_computations % 256:
+                self._trim()
         if self.progress is not None:
             self.progress(self.task.done, self.nt)
+
+    TRIM_S = 5.0  # CPU seconds between heap trims in a long run (each costs page faults)
+
+    def _trim(self) -> None:
+        """Every :attr:`TRIM_S` CPU seconds, return the heap's free pages to the OS: the
+        batches' temporaries (up to the links of millions of flows) fragment the heap, and
+        its resident size would otherwise creep up by hundreds of MB over a long run."""
+        now = _time.process_time()
+        if now - self.trimmed >= self.TRIM_S:
+            self.trimmed = now
+            trim(self.nf)
 
     def run(self) -> None:
         """Process events until every task has finished."""
