@@ -71,3 +71,10 @@ def test_a_run_is_the_same_with_delays_edges_and_paths_given_either_way():
 
 def test_trim_skips_small_phases():
     assert trim(10) is False
+
+
+def test_a_dag_without_flows_routes_nothing():
+    d = FlowDAG()
+    d.add_compute([0, 1], [1e-6, 2e-6])
+    res = simulate(build("fat-tree", k=4), d)
+    assert res.makespan == 2e-6 and len(res.fct) == 0

@@ -46,7 +46,7 @@ def _route_flows(fabric: Fabric, router: Router, t: Tasks) -> PathTable:
     every = not len(given)  # every flow routed: the DAG's arrays as they are, no copies
     routed = np.flatnonzero(~t.has_path) if not every else None
     p, inv, n_routed = None, None, 0
-    if every or len(routed):  # type: ignore[arg-type]
+    if nf and (every or len(routed)):  # type: ignore[arg-type]
         if every:
             src, dst, keys = t.src, t.dst, t.keys
         else:
