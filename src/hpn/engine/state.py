@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpn.engine import kernels, steps
-from hpn.engine.dag import ID, ID_MAX
-from hpn.engine.maxmin import distinct, gather_rows
+from hpn.engine.dag import ID_MAX
+from hpn.engine.maxmin import gather_rows
 from hpn.routing.base import Paths
 
 START, DONE, CAPACITY = 2, 1, 0  # heap order at equal times: capacity, completions, starts
@@ -30,7 +30,6 @@ class TaskState:
     succ: np.ndarray  # successors, grouped by predecessor
     succ_off: np.ndarray
     indeg: np.ndarray  # predecessors not finished yet
-    stamp: np.ndarray  # scratch for sort-free dedupe of task ids (all -1)
     done: int = 0
     compiled = steps.HAVE_NUMBA  # complete() in one compiled call (the same result)
 
@@ -39,7 +38,7 @@ class TaskState:
         cls, n: int, before: np.ndarray, after: np.ndarray, off: np.ndarray | None = None
     ) -> TaskState:
         """The state of ``n`` tasks with edges ``before[i] -> after[i]``, none started.
-        Task ids, counts and the scratch are int32 (:data:`hpn.engine.dag.ID`); the
+        Task ids and counts are int32 (:data:`hpn.engine.dag.ID`); the
         successors are grouped by a stable counting sort (compiled: no int64 permutation
         of the edges is built). ``off``: the edges are already so grouped, with these CSR
         offsets (:attr:`hpn.engine.dag.Tasks.dep_off`): ``after`` is shared, not copied."""
@@ -50,7 +49,6 @@ class TaskState:
             succ=succ,
             succ_off=off,
             indeg=kernels.counts(after, n),
-            stamp=np.full(n, -1, ID),
         )
 
     def roots(self) -> np.ndarray:
@@ -68,9 +66,9 @@ class TaskState:
         if not cnt.sum():
             return np.zeros(0, np.int64)
         _, pos = gather_rows(off[tasks], cnt)
-        succ, local = distinct(self.succ[pos], self.stamp)
+        succ, local = np.unique(self.succ[pos], return_inverse=True)  # sorted
         self.indeg[succ] -= np.bincount(local, minlength=len(succ))
-        return np.sort(succ[self.indeg[succ] == 0]).astype(np.int64)
+        return succ[self.indeg[succ] == 0].astype(np.int64)
 
 
 @dataclass(eq=False)

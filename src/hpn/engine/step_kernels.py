@@ -268,9 +268,10 @@ def _depart_kernel(gone, old, scan, xr, head, fr, pr, stamp, now, led):
     return ok, head
 
 
-def _complete_kernel(tasks, now, finish, succ, off, indeg, stamp):  # pragma: no cover
+def _complete_kernel(tasks, now, finish, succ, off, indeg):  # pragma: no cover
     # compiled. TaskState.complete: every successor edge of the tasks takes one off its
-    # task's count; the successors at 0 after all of them (each once: stamp) are ready
+    # task's count; the successors at 0 after all of them are ready, each once (a count set
+    # to -1 marks one taken, and is set back to 0)
     total = 0
     for t in tasks:
         finish[t] = now
@@ -282,13 +283,13 @@ def _complete_kernel(tasks, now, finish, succ, off, indeg, stamp):  # pragma: no
     for t in tasks:
         for j in range(off[t], off[t + 1]):
             s = succ[j]
-            if indeg[s] == 0 and stamp[s] < 0:
-                stamp[s] = 0
+            if indeg[s] == 0:
+                indeg[s] = -1
                 ready[k] = s
                 k += 1
     ready = np.sort(ready[:k])
     for s in ready:
-        stamp[s] = -1
+        indeg[s] = 0
     return ready
 
 

@@ -220,7 +220,7 @@ def complete(task: Any, tasks: np.ndarray, now: float) -> np.ndarray:
     ----------
     task
         The :class:`~hpn.engine.state.TaskState` (finish times and predecessor counts
-        updated in place; its ``stamp`` scratch is left all -1).
+        updated in place).
     tasks
         The tasks that finished.
     now
@@ -231,6 +231,4 @@ def complete(task: Any, tasks: np.ndarray, now: float) -> np.ndarray:
     numpy.ndarray
         The successors whose last predecessor finished, sorted, each once.
     """
-    return _kernel("complete")(
-        tasks, float(now), task.finish, task.succ, task.succ_off, task.indeg, task.stamp
-    )
+    return _kernel("complete")(tasks, float(now), task.finish, task.succ, task.succ_off, task.indeg)
