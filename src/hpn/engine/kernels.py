@@ -390,6 +390,18 @@ def counts(ids: np.ndarray, n: int) -> np.ndarray:
     """``np.bincount(ids, minlength=n)`` as int32 (task ids per task: predecessor counts);
     compiled, no int64 copy of ``ids`` is made.
 
+    Parameters
+    ----------
+    ids
+        Ids in ``0..n-1``.
+    n
+        Number of ids.
+
+    Returns
+    -------
+    numpy.ndarray
+        How often each id occurs (int32).
+
     Examples
     --------
     >>> counts(np.array([2, 0, 2], np.int32), 4).tolist()

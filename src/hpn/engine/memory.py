@@ -33,6 +33,16 @@ def trim(size: int = LARGE) -> bool:
     (the flows or tasks of the phase that just freed its temporaries) is at least
     :data:`LARGE`; whether pages were returned.
 
+    Parameters
+    ----------
+    size
+        Flows or tasks of the phase.
+
+    Returns
+    -------
+    bool
+        Whether ``malloc_trim`` ran and returned memory.
+
     Examples
     --------
     >>> trim(0)
