@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 
 from typer.core import TyperCommand, TyperGroup
 
+from hpn import startup
+
 
 def help_renderer() -> None:
     """Import typer's help renderer (``typer.rich_utils``) on the way to drawing help.
@@ -26,7 +28,32 @@ def help_renderer() -> None:
 
 
 class HelpCommand(TyperCommand):
-    """A typer command that draws its help with :func:`help_renderer`'s renderer."""
+    """A typer command that draws its help with :func:`help_renderer`'s renderer and ends the
+    start-up (:func:`hpn.startup.over`) when it runs, unless it ends it itself (``own_start``)."""
+
+    own_start = False
+
+    def invoke(self, ctx: Any) -> Any:
+        if not self.own_start:
+            startup.over()
+        return super().invoke(ctx)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for param in self.params:  # typer (0.29) builds an option's adapter even to keep a None
+            if getattr(param, "_runtime_param", False) is None:
+                param._runtime_param = _Unbuilt()
+        return super().parse_args(ctx, args)
+
+
+class _Unbuilt:
+    """An option's coercion not built yet: a value not given stays None (``()`` if repeatable)
+    as typer keeps it; the first value given builds typer's own (a pydantic adapter)."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:
+            return () if param.multiple or param.nargs == -1 else None
+        param._runtime_param = None
+        return param.get_runtime_param().coerce(value, param=param, ctx=ctx)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         help_renderer()
