@@ -23,6 +23,7 @@ GROUPS = {
     "pool": "Serving pool (Aegaeon): simulate policies, goodput, capacity, replay.",
     "serve": "Real models behind the pool's policies: make models, profile, serve over HTTP.",
     "lab": "The fabric for real in Linux network namespaces: up, traffic, fail, down.",
+    "runs": runs.app.info.help,
 }
 
 
@@ -69,6 +70,11 @@ def _entries() -> dict[str, dict[str, Entry]]:
         out.setdefault(parent, {})[word] = Entry(summary, partial(_app_command, name))
     for fn in (demo.demo, sweep.sweep, plot.plot, dash.dash, reproduce.reproduce):
         out[""][fn.__name__] = Entry(_summary(fn), partial(_one, fn, fn.__name__))
+    for c in runs.app.registered_commands:  # built on first use too, like every command
+        word, doc = c.name or c.callback.__name__, c.callback.__doc__ or ""
+        out["runs"][word] = Entry(
+            " ".join(doc.split("\n\n")[0].split()), partial(_one, c.callback, word)
+        )
     return out
 
 
@@ -85,7 +91,6 @@ for _name in [n for n in _ENTRIES if n]:  # a plug-in's group ("my cmd") is a gr
     _text = GROUPS.get(_name, "Plug-in commands.")
     _sub = typer.Typer(help=_text, no_args_is_help=True, cls=group(_ENTRIES[_name]))
     app.add_typer(_sub, name=_name)
-app.add_typer(runs.app, name="runs")
 
 
 def usage_line(e) -> str:
