@@ -8,6 +8,7 @@ command a user invokes (or asks ``--help`` of) is built, so only its modules are
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -44,20 +45,29 @@ class HelpCommand(TyperCommand):
                 param._runtime_param = _Unbuilt()
         return super().parse_args(ctx, args)
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        help_renderer()
+        super().format_help(ctx, formatter)
+
 
 class _Unbuilt:
-    """An option's coercion not built yet: a value not given stays None (``()`` if repeatable)
-    as typer keeps it; the first value given builds typer's own (a pydantic adapter)."""
+    """An option's coercion, built only when needed: a value not given stays None (``()`` if
+    repeatable) and one text is itself for a ``str`` option or its parser's value, as typer keeps
+    them; any other value builds typer's own coercion (a pydantic adapter) and goes through it."""
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         if value is None:
             return () if param.multiple or param.nargs == -1 else None
+        desc = param.type_descriptor
+        if type(value) is str and not param.multiple and param.nargs == 1:
+            parser = desc.parameter_info.parser
+            if parser is None and desc.annotation is str:
+                return value
+            if parser is not None:
+                with contextlib.suppress(ValueError):  # (typer words the parser's ValueError)
+                    return parser(value)
         param._runtime_param = None
         return param.get_runtime_param().coerce(value, param=param, ctx=ctx)
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        help_renderer()
-        super().format_help(ctx, formatter)
 
 
 @dataclass(frozen=True)
