@@ -40,7 +40,7 @@ class HelpCommand(TyperCommand):
         return super().invoke(ctx)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        for param in self.params:  # typer (0.29) builds an option's adapter even to keep a None
+        for param in self.get_params(ctx):  # typer (0.29) builds an adapter even to keep a None
             if getattr(param, "_runtime_param", False) is None:
                 param._runtime_param = _Unbuilt()
         return super().parse_args(ctx, args)
