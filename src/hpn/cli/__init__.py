@@ -71,10 +71,9 @@ def _entries() -> dict[str, dict[str, Entry]]:
     for fn in (demo.demo, sweep.sweep, plot.plot, dash.dash, reproduce.reproduce):
         out[""][fn.__name__] = Entry(_summary(fn), partial(_one, fn, fn.__name__))
     for c in runs.app.registered_commands:  # built on first use too, like every command
-        word, doc = c.name or c.callback.__name__, c.callback.__doc__ or ""
-        out["runs"][word] = Entry(
-            " ".join(doc.split("\n\n")[0].split()), partial(_one, c.callback, word)
-        )
+        cb: Any = c.callback
+        doc = " ".join((cb.__doc__ or "").split("\n\n")[0].split())
+        out["runs"][c.name or cb.__name__] = Entry(doc, partial(_one, cb, c.name or cb.__name__))
     return out
 
 

@@ -42,7 +42,7 @@ class HelpCommand(TyperCommand):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         for param in self.get_params(ctx):  # typer (0.29) builds an adapter even to keep a None
             if getattr(param, "_runtime_param", False) is None:
-                param._runtime_param = _Unbuilt()
+                param._runtime_param = _Unbuilt()  # type: ignore[attr-defined]
         return super().parse_args(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
