@@ -38,7 +38,11 @@ def test_fixed_point_zeroes_the_fluid_model(capacity, flows):
     assert d_rt == pytest.approx(0, abs=1e-3)
     assert rel_rc == pytest.approx(0, abs=1e-6)
     # off the point the current rate's balance has a sign: more marking cuts more
-    assert derivatives(p * 1.1, capacity, flows, d)[1] < 0 < derivatives(p / 1.1, capacity, flows, d)[1]
+    assert (
+        derivatives(p * 1.1, capacity, flows, d)[1]
+        < 0
+        < derivatives(p / 1.1, capacity, flows, d)[1]
+    )
 
 
 def test_hand_computed_small_p_case():

@@ -122,8 +122,9 @@ def observe(
         add_job(ctx, make_plan(j), timer)
     up, down = agg_links(fabric)
     sampled = np.concatenate([up, down])
-    res = simulate(fabric, ctx.dag, router, seed=seed, sample_interval=interval,
-                   sample_links=sampled)
+    res = simulate(
+        fabric, ctx.dag, router, seed=seed, sample_interval=interval, sample_links=sampled
+    )
     s = res.series
     assert s is not None
     period = res.makespan
