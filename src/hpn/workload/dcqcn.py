@@ -14,20 +14,22 @@ flows of current rate ``R_C`` and target rate ``R_T`` (packets/s) at a link of `
   1 above;
 - queue: ``dq/dt = N R_C - C``;
 - alpha: ``dα/dt = g / τ' * ((1 - (1 - p)^(τ' R_C)) - α)``;
-- target: ``dR_T/dt = -(R_T - R_C) / τ * a + R_AI R_C p * S``;
-- current: ``dR_C/dt = -R_C α / (2 τ) * a + (R_T - R_C) / 2 * R_C p * S``,
+- target: ``dR_T/dt = -(R_T - R_C) / τ * a + R_AI R_C * S_F``;
+- current: ``dR_C/dt = -R_C α / (2 τ) * a + (R_T - R_C) / 2 * R_C * S``,
 
-where ``a = 1 - (1 - p)^(τ R_C)`` (a rate cut in a window of ``τ``) and
-``S = 1 / ((1 - p)^-B - 1) + 1 / ((1 - p)^(-T R_C) - 1)`` (byte-counter and timer rate
-increases per marked packet). At the fixed point ``R_C = C / N``; setting the three
-derivatives to zero leaves one equation in ``p``:
-``α a² = τ² R_AI R_C p² S²`` with ``α = 1 - (1 - p)^(τ' R_C)``, solved here by bisection in
-``log p``. Its small-``p`` limit (``pB, p T R_C << 1``) is the closed form
+where ``a = 1 - (1 - p)^(τ R_C)`` (a rate cut in a window of ``τ``),
+``S = p / ((1 - p)^-B - 1) + p / ((1 - p)^(-T R_C) - 1)`` (byte-counter and timer
+expirations per packet: each moves ``R_C`` half-way to ``R_T``) and ``S_F`` the same with each
+term times ``(1 - p)^(F B)``, ``(1 - p)^(F T R_C)`` (the target rises only after ``F`` fast-
+recovery steps without a mark; CoNEXT 2016 Eq. 11). At the fixed point ``R_C = C / N``;
+setting the three derivatives to zero leaves one equation in ``p``:
+``α a² = τ² R_AI R_C S S_F`` with ``α = 1 - (1 - p)^(τ' R_C)``, solved here by bisection in
+``log p``. Its small-``p`` limit (``F p B, F p T R_C << 1``) is the closed form
 ``p³ = R_AI (1/B + 1/(T R_C))² / (τ' R_C²)`` (:func:`small_p_limit`).
 
 Parameters default to those the DCQCN paper deployed and analysed (SIGCOMM 2015 §4-§6,
 CoNEXT 2016 §3: ``Kmin`` 5 KB, ``Kmax`` 200 KB, ``Pmax`` 1 %, ``g`` 1/256, ``τ`` 50 µs,
-``τ'`` 55 µs, timer 55 µs, byte counter 10 MB, ``R_AI`` 40 Mbps, 1 KB packets). HPN's own
+``τ'`` 55 µs, timer 55 µs, byte counter 10 MB, ``F`` 5, ``R_AI`` 40 Mbps, 1 KB packets). HPN's own
 settings are not published; docs/guide/reproduce.md says what that means for the claims.
 """
 
@@ -52,6 +54,7 @@ class Dcqcn:
     timer: float = 55e-6  # rate-increase timer (T)
     byte_counter: float = 10e6  # rate-increase byte counter (B), bytes
     r_ai: float = 40e6  # additive increase, bit/s
+    fast_recovery: int = 5  # F: rate-increase steps toward R_T before R_T itself rises
     packet: float = 1 * KB  # bytes per packet (the model's unit)
 
     def queue_at(self, p: float) -> float:
@@ -75,15 +78,18 @@ def _inv_expm1(x: float) -> float:
 
 
 def _terms(p: float, rc: float, d: Dcqcn) -> tuple[float, float]:
-    """log of both sides of ``α a² = τ² R_AI R_C p² S²`` (rates in packets/s)."""
+    """log of both sides of ``α a² = τ² R_AI R_C S S_F`` (rates in packets/s)."""
     lq = math.log1p(-p)
     alpha = -math.expm1(d.tau_alpha * rc * lq)
     a = -math.expm1(d.tau * rc * lq)
     b = d.byte_counter / d.packet
-    s = _inv_expm1(-b * lq) + _inv_expm1(-d.timer * rc * lq)
+    bt = d.timer * rc  # packets per timer period
+    s_b, s_t = p * _inv_expm1(-b * lq), p * _inv_expm1(-bt * lq)
+    f = d.fast_recovery
+    s_f = s_b * math.exp(f * b * lq) + s_t * math.exp(f * bt * lq)
     r_ai = d.r_ai / (8 * d.packet)
     lhs = math.log(alpha) + 2 * math.log(a)
-    rhs = 2 * math.log(d.tau) + math.log(r_ai * rc) + 2 * math.log(p * s)
+    rhs = 2 * math.log(d.tau) + math.log(r_ai * rc) + math.log(s_b + s_t) + math.log(s_f)
     return lhs, rhs
 
 
