@@ -93,3 +93,43 @@ def test_bad_input():
         marking_probability(0, 1)
     with pytest.raises(ValueError):
         marking_probability(1e9, 0)
+
+
+def integrate(capacity: float, flows: int, d: Dcqcn, until: float = 0.3) -> float:
+    """The fluid model's queue (bytes) after ``until`` seconds from line rate and an empty
+    queue: Eq. 1-5 with the queue's own dynamics (dq/dt = N R_C - C, q >= 0), no delay."""
+    import numpy as np
+    from scipy.integrate import solve_ivp
+
+    pk = d.packet
+    cp, rai, b, f = capacity / (8 * pk), d.r_ai / (8 * pk), d.byte_counter / pk, d.fast_recovery
+    kmin, kmax = d.kmin / pk, d.kmax / pk
+
+    def rhs(t, y):
+        q, al, rt, rc = y
+        p = 0.0 if q <= kmin else (q - kmin) / (kmax - kmin) * d.pmax if q <= kmax else 1.0
+        p = min(max(p, 1e-12), 1 - 1e-12)
+        lq = np.log1p(-p)
+        a = -np.expm1(d.tau * rc * lq)
+        bt = d.timer * rc
+        sb, st = p / np.expm1(-b * lq), p / np.expm1(-bt * lq)
+        sf = sb * np.exp(f * b * lq) + st * np.exp(f * bt * lq)
+        dq = flows * rc - cp if q > 0 or flows * rc > cp else 0.0
+        dal = d.g / d.tau_alpha * (-np.expm1(d.tau_alpha * rc * lq) - al)
+        drt = -(rt - rc) / d.tau * a + rai * rc * sf
+        drc = -rc * al / (2 * d.tau) * a + (rt - rc) / 2 * rc * (sb + st)
+        return [dq, dal, drt, drc]
+
+    y0 = [0.0, 1.0, cp / flows * 1.2, cp / flows * 1.2]
+    atol = [1e-6, 1e-9, 1e-3, 1e-3]
+    sol = solve_ivp(rhs, (0, until), y0, method="LSODA", rtol=1e-8, atol=atol)
+    return float(sol.y[0, -1] * pk)
+
+
+@pytest.mark.parametrize(("capacity", "flows"), [(40e9, 8), (200e9, 7)])
+def test_the_dynamics_settle_at_the_fixed_point(capacity, flows):
+    """Integrating the fluid model in time (not the algebra) ends at the same queue."""
+    d = Dcqcn()
+    assert integrate(capacity, flows, d) == pytest.approx(
+        standing_queue(capacity, flows, d), rel=1e-3
+    )
