@@ -106,3 +106,18 @@ def test_replay_starts_on_a_whole_second_of_the_servers_clock():
             return await _clock_phase(c, "http://x", 1.0)
 
     assert asyncio.run(phase()) == pytest.approx(0.7, abs=0.05)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_requests_that_join_a_running_decode_are_counted(seed):
+    """A decode that others joined lasts their steps too: the simulator's own log, with
+    joins, reads back as scale 1 (counting only the first batch made it read high)."""
+    prof = _profile()
+    log = _log(prof, _trace(n=40, seed=seed), "aegaeon", Cluster(3, 1, 2, 1))
+    decodes = [e for e in log["events"] if e["ev"] == "decode"]
+    assert any(e["joins"] for e in decodes)
+    assert all(len(e["joins"]) == len(e["joins_gen1"]) for e in decodes if "gen1" in e)
+    assert replay_scale(log, prof, KVB)["decode"] == pytest.approx(1.0, rel=0.03)
+    for e in decodes:  # the joiners left out: their steps read as a slower device
+        e["joins"], e["joins_gen1"] = [], []
+    assert replay_scale(log, prof, KVB)["decode"] > 1.08

@@ -24,6 +24,7 @@ replay found it: the policy, scheduler and accounting stay the simulator's own).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -261,16 +262,39 @@ def op_seconds(op: dict, cost: EngineCost, reqs: dict[int, dict]) -> float | Non
         return cost.prefill_time(reqs[op["rids"][0]]["model"], op["lens"])
     if "gen1" not in op:
         return None
+    # (rid, tokens before, steps taken, first step) of every request each batch decoded;
+    # one that joined the running decode at a fraction f of its wall time starts at step
+    # f x (the op's steps): steps of even length, solved for the op's step count
+    first = [
+        [(rid, a, b - a, 0.0) for rid, a, b in zip(rids, g0, g1, strict=True)]
+        for rids, g0, g1 in zip(op["rids"], op["gen0"], op["gen1"], strict=True)
+    ]
+    wall = max(op["end"] - op["t"], 1e-12)
+    joined = [
+        (i, rid, g, g1 - g, min(max((t - op["t"]) / wall, 0.0), 0.99))
+        for (i, rid, g, t), g1 in zip(op.get("joins", []), op.get("joins_gen1", []), strict=False)
+    ]
+    span = max((s for b in first for *_, s, _ in b), default=0)
+    for _ in range(20):
+        new = max([span] + [math.ceil(f * span) + s for *_, s, f in joined])
+        if new == span:
+            break
+        span = new
+    batches = [list(b) for b in first]
+    for i, rid, g, s, f in joined:
+        while len(batches) <= i:
+            batches.append([])
+        batches[i].append((rid, g, s, float(min(math.ceil(f * span), span - s))))
     total = 0.0
-    for rids, g0, g1 in zip(op["rids"], op["gen0"], op["gen1"], strict=True):
-        if not rids:
+    for seqs in batches:
+        if not seqs:
             continue
-        m = reqs[rids[0]]["model"]
-        steps = [b - a for a, b in zip(g0, g1, strict=True)]
-        for k in range(max(steps, default=0)):
-            live = [i for i, s in enumerate(steps) if s > k]
-            ctx = sum(reqs[rids[i]]["input_len"] + g0[i] + k for i in live)
-            total += cost.decode_step(m, len(live), ctx)
+        m = reqs[seqs[0][0]]["model"]
+        for k in range(span):
+            live = [q for q in seqs if q[3] <= k < q[3] + q[2]]
+            if live:
+                ctx = sum(reqs[rid]["input_len"] + g + k - k0 for rid, g, _, k0 in live)
+                total += cost.decode_step(m, len(live), ctx)
     return total
 
 
