@@ -121,3 +121,20 @@ def test_requests_that_join_a_running_decode_are_counted(seed):
     for e in decodes:  # the joiners left out: their steps read as a slower device
         e["joins"], e["joins_gen1"] = [], []
     assert replay_scale(log, prof, KVB)["decode"] > 1.08
+
+
+def test_the_replays_own_contention_is_read_back():
+    """A device whose instances slow each other less than the profile says (alone 0.8x,
+    not 0.5x, of both computing): the replay's fitted curve is the device's, and the
+    simulator charged with it reproduces the replay's operation seconds."""
+    true = _shared_profile()
+    true["contention"] = {**true["contention"], "prefill": [0.8, 1.0], "decode": [0.8, 1.0]}
+    log = _log(true, _trace(n=60, seed=1), cluster=Cluster(2, 0, 0, 1))
+    prof = _shared_profile()
+    s = replay_scale(log, prof, KVB)
+    for kind in ("prefill", "decode"):
+        c = s["contention"][kind]
+        assert c[0] / c[1] == pytest.approx(0.8, rel=0.05)  # not the profile's 0.5
+        assert c[1] * s[kind] == pytest.approx(1.0, rel=0.05)  # both computing: the grid's
+    again = _log({**prof, "replay_scale": {**s, "spread": {}}}, _trace(n=60, seed=1))
+    assert replay_scale(again, true, KVB)["decode"] == pytest.approx(1.0, rel=0.05)
