@@ -11,7 +11,12 @@
    (`hpn.serve.compare.replay_scale`, read from the engine's event log). The policy,
    scheduler, batching and accounting stay the simulator's; only the device speed is read
    from the replay (a profile taken before cannot see load that changes during it).
-5. Print the attainments side by side (and write them as JSON with --out).
+5. Print the attainments side by side (and write them as JSON with --out), with sim@rep on
+   a device 10 % slower and 10 % faster ("+-10%"): at 0.3 req/s serverless sits on a
+   capacity cliff (bench/serve_cliff.py) where that moves it tens of points, so a seed's
+   agreement is only as good as the measured speed. With --timeline DIR each policy's
+   engine, sim, sim@rep (POLICY-rep.json) logs, profile, scale and client token times are
+   written for bench/timeline_diff.py.
 
 Usage: python bench/serve_vs_sim.py [--models DIR] [--duration 120] [--seeds 0,1,2]
        [--out FILE]

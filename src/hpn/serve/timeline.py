@@ -78,8 +78,8 @@ class Traced(Backend):
         def done(d: Done) -> None:
             rec["gen1"] = [[r.generated for r in b] for b in batches]
             rec["joins_gen1"] = [r.generated for r in joiners]
-            if self._decoding.get(d.inst.iid, (None,))[0] is rec:
-                del self._decoding[d.inst.iid]
+            if self._decoding.get(inst.iid, (None,))[0] is rec:
+                del self._decoding[inst.iid]
             self._ev("decode-done", d.inst, rids=[r.rid for r in d.reqs])
             on_done(d)
 
