@@ -74,9 +74,17 @@ def link_report(preset: str, size: float, hashing: dict | None, conns: int) -> N
     res = simulate(nvlink_data_fabric(f, p), ctx.dag, router_for(f, None, seed=1, hashing=hashing))
     s, e = marks[0]
     bw = bandwidths("allreduce", size, res.task_finish[e] - res.task_start[s], 448)[1] / 1e9
-    print(f"  {size / 2**20:.0f} MiB {ch.algo} {ch.proto} {ch.channels} ch: busbw {bw:.1f}")
     lk, paths = f.links, res.paths
     net = lk.tier[paths.links] != LinkTier.NVLINK
+    on_net = np.zeros(len(res.size), bool)
+    on_net[paths.flow_of_hop[net]] = True  # flows through a NIC port (the rest: NVLink only)
+    t0 = res.task_start[s]
+    print(
+        f"  {size / 2**20:.0f} MiB {ch.algo} {ch.proto} {ch.channels} ch: busbw {bw:.1f}; "
+        f"network flows end {(res.finish[on_net].max() - t0) * 1e3:.2f} ms, NVLink-only flows "
+        f"{(res.finish[~on_net].max() - t0) * 1e3:.2f} ms, collective "
+        f"{(res.task_finish[e] - t0) * 1e3:.2f} ms"
+    )
     flows = np.bincount(paths.links[net], minlength=len(lk.src))
     used_all = res.link_bytes > 0
     mean = res.link_mean_util
