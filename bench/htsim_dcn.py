@@ -22,7 +22,12 @@ says. ``--order-seed``/``--swaps`` put the hosts in another rank order (see
 
     PYTHONPATH=src .venv/bin/python bench/htsim_dcn.py --htsim-src DIR [--presets dcn-plus,hpn]
         [--modes free,ring] [--end-us 9000 --warm-us 3000] [--order-seed 1 --swaps 16]
-        [--pace model] [--pfc-high 100000 --pfc-low 80000]
+        [--pace model] [--pfc-high 100000 --pfc-low 80000] [--algo auto --modes free]
+
+``--algo auto`` replays NCCL 2.18.3's own choice instead of the ring (Tree at 256 MiB and
+below, NVLSTree above; 7,040 QPs at 4 GiB), free mode only, and reports each coupled group's
+(tree channel's) slowest QP against the fluid rate, beside when the model's network and
+NVLink flows end (see docs/guide/routing.md, "DCN+ against HPN with NCCL's trees").
 
 ``DIR`` is a csg-htsim checkout (github.com/Broadcom/csg-htsim); its ``sim/`` is copied into
 ``build/htsim`` (git-ignored) and built once (a few minutes), then the driver. One DCN+ run of
