@@ -53,6 +53,7 @@ from hpn.topology.fabric import LinkTier, NodeKind
 from hpn.workload.collectives import Params
 from hpn.workload.collectives.algorithms import add_collective
 from hpn.workload.collectives.context import Ctx, nvlink_data_fabric
+from hpn.workload.collectives.ops import bandwidths
 from hpn.workload.collectives.placement import place
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -294,6 +295,15 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
         row["network_end_ms"] = float((res.finish[net].max() - t0) * 1e3)
         row["other_end_ms"] = float((res.finish[~net].max() - t0) * 1e3)
         row["total_ms"] = float((res.task_finish[marks[1]] - t0) * 1e3)
+        # were every tree channel to move its bytes at its slowest QP's htsim rate throughout
+        t_net = max(float((8 * res.size[ids][grp == g] / pkt_rate[grp == g]).max()) for g in gs)
+        tail = row["total_ms"] - max(row["network_end_ms"], row["other_end_ms"])
+        row["network_htsim_ms"] = t_net * 1e3
+        t_all = (max(row["network_htsim_ms"], row["other_end_ms"]) + tail) * 1e-3
+        row["busbw_htsim_rate"] = bandwidths("allreduce", args.size, t_all, args.gpus)[1] / 1e9
+        row["busbw_model"] = (
+            bandwidths("allreduce", args.size, row["total_ms"] * 1e-3, args.gpus)[1] / 1e9
+        )
     if mode == "ring":  # busbw if every sub-ring ran at its htsim rate for the whole 4 GiB
         n = args.gpus
         t_model = float(res.makespan)
@@ -361,7 +371,10 @@ def main() -> None:
                     f"{r['group_ratio_min']:.3f} (median {r['group_ratio_p50']:.3f}); the "
                     f"model's network flows end at {r['network_end_ms']:.2f} ms, the others "
                     f"(NVLink) at {r['other_end_ms']:.2f}, the collective at "
-                    f"{r['total_ms']:.2f}",
+                    f"{r['total_ms']:.2f}; at htsim's rates the network part would take "
+                    f"{r['network_htsim_ms']:.1f} ms: busbw {r['busbw_htsim_rate']:.1f} "
+                    f"(model {r['busbw_model']:.1f}"
+                    + (f", paper {PAPER_4G.get(preset)})" if args.gpus == 448 else ")"),
                     flush=True,
                 )
             if mode == "ring":
