@@ -174,6 +174,18 @@ def _trace_measure(what: str) -> Callable[[Any], float | None]:
     return measure
 
 
+def _replay_time(cfg: Any) -> float | None:
+    """Wall time of a replay: the trace's span x ``time_scale`` (read as the replay reads it)."""
+    from hpn.pool.traces import load_for
+
+    o = cfg.replay
+    try:
+        tr = load_for(o.trace, models=o.trace_models, seed=o.seed, duration=float(o.duration))
+    except InputError:
+        return None  # reported by the service, naming the file
+    return float(tr.duration) * o.time_scale
+
+
 def _faults(cfg: Any) -> list[Any]:
     from hpn.failures.faults import parse_fault
 
@@ -270,6 +282,10 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
             100_000_000,
             _goodput_requests,
         ),
+    ),
+    "pool replay": (
+        Limit("replay.time_scale", "replay time (trace span x time scale)", MAX_SPAN, None,
+              _replay_time, "s"),
     ),
     "pool capacity": (
         _POOL_SPAN,

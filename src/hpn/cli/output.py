@@ -38,8 +38,10 @@ class _Console:
         return getattr(self.real, name)
 
 
-stdout = _Console()
-stderr = _Console(stderr=True)
+# no console markup: tables and lines carry user text (paths, SQL results, names) that may
+# contain ``[/x]``; styling is by rich objects (``Text``), never by markup in strings
+stdout = _Console(markup=False)
+stderr = _Console(stderr=True, markup=False)
 
 
 def emit_json(obj: dict[str, Any]) -> None:
