@@ -57,7 +57,9 @@ class UpConfig(Model):
 
 
 class ConfigsOptions(LabOptions):
-    out: str = Field("lab-configs", min_length=1, description="directory for the per-switch configurations")
+    out: str = Field(
+        "lab-configs", min_length=1, description="directory for the per-switch configurations"
+    )
 
 
 class ExportOptions(LabOptions):

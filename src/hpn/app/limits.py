@@ -186,6 +186,13 @@ def _replay_time(cfg: Any) -> float | None:
     return float(tr.duration) * o.time_scale
 
 
+def _failures_drawn(cfg: Any) -> float:
+    """Failures a reliability run draws, about: trials x months x the rates x 2 links (and at
+    most as many ToRs) per GPU (each is drawn, placed and timed)."""
+    r = cfg.reliability
+    return r.trials * r.months * (r.link_rate + r.tor_rate) * 2 * r.gpus
+
+
 def _faults(cfg: Any) -> list[Any]:
     from hpn.failures.faults import parse_fault
 
@@ -284,8 +291,14 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
         ),
     ),
     "pool replay": (
-        Limit("replay.time_scale", "replay time (trace span x time scale)", MAX_SPAN, None,
-              _replay_time, "s"),
+        Limit(
+            "replay.time_scale",
+            "replay time (trace span x time scale)",
+            MAX_SPAN,
+            None,
+            _replay_time,
+            "s",
+        ),
     ),
     "pool capacity": (
         _POOL_SPAN,
@@ -319,6 +332,13 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
     "reliability": (
         Limit("reliability.trials", "trials", 100_000, 10_000_000),
         Limit("reliability.months", "months", 120, 1_200),
+        Limit(
+            "reliability.link_rate",
+            "failures drawn (trials x months x (link + ToR rate) x 2 per GPU)",
+            20_000_000,
+            1_000_000_000,
+            _failures_drawn,
+        ),
     ),
 }
 """Each command's size limits (commands not listed are bounded by their config models)."""

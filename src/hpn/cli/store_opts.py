@@ -23,7 +23,6 @@ __all__ = ["OutOpt", "PlotOpt", "check_out", "folder_name", "save"]
 _PANEL = "Results"
 
 
-
 def folder_name(text: str) -> Path:
     """``--out`` as typed: an empty name (``--out "$UNSET"``) is refused, not the cwd."""
     if not text.strip():
