@@ -710,7 +710,7 @@ CORPUS += cases(
     [
         ("--flaps-per-day 1e30", ("flaps_per_day", "10000000")),
         ("--link-rate 1e30", ("link_rate", "less than or equal to 1")),
-        ("--link-rate 0.5", ("--link-rate", "failures drawn", "--allow-large")),
+        ("--link-rate 1 --trials 100000", ("failures drawn", "link", "--allow-large")),
     ],
 )
 CORPUS += cases("lab configs", [(("--out", ""), ("out", "at least 1 character"))])

@@ -333,9 +333,9 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
         Limit("reliability.trials", "trials", 100_000, 10_000_000),
         Limit("reliability.months", "months", 120, 1_200),
         Limit(
-            "reliability.link_rate",
+            "reliability.gpus",
             "failures drawn (trials x months x (link + ToR rate) x 2 per GPU)",
-            20_000_000,
+            100_000_000,
             1_000_000_000,
             _failures_drawn,
         ),
