@@ -209,7 +209,7 @@ CORPUS += cases(
         ("--sizes 0", ("sizes",)),
         ("--sizes ,", ("--sizes",)),
         ("--sizes 2TiB", ("--sizes", "1TiB")),
-        (("--sizes", ",".join(["1M"] * 65)), ("--sizes", "64")),
+        (("--sizes", ",".join(f"{k}K" for k in range(1, 66))), ("--sizes", "64")),
         ("--jobs 100", ("--jobs", "64")),
         ("--algo nope", ("algo", "ring")),
         ("--algo collnetdirect", ("algo", "in-network reduction")),

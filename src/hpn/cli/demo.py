@@ -23,9 +23,7 @@ def demo(
 
     check_folder(out, "--out")  # before any work: a file in the way, a read-only folder
     check_out(None)  # the store the demo's runs go to
-    from rich.text import Text
-
-    d = run_demo(out, say=lambda msg: stderr.print(Text.assemble((">", "bold"), f" {msg}")))
+    d = run_demo(out, say=lambda msg: stderr.print(f"> {msg}", highlight=False))
     stdout.print(kv_table(f"hpn demo ({d.wall_s:.0f} s, {len(d.runs)} runs stored)", d.figures))
     stdout.print(f"report: {d.report}", highlight=False)
     for line in d.claims:

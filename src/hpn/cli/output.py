@@ -38,8 +38,7 @@ class _Console:
         return getattr(self.real, name)
 
 
-# no console markup: tables and lines carry user text (paths, SQL results, names) that may
-# contain ``[/x]``; styling is by rich objects (``Text``), never by markup in strings
+# no markup: tables and lines carry user text (paths, SQL results) that may contain "[/x]"
 stdout = _Console(markup=False)
 stderr = _Console(stderr=True, markup=False)
 
