@@ -674,7 +674,6 @@ CORPUS += cases(
     "pool simulate",
     [
         (f"{SIM} --cv 1e30", ("cv", "<= 10|less than or equal to 10")),
-        (f"{SIM} --policy muxserve --kv-fraction 0", ("kv_fraction", "greater than 0")),
         ("--trace {F}/one.csv --trace-models 0", ("trace_models", ">= 1|greater than or equal")),
     ],
 )

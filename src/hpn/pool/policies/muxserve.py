@@ -67,7 +67,7 @@ def rate_scale(n_params: float) -> int:
 class MuxServeKnobs(Model):
     """`muxserve`: MuxServe's placer memory accounting."""
 
-    kv_fraction: float = Field(KV_FRACTION, gt=0, lt=1, description="GPU memory share for KV")
+    kv_fraction: float = Field(KV_FRACTION, ge=0, lt=1, description="GPU memory share for KV")
     overhead_gb: float = Field(OVERHEAD_GB, ge=0, description="GB charged per model")
 
 
