@@ -210,9 +210,10 @@ def _strict(annotation: Any, value: Any) -> str | None:
     return None
 
 
-def positive(value: float) -> float:
-    """A shared field validator: the value must be > 0 (``field_validator(...)(positive)``)."""
-    if value <= 0:
+def positive(value: float | None) -> float | None:
+    """A shared field validator: the value must be > 0 (``field_validator(...)(positive)``);
+    None (an optional field left unset) passes."""
+    if value is not None and value <= 0:
         raise ValueError("must be > 0")
     return value
 
