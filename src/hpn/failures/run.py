@@ -57,7 +57,7 @@ def run_fail(
         timeout_s=rec.timeout,
         checkpoint_interval_s=rec.interval,
         restart_s=rec.restart,
-        **result,
+        **result.figures(),
         wall_s=time.perf_counter() - t0,
     )
     return out, tables
