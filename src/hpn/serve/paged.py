@@ -1,0 +1,234 @@
+"""Paged KV storage: an instance's blocks as one tensor, written by slot and read by table.
+
+After vLLM v1 (v0.11): the KV memory of an instance is allocated once, cut into
+`num_blocks` blocks of `block_tokens` tokens (`gpu_model_runner._allocate_kv_cache_tensors`);
+a forward writes each new token's K/V into its slot, ``block_table[pos // B] * B + pos % B``
+(`reshape_and_cache` with the step's ``slot_mapping``), and attention reads a request's
+context through its block table (`paged_attention`). Here:
+
+- `KVStore`: one tensor ``[num_blocks, block_elems]`` in the instance's dtype, where a
+  block's row is long enough for the largest served model; a model views a block as
+  ``[layers, 2, block_tokens, kv_heads, head_dim]`` (vLLM's flash layout per layer, all
+  layers of a block in one row), so the memory the block allocator hands out is the
+  memory that exists, whichever model holds it. Blocks are zeroed when taken (vLLM
+  allocates the whole cache zeroed; here pages are touched as blocks are used).
+- `PagedCache`: a transformers `Cache` whose layers write the forward's K/V into the
+  slots and, in a decode step, return each request's context gathered through its block
+  table (``index_select`` of its blocks, right-padded to the batch's longest table and
+  masked). There is no paged-attention kernel on CPU: the gather is one copy of the
+  batch's context per layer and step, the cost of reading through a table.
+- `swap`: a request's blocks copied device -> host (``[blocks, elems]``) -> the blocks
+  allocated on the destination (vLLM v0's swap-out/swap-in of block lists).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpn.serve.kv import BLOCK_TOKENS, KVManager, blocks_for
+
+try:  # the engine extra; this module is imported only by the engine
+    from transformers.cache_utils import Cache, DynamicLayer
+except ImportError:  # pragma: no cover - without the extra nothing here runs
+    Cache = DynamicLayer = object  # type: ignore[misc,assignment]
+
+
+def kv_dims(config) -> tuple[int, int, int]:
+    """(layers, kv heads, head dim) of a transformers config."""
+    heads = config.num_attention_heads
+    kv = getattr(config, "num_key_value_heads", None) or heads
+    hd = getattr(config, "head_dim", None) or config.hidden_size // heads
+    return int(config.num_hidden_layers), int(kv), int(hd)
+
+
+def block_elems(config, block_tokens: int = BLOCK_TOKENS) -> int:
+    """Elements one block of `block_tokens` tokens holds for a model."""
+    layers, kv, hd = kv_dims(config)
+    return 2 * layers * block_tokens * kv * hd
+
+
+class KVStore:
+    """The KV memory of one instance: `num_blocks` rows of `elems` elements."""
+
+    def __init__(self, num_blocks: int, elems: int, block_tokens: int, device, dtype):
+        import torch
+
+        self.block_tokens = block_tokens
+        self.elems = elems
+        self.device = device
+        self.data = torch.empty(num_blocks, elems, device=device, dtype=dtype)
+        self._views: dict[tuple[int, int, int], Any] = {}
+
+    @property
+    def nbytes(self) -> int:
+        return self.data.numel() * self.data.element_size()
+
+    def view(self, config):
+        """The blocks as ``[blocks, layers, 2, block_tokens, kv_heads, head_dim]`` for a model."""
+        dims = kv_dims(config)
+        v = self._views.get(dims)
+        if v is None:
+            layers, kv, hd = dims
+            n = 2 * layers * self.block_tokens * kv * hd
+            if n > self.elems:
+                raise ValueError(f"a block holds {self.elems} elements, the model needs {n}")
+            v = self.data[:, :n].view(-1, layers, 2, self.block_tokens, kv, hd)
+            self._views[dims] = v
+        return v
+
+    def zero(self, blocks: list[int]) -> None:
+        import torch
+
+        if blocks:
+            self.data.index_fill_(0, torch.tensor(blocks, device=self.device), 0)
+
+
+def kv_pool(config, num_blocks: int, device, dtype, block_tokens: int = BLOCK_TOKENS):
+    """A `KVManager` with its own store, sized for one model (profiles, benches, tests)."""
+    store = KVStore(num_blocks, block_elems(config, block_tokens), block_tokens, device, dtype)
+    return KVManager(num_blocks, block_tokens, store)
+
+
+class _Plan:
+    """Where one forward's new K/V go and what its attention reads.
+
+    ``blk``/``off``: the slot of each new token (block id, offset in the block); ``rows``/
+    ``cols``: which (batch row, query column) each of them is (prefill; None in a decode
+    step: one token per row); ``table``: the batch's block tables, right-padded with each
+    row's first block (decode only; None in a prefill, which attends to its own K/V)."""
+
+    def __init__(self, blk, off, rows=None, cols=None, table=None):
+        self.blk, self.off, self.rows, self.cols, self.table = blk, off, rows, cols, table
+
+
+class _PagedLayer(DynamicLayer):  # type: ignore[misc,valid-type]
+    def __init__(self, pool, plan: _Plan):
+        super().__init__()
+        self.k, self.v = pool[:, 0], pool[:, 1]  # [blocks, B, H, D] each (strided views)
+        self.plan = plan
+        self.is_initialized = True
+        self.device = pool.device
+        p = plan
+        self.length = 0 if p.table is None else p.table.shape[1] * pool.shape[2] - 1
+
+    def lazy_initialization(self, key_states, value_states) -> None:  # pragma: no cover
+        pass
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        p = self.plan
+        ks, vs = key_states.transpose(1, 2), value_states.transpose(1, 2)  # [b, q, H, D]
+        if p.table is None:  # prefill: write the valid columns, attend to its own K/V
+            self.k[p.blk, p.off] = ks[p.rows, p.cols]
+            self.v[p.blk, p.off] = vs[p.rows, p.cols]
+            return key_states, value_states
+        self.k[p.blk, p.off] = ks[:, 0]
+        self.v[p.blk, p.off] = vs[:, 0]
+        b, nb = p.table.shape
+        flat = p.table.view(-1)
+        _, B, H, D = self.k.shape
+        keys = self.k.index_select(0, flat).view(b, nb * B, H, D).transpose(1, 2)
+        values = self.v.index_select(0, flat).view(b, nb * B, H, D).transpose(1, 2)
+        return keys, values
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.length + query_length, 0
+
+
+class PagedCache(Cache):  # type: ignore[misc,valid-type]
+    """A transformers cache over an instance's blocks for one forward."""
+
+    def __init__(self, pool, plan: _Plan):
+        super().__init__(layers=[_PagedLayer(pool[:, i], plan) for i in range(pool.shape[1])])
+
+
+def prefill_cache(kv: KVManager, module, rids: list[int], lens: list[int], width: int):
+    """The cache of a left-padded prefill of `width` columns: request `rids[i]`'s
+    `lens[i]` tokens (its blocks already allocated) go to positions 0..lens[i]-1."""
+    import torch
+
+    B = kv.block_tokens
+    blk, off, rows, cols = [], [], [], []
+    with kv.lock:
+        for i, (rid, n) in enumerate(zip(rids, lens, strict=True)):
+            table = kv.tables[rid]
+            for pos in range(n):
+                blk.append(table[pos // B])
+                off.append(pos % B)
+                rows.append(i)
+                cols.append(width - n + pos)
+    dev = kv.store.device
+    t = [torch.tensor(x, device=dev) for x in (blk, off, rows, cols)]
+    return PagedCache(kv.store.view(module.config), _Plan(*t))
+
+
+def decode_cache(kv: KVManager, module, rids: list[int], positions: list[int]):
+    """The cache of a decode step feeding request `rids[i]` its token at `positions[i]`
+    (its slot already allocated); returns (cache, attention mask)."""
+    import torch
+
+    B = kv.block_tokens
+    with kv.lock:
+        tables = [kv.tables[rid] for rid in rids]
+        width = max(len(t) for t in tables)
+        padded = [t + [t[0]] * (width - len(t)) for t in tables]
+        blk = [t[p // B] for t, p in zip(tables, positions, strict=True)]
+    dev = kv.store.device
+    pos = torch.tensor(positions, device=dev)
+    off = pos % B
+    table = torch.tensor(padded, device=dev)
+    mask = (torch.arange(width * B, device=dev) <= pos.view(-1, 1)).long()
+    plan = _Plan(torch.tensor(blk, device=dev), off, table=table)
+    return PagedCache(kv.store.view(module.config), plan), mask
+
+
+def swap(be, seqs, dst, link) -> None:
+    """Copy the KV of `seqs` to instance `dst` (None: host memory) over `link`, block by
+    block: blocks freed at the source and taken at the destination; a KV finding no free
+    blocks there is dropped (preempted: the decode loop recomputes it), as is one of a
+    request already gone."""
+    import torch
+
+    to = None if dst is None else dst.iid
+    live = []
+    for s in seqs:
+        here = s.kv_on
+        has = s.kv is not None if here is None else be.kv[here].holds(s.rid)
+        if not has or here == to:
+            if s.preempted or not has:
+                s.kv_on = to
+            continue
+        if s.finished or s.cancelled:
+            be._release(s)
+            s.kv_on = to
+        elif to is not None and not be.kv[to].allocate_slots(s.rid, s.kv_tokens):
+            be._release(s)
+            s.preempted, s.kv_on = True, to
+            be.post(be._preempted, s.rid)
+        else:
+            live.append(s)
+    pairs, done = [], []
+    pin = be.spec.kind == "cuda"
+    for s in live:
+        cfg = be.hosts[s.model].config
+        n = blocks_for(s.kv_tokens, BLOCK_TOKENS if to is None else be.kv[to].block_tokens)
+        if s.kv_on is None:  # host -> device
+            elems = s.kv.shape[1]
+            rows = be.kv[to].tables[s.rid][:n]
+            dst_rows = [be.kv[to].store.data[b, :elems] for b in rows]
+            pairs += list(zip(dst_rows, s.kv[:n], strict=True))
+            done.append((s, None))
+        else:  # device -> host
+            src = be.kv[s.kv_on]
+            elems = block_elems(cfg, src.block_tokens)
+            rows = src.tables[s.rid][: blocks_for(s.kv_tokens, src.block_tokens)]
+            host = torch.empty(len(rows), elems, dtype=src.store.data.dtype, pin_memory=pin)
+            pairs += [(host[i], src.store.data[b, :elems]) for i, b in enumerate(rows)]
+            done.append((s, host))
+    link.copy(pairs)
+    for s, host in done:
+        if s.kv_on is not None:
+            be.kv[s.kv_on].free(s.rid)
+        s.kv, s.kv_on = host, to
