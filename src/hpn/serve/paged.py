@@ -12,8 +12,8 @@ context through its block table (`paged_attention`). Here:
   layers of a block in one row), so the memory the block allocator hands out is the
   memory that exists, whichever model holds it. Blocks are zeroed when taken (vLLM
   allocates the whole cache zeroed; here pages are touched as blocks are used).
-- `PagedCache`: a transformers `Cache` whose layers write the forward's K/V into the
-  slots and, in a decode step, return each request's context gathered through its block
+- `PagedCache` (`_cache_class`): a transformers `Cache` whose layers write the forward's
+  K/V into the slots and, in a decode step, return each request's context gathered through its block
   table (``index_select`` of its blocks, right-padded to the batch's longest table and
   masked). There is no paged-attention kernel on CPU: the gather is one copy of the
   batch's context per layer and step, the cost of reading through a table.
@@ -23,14 +23,10 @@ context through its block table (`paged_attention`). Here:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from hpn.serve.kv import BLOCK_TOKENS, KVManager, blocks_for
-
-try:  # the engine extra; this module is imported only by the engine
-    from transformers.cache_utils import Cache, DynamicLayer
-except ImportError:  # pragma: no cover - without the extra nothing here runs
-    Cache = DynamicLayer = object  # type: ignore[misc,assignment]
 
 
 def kv_dims(config) -> tuple[int, int, int]:
@@ -101,47 +97,55 @@ class _Plan:
         self.blk, self.off, self.rows, self.cols, self.table = blk, off, rows, cols, table
 
 
-class _PagedLayer(DynamicLayer):  # type: ignore[misc,valid-type]
-    def __init__(self, pool, plan: _Plan):
-        super().__init__()
-        self.k, self.v = pool[:, 0], pool[:, 1]  # [blocks, B, H, D] each (strided views)
-        self.plan = plan
-        self.is_initialized = True
-        self.device = pool.device
-        p = plan
-        self.length = 0 if p.table is None else p.table.shape[1] * pool.shape[2] - 1
+@functools.cache
+def _cache_class():
+    """`PagedCache`, a transformers `Cache` whose layers write the forward's K/V into their
+    slots and read a decode step's contexts through the block tables (built on first use:
+    importing transformers costs seconds)."""
+    from transformers.cache_utils import Cache, DynamicLayer
 
-    def lazy_initialization(self, key_states, value_states) -> None:  # pragma: no cover
-        pass
+    class _PagedLayer(DynamicLayer):
+        def __init__(self, pool, plan: _Plan):
+            super().__init__()
+            self.k, self.v = pool[:, 0], pool[:, 1]  # [blocks, B, H, D] each (strided views)
+            self.plan = plan
+            self.is_initialized = True
+            self.device = pool.device
+            p = plan
+            self.length = 0 if p.table is None else p.table.shape[1] * pool.shape[2] - 1
 
-    def update(self, key_states, value_states, *args, **kwargs):
-        p = self.plan
-        ks, vs = key_states.transpose(1, 2), value_states.transpose(1, 2)  # [b, q, H, D]
-        if p.table is None:  # prefill: write the valid columns, attend to its own K/V
-            self.k[p.blk, p.off] = ks[p.rows, p.cols]
-            self.v[p.blk, p.off] = vs[p.rows, p.cols]
-            return key_states, value_states
-        self.k[p.blk, p.off] = ks[:, 0]
-        self.v[p.blk, p.off] = vs[:, 0]
-        b, nb = p.table.shape
-        flat = p.table.view(-1)
-        _, B, H, D = self.k.shape
-        keys = self.k.index_select(0, flat).view(b, nb * B, H, D).transpose(1, 2)
-        values = self.v.index_select(0, flat).view(b, nb * B, H, D).transpose(1, 2)
-        return keys, values
+        def lazy_initialization(self, key_states, value_states) -> None:  # pragma: no cover
+            pass
 
-    def get_seq_length(self) -> int:
-        return self.length
+        def update(self, key_states, value_states, *args, **kwargs):
+            p = self.plan
+            ks, vs = key_states.transpose(1, 2), value_states.transpose(1, 2)  # [b, q, H, D]
+            if p.table is None:  # prefill: write the valid columns, attend to its own K/V
+                self.k[p.blk, p.off] = ks[p.rows, p.cols]
+                self.v[p.blk, p.off] = vs[p.rows, p.cols]
+                return key_states, value_states
+            self.k[p.blk, p.off] = ks[:, 0]
+            self.v[p.blk, p.off] = vs[:, 0]
+            b, nb = p.table.shape
+            flat = p.table.view(-1)
+            _, B, H, D = self.k.shape
+            keys = self.k.index_select(0, flat).view(b, nb * B, H, D).transpose(1, 2)
+            values = self.v.index_select(0, flat).view(b, nb * B, H, D).transpose(1, 2)
+            return keys, values
 
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.length + query_length, 0
+        def get_seq_length(self) -> int:
+            return self.length
 
+        def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+            return self.length + query_length, 0
 
-class PagedCache(Cache):  # type: ignore[misc,valid-type]
-    """A transformers cache over an instance's blocks for one forward."""
+    class PagedCache(Cache):
+        """A transformers cache over an instance's blocks for one forward."""
 
-    def __init__(self, pool, plan: _Plan):
-        super().__init__(layers=[_PagedLayer(pool[:, i], plan) for i in range(pool.shape[1])])
+        def __init__(self, pool, plan: _Plan):
+            super().__init__(layers=[_PagedLayer(pool[:, i], plan) for i in range(pool.shape[1])])
+
+    return PagedCache
 
 
 def prefill_cache(kv: KVManager, module, rids: list[int], lens: list[int], width: int):
@@ -161,7 +165,7 @@ def prefill_cache(kv: KVManager, module, rids: list[int], lens: list[int], width
                 cols.append(width - n + pos)
     dev = kv.store.device
     t = [torch.tensor(x, device=dev) for x in (blk, off, rows, cols)]
-    return PagedCache(kv.store.view(module.config), _Plan(*t))
+    return _cache_class()(kv.store.view(module.config), _Plan(*t))
 
 
 def decode_cache(kv: KVManager, module, rids: list[int], positions: list[int]):
@@ -181,7 +185,7 @@ def decode_cache(kv: KVManager, module, rids: list[int], positions: list[int]):
     table = torch.tensor(padded, device=dev)
     mask = (torch.arange(width * B, device=dev) <= pos.view(-1, 1)).long()
     plan = _Plan(torch.tensor(blk, device=dev), off, table=table)
-    return PagedCache(kv.store.view(module.config), plan), mask
+    return _cache_class()(kv.store.view(module.config), plan), mask
 
 
 def swap(be, seqs, dst, link) -> None:
