@@ -153,19 +153,16 @@ def prefill_cache(kv: KVManager, module, rids: list[int], lens: list[int], width
     `lens[i]` tokens (its blocks already allocated) go to positions 0..lens[i]-1."""
     import torch
 
-    B = kv.block_tokens
-    blk, off, rows, cols = [], [], [], []
-    with kv.lock:
-        for i, (rid, n) in enumerate(zip(rids, lens, strict=True)):
-            table = kv.tables[rid]
-            for pos in range(n):
-                blk.append(table[pos // B])
-                off.append(pos % B)
-                rows.append(i)
-                cols.append(width - n + pos)
     dev = kv.store.device
-    t = [torch.tensor(x, device=dev) for x in (blk, off, rows, cols)]
-    return _cache_class()(kv.store.view(module.config), _Plan(*t))
+    with kv.lock:
+        tables = [torch.tensor(kv.tables[rid], device=dev) for rid in rids]
+    parts = []
+    for i, (table, n) in enumerate(zip(tables, lens, strict=True)):
+        pos = torch.arange(n, device=dev)
+        parts.append((table[pos // kv.block_tokens], pos % kv.block_tokens,
+                      torch.full_like(pos, i), pos + (width - n)))  # fmt: skip
+    blk, off, rows, cols = (torch.cat(x) for x in zip(*parts, strict=True))
+    return _cache_class()(kv.store.view(module.config), _Plan(blk, off, rows, cols))
 
 
 def decode_cache(kv: KVManager, module, rids: list[int], positions: list[int]):
@@ -213,20 +210,20 @@ def swap(be, seqs, dst, link) -> None:
             be.post(be._preempted, s.rid)
         else:
             live.append(s)
-    pairs, done = [], []
+    pairs: list[tuple[Any, Any]] = []
+    done: list[tuple[Any, Any]] = []
     pin = be.spec.kind == "cuda"
     for s in live:
-        cfg = be.hosts[s.model].config
-        n = blocks_for(s.kv_tokens, BLOCK_TOKENS if to is None else be.kv[to].block_tokens)
-        if s.kv_on is None:  # host -> device
+        if s.kv_on is None:  # host -> device: into the blocks taken above
+            dkv = be.kv[to]
             elems = s.kv.shape[1]
-            rows = be.kv[to].tables[s.rid][:n]
-            dst_rows = [be.kv[to].store.data[b, :elems] for b in rows]
-            pairs += list(zip(dst_rows, s.kv[:n], strict=True))
+            rows = dkv.tables[s.rid][: blocks_for(s.kv_tokens, dkv.block_tokens)]
+            dst_rows = [dkv.store.data[b, :elems] for b in rows]
+            pairs += list(zip(dst_rows, s.kv[: len(rows)], strict=True))
             done.append((s, None))
         else:  # device -> host
             src = be.kv[s.kv_on]
-            elems = block_elems(cfg, src.block_tokens)
+            elems = block_elems(be.hosts[s.model].config, src.block_tokens)
             rows = src.tables[s.rid][: blocks_for(s.kv_tokens, src.block_tokens)]
             host = torch.empty(len(rows), elems, dtype=src.store.data.dtype, pin_memory=pin)
             pairs += [(host[i], src.store.data[b, :elems]) for i, b in enumerate(rows)]
