@@ -8,7 +8,8 @@
 2. The gather: at batch b and context c, seconds of the block-table reads of one step
    (``index_select`` of K and V for every layer, as `hpn.serve.paged` does) vs the whole
    step, each the median of `--repeats` alternating runs in this process.
-3. Decode throughput at batch 1, 8 and 32 (prompts 3..7 tokens, as `bench_serve.py`): the
+3. Decode throughput at batch 1, 8 and 32 (prompts 3..7 tokens, as `bench_serve.py`, or
+   `--context` tokens): the
    paged runner vs `generate()` on the same model, and, with `--old-runner PATH` (the
    `runner.py` of an earlier tree, one KV tensor per request), vs that runner too: the
    median of `--repeats` alternating runs of each in this process, tokens compared.
@@ -36,6 +37,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--old-runner", default=None, help="runner.py with per-request KV tensors")
     ap.add_argument("--parts", default="1,2,3")
+    ap.add_argument("--context", type=int, default=0, help="part 3's prompt length (0: 3..7)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="hpn-bench-kv-") as tmp:
         return run(a, tmp)
@@ -53,7 +55,9 @@ def run(a, tmp: str) -> int:
     from hpn.serve.weights import DeviceModel, HostModel
 
     torch.set_num_threads(1)
-    (info,) = make_models(tmp, 1, [a.size], seed=0, max_len=a.max_prompt + a.tokens + 64)
+    (info,) = make_models(
+        tmp, 1, [a.size], seed=0, max_len=max(a.max_prompt, a.context) + a.tokens + 64
+    )
     spec = default_spec("cpu", 1, link_bps=None, memory_bytes=4 << 30)
     host = HostModel(info, spec)
     dm = DeviceModel(host, spec)
@@ -154,6 +158,8 @@ def _throughput_at(batch, a, info, spec, dm, ref, old) -> list[float]:
 
     n = a.tokens
     prompts = [[10 + i, 20 + i, 30, 40, 50 + i, 60, 70][: 3 + i % 5] for i in range(batch)]
+    if a.context:  # long contexts: `--context` tokens less 0..7 per request
+        prompts = [[10 + (7 * i + j) % 500 for j in range(a.context - i % 8)] for i in range(batch)]
     width = max(len(p) for p in prompts)
     ids = torch.zeros(batch, width, dtype=torch.long)
     mask = torch.zeros(batch, width, dtype=torch.long)

@@ -14,7 +14,7 @@ context through its block table (`paged_attention`). Here:
   allocates the whole cache zeroed; here pages are touched as blocks are used).
 - `PagedCache` (`_cache_class`): a transformers `Cache` whose layers write the forward's
   K/V into the slots and, in a decode step, return each request's context gathered through its block
-  table (``index_select`` of its blocks, right-padded to the batch's longest table and
+  table (``index_select`` of its blocks, right-padded to the batch's longest context and
   masked). There is no paged-attention kernel on CPU: the gather is one copy of the
   batch's context per layer and step, the cost of reading through a table.
 - `swap`: a request's blocks copied device -> host (``[blocks, elems]``) -> the blocks
@@ -93,8 +93,9 @@ class _Plan:
     step: one token per row); ``table``: the batch's block tables, right-padded with each
     row's first block (decode only; None in a prefill, which attends to its own K/V)."""
 
-    def __init__(self, blk, off, rows=None, cols=None, table=None):
+    def __init__(self, blk, off, rows=None, cols=None, table=None, width=0):
         self.blk, self.off, self.rows, self.cols, self.table = blk, off, rows, cols, table
+        self.width = width  # decode: the columns attention reads (the longest context)
 
 
 @functools.cache
@@ -111,8 +112,7 @@ def _cache_class():
             self.plan = plan
             self.is_initialized = True
             self.device = pool.device
-            p = plan
-            self.length = 0 if p.table is None else p.table.shape[1] * pool.shape[2] - 1
+            self.length = 0 if plan.table is None else plan.width - 1
 
         def lazy_initialization(self, key_states, value_states) -> None:  # pragma: no cover
             pass
@@ -129,9 +129,9 @@ def _cache_class():
             b, nb = p.table.shape
             flat = p.table.view(-1)
             _, B, H, D = self.k.shape
-            keys = self.k.index_select(0, flat).view(b, nb * B, H, D).transpose(1, 2)
-            values = self.v.index_select(0, flat).view(b, nb * B, H, D).transpose(1, 2)
-            return keys, values
+            keys = self.k.index_select(0, flat).view(b, nb * B, H, D)[:, : p.width]
+            values = self.v.index_select(0, flat).view(b, nb * B, H, D)[:, : p.width]
+            return keys.transpose(1, 2), values.transpose(1, 2)
 
         def get_seq_length(self) -> int:
             return self.length
@@ -180,8 +180,9 @@ def decode_cache(kv: KVManager, module, rids: list[int], positions: list[int]):
     pos = torch.tensor(positions, device=dev)
     off = pos % B
     table = torch.tensor(padded, device=dev)
-    mask = (torch.arange(width * B, device=dev) <= pos.view(-1, 1)).long()
-    plan = _Plan(torch.tensor(blk, device=dev), off, table=table)
+    cols = max(positions) + 1  # the last block's tail past every context is not read
+    mask = (torch.arange(cols, device=dev) <= pos.view(-1, 1)).long()
+    plan = _Plan(torch.tensor(blk, device=dev), off, table=table, width=cols)
     return _cache_class()(kv.store.view(module.config), plan), mask
 
 
