@@ -1,5 +1,7 @@
-"""Paged KV: block tables by hand, and an engine whose blocks run out admits, preempts
-(recompute) and completes every request with the tokens of an unconstrained run."""
+"""Paged KV: block tables by hand; an engine whose blocks run out admits, preempts
+(recompute) and completes every request with the tokens of an unconstrained run; the pool
+is the memory the allocator hands out; tokens do not depend on the block size; a swap moves
+a request's blocks to host memory and back into other blocks."""
 
 from __future__ import annotations
 
