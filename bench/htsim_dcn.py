@@ -22,7 +22,12 @@ says. ``--order-seed``/``--swaps`` put the hosts in another rank order (see
 
     PYTHONPATH=src .venv/bin/python bench/htsim_dcn.py --htsim-src DIR [--presets dcn-plus,hpn]
         [--modes free,ring] [--end-us 9000 --warm-us 3000] [--order-seed 1 --swaps 16]
-        [--pace model] [--pfc-high 100000 --pfc-low 80000]
+        [--pace model] [--pfc-high 100000 --pfc-low 80000] [--algo auto --modes free]
+
+``--algo auto`` replays NCCL 2.18.3's own choice instead of the ring (Tree at 256 MiB and
+below, NVLSTree above; 7,040 QPs at 4 GiB), free mode only, and reports each coupled group's
+(tree channel's) slowest QP against the fluid rate, beside when the model's network and
+NVLink flows end (see docs/guide/routing.md, "DCN+ against HPN with NCCL's trees").
 
 ``DIR`` is a csg-htsim checkout (github.com/Broadcom/csg-htsim); its ``sim/`` is copied into
 ``build/htsim`` (git-ignored) and built once (a few minutes), then the driver. One DCN+ run of
@@ -47,7 +52,8 @@ from hpn.topology import build
 from hpn.topology.fabric import LinkTier, NodeKind
 from hpn.workload.collectives import Params
 from hpn.workload.collectives.algorithms import add_collective
-from hpn.workload.collectives.context import Ctx
+from hpn.workload.collectives.context import Ctx, nvlink_data_fabric
+from hpn.workload.collectives.ops import bandwidths
 from hpn.workload.collectives.placement import place
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -90,14 +96,31 @@ def build_driver(src: Path) -> Path:
     return exe
 
 
-def routed(preset: str, size: float, gpus: int, seed: int, conns: int, order=None, swaps=None):
-    """The model's run of the AllReduce (hosts in fabric order, or ``host_order``'s)."""
+def routed(
+    preset: str,
+    size: float,
+    gpus: int,
+    seed: int,
+    conns: int,
+    order=None,
+    swaps=None,
+    algo: str = "ring",
+    nccl: str = "2.18.3",
+):
+    """The model's run of the AllReduce (hosts in fabric order, or ``host_order``'s):
+    ``algo="ring"`` the ring of the study below; ``"auto"`` NCCL ``nccl``'s own choice (Tree,
+    NVLSTree at 448 GPUs) with NVLink at NCCL's data rate, as ``hpn collective`` runs it."""
     f = build(preset)
     grid = place(f, gpus).gpus
     grid = grid[host_order(len(grid), order, swaps)]
     ctx = Ctx(f)
-    marks = add_collective(ctx, "allreduce", grid, size, "ring", Params(conns=conns))
-    res = simulate(f, ctx.dag, router_for(f, None, seed=seed), seed=seed)
+    if algo == "ring":
+        marks = add_collective(ctx, "allreduce", grid, size, "ring", Params(conns=conns))
+        res = simulate(f, ctx.dag, router_for(f, None, seed=seed), seed=seed)
+    else:
+        p = Params(conns=conns, nccl=nccl)
+        marks = add_collective(ctx, "allreduce", grid, size, None if algo == "auto" else algo, p)
+        res = simulate(nvlink_data_fabric(f, p), ctx.dag, router_for(f, None, seed=seed), seed=seed)
     return f, ctx.dag.tasks, res, marks
 
 
@@ -172,8 +195,18 @@ def fluid_free(f, res, ids, cap) -> np.ndarray:
 def run_one(exe: Path, preset: str, mode: str, args) -> dict:
     t0 = time.perf_counter()
     f, tasks, res, marks = routed(
-        preset, args.size, args.gpus, args.seed, args.conns, args.order_seed, args.swaps
+        preset,
+        args.size,
+        args.gpus,
+        args.seed,
+        args.conns,
+        args.order_seed,
+        args.swaps,
+        args.algo,
+        args.nccl,
     )
+    if args.algo != "ring" and mode == "ring":
+        raise SystemExit("error: --modes: ring mode replays ring order; use free with --algo")
     ids, cap = edges_of(f, tasks, res)
     if args.pace == "model":  # as if congestion control held every QP at its max-min share
         cap = np.minimum(cap, res.mean_rate[ids])
@@ -193,6 +226,7 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
     work = BUILD / "runs"
     work.mkdir(parents=True, exist_ok=True)
     tag = "" if args.order_seed is None else f"-order{args.order_seed}-{args.swaps}"
+    tag += "" if args.algo == "ring" else f"-{args.algo}"
     tag += "-paced" if args.pace == "model" else ""
     inp = work / f"{preset}-{mode}{tag}.in"
     write_input(inp, f, res, ids, cap, tasks, mode, steps, sim)
@@ -250,6 +284,26 @@ def run_one(exe: Path, preset: str, mode: str, args) -> dict:
         "export_s": t1 - t0,
         "htsim_s": t2 - t1,
     }
+    if args.algo != "ring":  # coupled groups (a tree channel's QPs) run at their slowest QP
+        t0 = res.task_start[marks[0]]
+        net = np.zeros(len(res.size), bool)
+        net[ids] = True
+        row["group_min_gbps"] = float(ring_rate.min() / 1e9)
+        fluid = np.array([model[grp == g].min() for g in gs])
+        row["group_ratio_min"] = float((ring_rate / fluid).min())
+        row["group_ratio_p50"] = float(np.median(ring_rate / fluid))
+        row["network_end_ms"] = float((res.finish[net].max() - t0) * 1e3)
+        row["other_end_ms"] = float((res.finish[~net].max() - t0) * 1e3)
+        row["total_ms"] = float((res.task_finish[marks[1]] - t0) * 1e3)
+        # were every tree channel to move its bytes at its slowest QP's htsim rate throughout
+        t_net = max(float((8 * res.size[ids][grp == g] / pkt_rate[grp == g]).max()) for g in gs)
+        tail = row["total_ms"] - max(row["network_end_ms"], row["other_end_ms"])
+        row["network_htsim_ms"] = t_net * 1e3
+        t_all = (max(row["network_htsim_ms"], row["other_end_ms"]) + tail) * 1e-3
+        row["busbw_htsim_rate"] = bandwidths("allreduce", args.size, t_all, args.gpus)[1] / 1e9
+        row["busbw_model"] = (
+            bandwidths("allreduce", args.size, row["total_ms"] * 1e-3, args.gpus)[1] / 1e9
+        )
     if mode == "ring":  # busbw if every sub-ring ran at its htsim rate for the whole 4 GiB
         n = args.gpus
         t_model = float(res.makespan)
@@ -277,6 +331,10 @@ def main() -> None:
     ap.add_argument("--size", type=float, default=4 * 2**30)
     ap.add_argument("--conns", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1, help="routing seed")
+    ap.add_argument(
+        "--algo", default="ring", help="ring (the study), auto (NCCL's choice) or NCCL_ALGO"
+    )
+    ap.add_argument("--nccl", default="2.18.3", help="NCCL release of --algo auto's tuner")
     ap.add_argument("--order-seed", type=int, default=None, help="hosts in a random order")
     ap.add_argument("--swaps", type=int, default=None, help="... or K random swaps")
     ap.add_argument(
@@ -307,6 +365,18 @@ def main() -> None:
                 f"{r['subring_min_halves_gbps'][0]:.1f}, {r['subring_min_halves_gbps'][1]:.1f}",
                 flush=True,
             )
+            if "group_min_gbps" in r:
+                print(
+                    f"{'':9} {args.algo}: slowest coupled group (tree channel) htsim/fluid "
+                    f"{r['group_ratio_min']:.3f} (median {r['group_ratio_p50']:.3f}); the "
+                    f"model's network flows end at {r['network_end_ms']:.2f} ms, the others "
+                    f"(NVLink) at {r['other_end_ms']:.2f}, the collective at "
+                    f"{r['total_ms']:.2f}; at htsim's rates the network part would take "
+                    f"{r['network_htsim_ms']:.1f} ms: busbw {r['busbw_htsim_rate']:.1f} "
+                    f"(model {r['busbw_model']:.1f}"
+                    + (f", paper {PAPER_4G.get(preset)})" if args.gpus == 448 else ")"),
+                    flush=True,
+                )
             if mode == "ring":
                 print(
                     f"{'':9} busbw 4 GiB: model {r['busbw_model']:.1f}, at htsim's slowest "

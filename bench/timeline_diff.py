@@ -2,10 +2,13 @@
 
 Usage: python bench/timeline_diff.py DIR POLICY [--requests N]
 
-Prints, for both sides: scale-ups per instance and their durations, each operation's
+Prints, for both sides (and the simulator at the replay's measured speed, POLICY-rep.json,
+when the run wrote one): scale-ups per instance and their durations, each operation's
 measured duration against the profile's prediction (the simulator's ground truth), the
 engine's durations against the profile at the concurrency it ran at (`replay_scale`), and
-per-request arrival / first token / finish, the engine's on the client's clock.
+per-request arrival / first token / finish, the engine's on the client's clock; each
+request's queue / prefill / decode time and the scale-ups by model against sim@rep (the
+rules' effects, apart from the device's speed).
 """
 
 from __future__ import annotations
@@ -44,6 +47,64 @@ def summary(name: str, log: dict, cost: EngineCost) -> None:
         )
 
 
+def _stages(log: dict) -> dict[int, tuple[float, float, float]]:
+    """Each finished request's (queue: arrival to its prefill's start, prefill: to the
+    first token, decode: first to last token) seconds."""
+    start: dict[int, float] = {}
+    for e in log["events"]:
+        if e["ev"] == "prefill":
+            for rid in e["rids"]:
+                start.setdefault(rid, e["t"])
+    out = {}
+    for r in log["requests"]:
+        if r["first_t"] >= 0 and r["done_t"] >= 0 and r["rid"] in start:
+            s = start[r["rid"]]
+            out[r["rid"]] = (s - r["arrival"], r["first_t"] - s, r["done_t"] - r["first_t"])
+    return out
+
+
+def stages(eng: dict, other: dict, name: str) -> None:
+    """Where each request's time went on both sides, and the scale-ups by model: the rules'
+    effects (queueing, scale-up counts) against the device's (prefill, decode)."""
+    e, o = _stages(eng), _stages(other)
+    both = sorted(set(e) & set(o))
+    if not both:
+        return
+    for i, part in enumerate(("queue", "prefill", "decode")):
+        de = [e[r][i] for r in both]
+        do = [o[r][i] for r in both]
+        print(
+            f"   {part:<8} mean engine {statistics.mean(de):6.2f} s {name} "
+            f"{statistics.mean(do):6.2f} s; p90 {sorted(de)[len(de) * 9 // 10]:6.2f} / "
+            f"{sorted(do)[len(do) * 9 // 10]:6.2f} s"
+        )
+    models = {r["rid"]: r["model"] for r in eng["requests"]}
+
+    def ups(log: dict) -> dict[str, int]:
+        n: dict[str, int] = {}
+        for ev in log["events"]:
+            if ev["ev"] == "load" and not ev.get("pre"):
+                n[ev["model"]] = n.get(ev["model"], 0) + 1
+        return n
+
+    ue, uo = ups(eng), ups(other)
+    print(
+        f"   scale-ups by model engine/{name}: "
+        + ", ".join(f"{m[:3]} {ue.get(m, 0)}/{uo.get(m, 0)}" for m in sorted(set(ue) | set(uo)))
+    )
+    worse = sum(e[r][0] > o[r][0] + 1.0 for r in both)
+    better = sum(e[r][0] < o[r][0] - 1.0 for r in both)
+    print(
+        f"   queue: engine > {name} + 1 s for {worse} of {len(both)} requests, "
+        f"< - 1 s for {better}; by model (mean engine - {name} s): "
+        + ", ".join(
+            f"{m[:3]} {statistics.mean(e[r][0] - o[r][0] for r in both if models[r] == m):+.1f}"
+            for m in sorted(set(models.values()))
+            if any(models[r] == m for r in both)
+        )
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -53,6 +114,8 @@ def main() -> int:
     d = Path(a.dir)
     eng = json.loads((d / f"{a.policy}-engine.json").read_text())
     sim = json.loads((d / f"{a.policy}-sim.json").read_text())
+    rp = d / f"{a.policy}-rep.json"
+    rep = json.loads(rp.read_text()) if rp.exists() else None
     client = json.loads((d / f"{a.policy}-client.json").read_text())
     prof = json.loads((d / f"{a.policy}-profile.json").read_text())
     from hpn.pool.policies import get_policy
@@ -66,8 +129,13 @@ def main() -> int:
     scale = replay_scale(eng, prof, kvb, cold)
     print(
         "engine measured / profile at its own concurrency (replay_scale): "
-        + ", ".join(f"{k} {v:.2f}" for k, v in scale.items())
+        + ", ".join(f"{k} {v:.2f}" for k, v in scale.items() if isinstance(v, float))
     )
+    if rep is not None:
+        summary("simulator at the replay's speed (sim@rep)", rep, cost)
+        stages(eng, rep, "sim@rep")
+    else:
+        stages(eng, sim, "sim")
     # the engine's requests on the client's clock: per model, in arrival order
     ereqs: dict[str, list[dict]] = {}
     for r in sorted(eng["requests"], key=lambda q: q["arrival"]):

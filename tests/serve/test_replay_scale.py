@@ -106,3 +106,35 @@ def test_replay_starts_on_a_whole_second_of_the_servers_clock():
             return await _clock_phase(c, "http://x", 1.0)
 
     assert asyncio.run(phase()) == pytest.approx(0.7, abs=0.05)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_requests_that_join_a_running_decode_are_counted(seed):
+    """A decode that others joined lasts their steps too: the simulator's own log, with
+    joins, reads back as scale 1 (counting only the first batch made it read high)."""
+    prof = _profile()
+    log = _log(prof, _trace(n=40, seed=seed), "aegaeon", Cluster(3, 1, 2, 1))
+    decodes = [e for e in log["events"] if e["ev"] == "decode"]
+    assert any(e["joins"] for e in decodes)
+    assert all(len(e["joins"]) == len(e["joins_gen1"]) for e in decodes if "gen1" in e)
+    assert replay_scale(log, prof, KVB)["decode"] == pytest.approx(1.0, rel=0.03)
+    for e in decodes:  # the joiners left out: their steps read as a slower device
+        e["joins"], e["joins_gen1"] = [], []
+    assert replay_scale(log, prof, KVB)["decode"] > 1.08
+
+
+def test_the_replays_own_contention_is_read_back():
+    """A device whose instances slow each other less than the profile says (alone 0.8x,
+    not 0.5x, of both computing): the replay's fitted curve is the device's, and the
+    simulator charged with it reproduces the replay's operation seconds."""
+    true = _shared_profile()
+    true["contention"] = {**true["contention"], "prefill": [0.8, 1.0], "decode": [0.8, 1.0]}
+    log = _log(true, _trace(n=60, seed=1), cluster=Cluster(2, 0, 0, 1))
+    prof = _shared_profile()
+    s = replay_scale(log, prof, KVB)
+    for kind in ("prefill", "decode"):
+        c = s["contention"][kind]
+        assert c[0] / c[1] == pytest.approx(0.8, rel=0.05)  # not the profile's 0.5
+        assert c[1] * s[kind] == pytest.approx(1.0, rel=0.05)  # both computing: the grid's
+    again = _log({**prof, "replay_scale": {**s, "spread": {}}}, _trace(n=60, seed=1))
+    assert replay_scale(again, true, KVB)["decode"] == pytest.approx(1.0, rel=0.05)

@@ -3,7 +3,8 @@ model's value beside the paper's, with bands, computed verdicts, causes and one 
 
 - :mod:`~hpn.reproduce.catalog`: the claims (``claims.toml``: sources, paper values with
   their precision, bands, documented causes) and what the model does not cover;
-- :mod:`~hpn.reproduce.measures_hpn`, :mod:`~hpn.reproduce.measures_aegaeon`: one measure
+- :mod:`~hpn.reproduce.measures_hpn`, :mod:`~hpn.reproduce.measures_aegaeon`,
+  :mod:`~hpn.reproduce.measures_traffic`: one measure
   per claim, computing the model's value from registered commands
   (through the runner the caller passes: :func:`hpn.app.run`, in-process; each run
   recorded in the store);

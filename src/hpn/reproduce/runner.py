@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpn.reproduce import measures_aegaeon, measures_hpn  # noqa: F401  (register the measures)
+from hpn.reproduce import (  # noqa: F401  (register the measures)
+    measures_aegaeon,
+    measures_hpn,
+    measures_traffic,
+)
 from hpn.reproduce.catalog import Claim, load, uncovered
 from hpn.reproduce.context import Context, SubRun
 from hpn.reproduce.measure import MEASURES, Measured

@@ -18,16 +18,19 @@ processes, and the engine's own server and scheduler threads, which share the
 interpreter with the instances). `replay_scale` reads that from the engine's event log of
 the replay: each operation's measured seconds against the profile's prediction at the
 number of instances computing around it, per kind; `predict` with a profile carrying
-``replay_scale`` charges every operation of that kind that much more (the device as the
-replay found it: the policy, scheduler and accounting stay the simulator's own).
+``replay_scale`` charges every operation of that kind that much more, at the replay's own
+contention curve (the device as the replay found it: the policy, scheduler and accounting
+stay the simulator's own).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
 import numpy as np
+from scipy.optimize import nnls
 
 from hpn.gpus import GPU
 from hpn.pool.backend import Cluster
@@ -80,6 +83,9 @@ class EngineCost(CostModel):
         self.kvb = dict(kv_bytes_per_token)
         self.active = int(profile["device"].get("concurrent", 1))  # instances computing
         self.shared = profile.get("contention")
+        fitted = (profile.get("replay_scale") or {}).get("contention")
+        if self.shared and fitted:  # the replay's own contention (`replay_scale`)
+            self.shared = {**self.shared, **fitted}
         self.clock: Callable[[], float] | None = None  # the simulator's (windowed scales)
         self.jitter = 1.0  # this operation's draw from replay_scale's spread
         self.pre = _Scaled(self, "prefill")
@@ -248,6 +254,7 @@ class SharedDeviceBackend(SimulatedBackend):
 
 CALIBRATED = ("prefill", "decode", "load")
 MIN_OPS = 5  # operations of a kind needed to read its scale from a replay
+MIN_SHARE = 0.05  # share of a kind's predicted seconds at k computing needed to fit k
 SPREAD_QUANTILES = 21  # quantiles kept of the single operations' spread
 
 
@@ -261,16 +268,39 @@ def op_seconds(op: dict, cost: EngineCost, reqs: dict[int, dict]) -> float | Non
         return cost.prefill_time(reqs[op["rids"][0]]["model"], op["lens"])
     if "gen1" not in op:
         return None
+    # (rid, tokens before, steps taken, first step) of every request each batch decoded;
+    # one that joined the running decode at a fraction f of its wall time starts at step
+    # f x (the op's steps): steps of even length, solved for the op's step count
+    first = [
+        [(rid, a, b - a, 0.0) for rid, a, b in zip(rids, g0, g1, strict=True)]
+        for rids, g0, g1 in zip(op["rids"], op["gen0"], op["gen1"], strict=True)
+    ]
+    wall = max(op["end"] - op["t"], 1e-12)
+    joined = [
+        (i, rid, g, g1 - g, min(max((t - op["t"]) / wall, 0.0), 0.99))
+        for (i, rid, g, t), g1 in zip(op.get("joins", []), op.get("joins_gen1", []), strict=False)
+    ]
+    span = max((s for b in first for *_, s, _ in b), default=0)
+    for _ in range(20):
+        new = max([span] + [math.ceil(f * span) + s for *_, s, f in joined])
+        if new == span:
+            break
+        span = new
+    batches = [list(b) for b in first]
+    for i, rid, g, s, f in joined:
+        while len(batches) <= i:
+            batches.append([])
+        batches[i].append((rid, g, s, float(min(math.ceil(f * span), span - s))))
     total = 0.0
-    for rids, g0, g1 in zip(op["rids"], op["gen0"], op["gen1"], strict=True):
-        if not rids:
+    for seqs in batches:
+        if not seqs:
             continue
-        m = reqs[rids[0]]["model"]
-        steps = [b - a for a, b in zip(g0, g1, strict=True)]
-        for k in range(max(steps, default=0)):
-            live = [i for i, s in enumerate(steps) if s > k]
-            ctx = sum(reqs[rids[i]]["input_len"] + g0[i] + k for i in live)
-            total += cost.decode_step(m, len(live), ctx)
+        m = reqs[seqs[0][0]]["model"]
+        for k in range(span):
+            live = [q for q in seqs if q[3] <= k < q[3] + q[2]]
+            if live:
+                ctx = sum(reqs[rid]["input_len"] + g + k - k0 for rid, g, _, k0 in live)
+                total += cost.decode_step(m, len(live), ctx)
     return total
 
 
@@ -293,7 +323,15 @@ def replay_scale(
     A kind with fewer than `MIN_OPS` predicted operations keeps scale 1. With `window`
     seconds, also the scale of each window of the trace's clock (the engine's clock less
     the lag of its first arrival behind the trace's, `arrivals`), under ``"windows"``; a
-    window with fewer than `MIN_OPS` operations of a kind takes the whole replay's."""
+    window with fewer than `MIN_OPS` operations of a kind takes the whole replay's.
+
+    The contention curve is the replay's own (``"contention"``, per kind, in the profile's
+    units: the time at k instances computing is curve[k-1] x the kind's scale): each
+    operation's seconds against its grid prediction times its share of time at each k,
+    fitted by non-negative least squares; a k with under `MIN_SHARE` of the predicted
+    seconds or `MIN_OPS` operations keeps the profile's factor (a profile measured under
+    other processes' load can have a curve the replay never ran: 10x between 1 and 3
+    instances)."""
     import bisect
 
     from hpn.serve.timeline import operations
@@ -317,50 +355,82 @@ def replay_scale(
         times.append(t)
         counts.append(k)
 
-    def mean_factor(kind: str, a: float, b: float) -> float:
-        if not shared or kind not in shared or b <= a:
-            return 1.0
-        f = shared[kind]
+    n_max = len(shared["k"]) if shared and "k" in shared else int(cost.active)
+
+    def shares(kind: str, a: float, b: float) -> np.ndarray:
+        """The fraction of [a, b] with k = 1..n_max instances computing (a prefill or a
+        load: all at its start, as `SharedDeviceBackend` charges it)."""
+        w = np.zeros(max(n_max, 1))
         i = bisect.bisect_right(times, a) - 1
-        if kind != "decode":  # charged at its start, as `SharedDeviceBackend` does
-            return float(f[min(max(counts[i] if i >= 0 else 1, 1), len(f)) - 1])
-        acc, t = 0.0, a
+
+        def k_at(j: int) -> int:
+            return min(max(counts[j] if j >= 0 else 1, 1), len(w)) - 1
+
+        if kind != "decode" or b <= a:
+            w[k_at(i)] = 1.0
+            return w
+        t = a
         while t < b:
-            nxt = times[i + 1] if i + 1 < len(times) else b
-            n = counts[i] if i >= 0 else 1
-            acc += (min(nxt, b) - t) * float(f[min(max(n, 1), len(f)) - 1])
-            t, i = min(nxt, b), i + 1
-        return acc / (b - a)
+            nxt = min(times[i + 1] if i + 1 < len(times) else b, b)
+            w[k_at(i)] += (nxt - t) / (b - a)
+            t, i = nxt, i + 1
+        return w
 
     offset = 0.0
     if arrivals is not None and len(arrivals) and log["requests"]:
         eng = sorted(r["arrival"] for r in log["requests"])
         offset = min(e - a for e, a in zip(eng, sorted(arrivals), strict=False))
-    sums: dict[tuple[str, int], list[float]] = {}  # (kind, window or -1): [meas, pred, n]
-    per_op: dict[str, list[float]] = {}  # measured / predicted of each operation
+    rows: dict[str, list[tuple[dict, float, np.ndarray]]] = {}  # kind: (op, pred, shares)
     for o in ops:
         kind = o["ev"]
         if kind == "load" and not (cold and startup <= 0 and not o.get("pre")):
             continue
         p = op_seconds(o, cost, reqs)
-        if not p:
+        if p:
+            rows.setdefault(kind, []).append((o, p, shares(kind, o["t"], o["end"])))
+    # the replay's own contention: seconds of each kind at k instances computing against
+    # the profile's grid prediction (non-negative least squares over the operations); a k
+    # too thin to fit keeps the profile's factor times the kind's fitted speed
+    curve: dict[str, list[float]] = {}
+    for kind, rs in rows.items():
+        prof_f = np.array(shared[kind] if shared and kind in shared else [1.0] * n_max)
+        A = np.array([p * w for _, p, w in rs])
+        m = np.array([o["end"] - o["t"] for o, _, _ in rs])
+        seen = A.sum(axis=0) / max(A.sum(), 1e-12)
+        fit = (seen >= MIN_SHARE) & (np.count_nonzero(A, axis=0) >= MIN_OPS)
+        if len(rs) < MIN_OPS or not fit.any():
+            curve[kind] = prof_f.tolist()
             continue
-        keys = [(kind, -1)]
-        if window:
-            keys.append((kind, max(0, int((o["t"] - offset) // window))))
-        q = p * mean_factor(kind, o["t"], o["end"])
-        for key in keys:
-            acc = sums.setdefault(key, [0.0, 0.0, 0])
-            acc[0] += o["end"] - o["t"]
-            acc[1] += q
-            acc[2] += 1
-        per_op.setdefault(kind, []).append((o["end"] - o["t"]) / q)
+        c = np.zeros(len(prof_f))
+        c[fit] = nnls(A[:, fit], m)[0]
+        if not (c[fit] > 0).all():  # degenerate: the profile's shape at one speed
+            c[fit] = prof_f[fit] * m.sum() / max(float((A[:, fit] @ prof_f[fit]).sum()), 1e-12)
+        # in the profile's units: the shape at the speed the whole replay ran at
+        speed = float((A[:, fit] @ c[fit]).sum() / max((A[:, fit] @ prof_f[fit]).sum(), 1e-12))
+        c[~fit] = prof_f[~fit] * speed
+        curve[kind] = (c / speed).tolist()
+    sums: dict[tuple[str, int], list[float]] = {}  # (kind, window or -1): [meas, pred, n]
+    per_op: dict[str, list[float]] = {}  # measured / predicted of each operation
+    for kind, rs in rows.items():
+        f = np.array(curve[kind])
+        for o, p, w in rs:
+            keys = [(kind, -1)]
+            if window:
+                keys.append((kind, max(0, int((o["t"] - offset) // window))))
+            q = p * float(w @ f)
+            for key in keys:
+                acc = sums.setdefault(key, [0.0, 0.0, 0])
+                acc[0] += o["end"] - o["t"]
+                acc[1] += q
+                acc[2] += 1
+            per_op.setdefault(kind, []).append((o["end"] - o["t"]) / q)
 
     def ratio(key, default: float) -> float:
         m, p, n = sums.get(key, (0.0, 0.0, 0))
         return m / p if n >= MIN_OPS and p > 0 else default
 
     out: dict = {kind: ratio((kind, -1), 1.0) for kind in CALIBRATED}
+    out["contention"] = {kind: [round(x, 4) for x in c] for kind, c in curve.items()}
     # the spread of single operations around their kind's scale, as quantiles
     qs = np.linspace(0.0, 1.0, SPREAD_QUANTILES)
     out["spread"] = {

@@ -29,6 +29,7 @@ class Traced(Backend):
         super().__init__(*args, **kwargs)
         self.events: list[dict] = []
         self.requests: dict[int, Request] = {}
+        self._decoding: dict[int, tuple[dict, list[Request]]] = {}  # iid: running decode
 
     # --- recording -------------------------------------------------------------------------
     def _ev(self, ev: str, inst: Instance | None, **kw) -> None:
@@ -69,11 +70,16 @@ class Traced(Backend):
     def decode(self, inst, batches, budget, on_done, stop_on_finish=False):
         rids = [self._seen(b) for b in batches]
         gen0 = [[r.generated for r in b] for b in batches]
-        self._ev("decode", inst, rids=rids, budget=budget, gen0=gen0)
+        self._ev("decode", inst, rids=rids, budget=budget, gen0=gen0, joins=[])
         rec = self.events[-1]
+        joiners: list[Request] = []
+        self._decoding[inst.iid] = (rec, joiners)
 
         def done(d: Done) -> None:
             rec["gen1"] = [[r.generated for r in b] for b in batches]
+            rec["joins_gen1"] = [r.generated for r in joiners]
+            if self._decoding.get(inst.iid, (None,))[0] is rec:
+                del self._decoding[inst.iid]
             self._ev("decode-done", d.inst, rids=[r.rid for r in d.reqs])
             on_done(d)
 
@@ -86,6 +92,11 @@ class Traced(Backend):
     def join(self, inst, reqs, index=0):
         ok = super().join(inst, reqs, index)
         self._ev("join", inst, rids=self._seen(reqs), ok=bool(ok))
+        open_ = self._decoding.get(inst.iid)
+        if ok and open_ is not None:  # into the running decode's record: [batch, rid, tokens, t]
+            rec, joiners = open_
+            rec["joins"] += [[index, r.rid, r.generated, self.now()] for r in reqs]
+            joiners += reqs
         return ok
 
     def move_kv(self, reqs, src, dst, on_done):
