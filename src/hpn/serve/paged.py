@@ -13,10 +13,11 @@ context through its block table (`paged_attention`). Here:
   memory that exists, whichever model holds it. Blocks are zeroed when taken (vLLM
   allocates the whole cache zeroed; here pages are touched as blocks are used).
 - `PagedCache` (`_cache_class`): a transformers `Cache` whose layers write the forward's
-  K/V into the slots and, in a decode step, return each request's context gathered through its block
-  table (``index_select`` of its blocks, right-padded to the batch's longest context and
-  masked). There is no paged-attention kernel on CPU: the gather is one copy of the
-  batch's context per layer and step, the cost of reading through a table.
+  K/V into their slots and, in a decode step, return each request's context gathered
+  through its block table (``index_select`` of its blocks, right-padded to the batch's
+  longest context and masked). There is no paged-attention kernel on CPU: the gather is
+  one copy of the batch's context per layer and step, the cost of reading through a table
+  (transformers' `DynamicCache` copies as much: it concatenates every step).
 - `swap`: a request's blocks copied device -> host (``[blocks, elems]``) -> the blocks
   allocated on the destination (vLLM v0's swap-out/swap-in of block lists).
 """
