@@ -6,12 +6,14 @@ Target (issue 16): a lab of <= 40 namespaces up in seconds. The reference, measu
 same run, builds the same namespaces and veth pairs with one ``ip`` process per command (the
 way a shell script does it); the ratio shows what the lab's batching buys. Needs root.
 
-    .venv/bin/python bench/bench_lab.py [--failover]
+    .venv/bin/python bench/bench_lab.py [--failover [--seeds 0,1,2]]
 
 ``--failover`` (FRR and nftables needed): on the default lab, silent (carrier up, every packet
 dropped), one-direction and gray (10 % dropped) failures of a ToR uplink and a NIC link, each
 without BFD (BGP's hold time, 3 s, detects a silent uplink) and with BFD (100 ms x 3); per
-run the packets lost and the longest gap toward and from the NICs under the failure.
+run the packets lost and the longest gap toward and from the NICs under the failure, and how
+many connections the model puts across the failed link; ``--seeds`` draws the source ports
+anew per seed (which connections cross the link is a matter of their hashes).
 """
 
 from __future__ import annotations
@@ -68,23 +70,30 @@ FAILURES = [
 ]
 
 
-def failover(name: str = "bq") -> None:
-    """Loss and gap per failure, BFD off and on (one lab each)."""
+def failover(name: str = "bq", seeds: tuple[int, ...] = (0,)) -> None:
+    """Loss and gap per failure, BFD off and on (one lab each), per source-port seed: each
+    seed draws the connections' source ports anew, so which of them cross the failed link."""
     from hpn.lab.fail import fail
 
-    print("failure | BFD | toward the NICs: lost, longest gap | from them: lost, gap")
+    print(
+        "failure | BFD | seed | toward the NICs: lost, longest gap | from them: lost, gap "
+        "| connections crossing (model)"
+    )
     for bfd in (False, True):
         service.up(LabSpec(name=name, control="bgp", bfd=bfd, bfd_interval_ms=100))
         try:
             for target in FAILURES:
-                r = fail(name, target, repair=4.0, before=1.0, after=1.5)
-                t, f = r["to_nic"], r["from_nic"]
-                print(
-                    f"{target} | {'100 ms x 3' if bfd else 'off'} | {t['packets_lost']} of "
-                    f"{t['packets_sent']}, {t['max_gap_s']} s (cut off {t['flows_cut_off']}) | "
-                    f"{f['packets_lost']} of {f['packets_sent']}, {f['max_gap_s']} s "
-                    f"(cut off {f['flows_cut_off']})"
-                )
+                for seed in seeds:
+                    r = fail(name, target, repair=4.0, before=1.0, after=1.5, seed=seed)
+                    t, f = r["to_nic"], r["from_nic"]
+                    print(
+                        f"{target} | {'100 ms x 3' if bfd else 'off'} | {seed} | "
+                        f"{t['packets_lost']} of {t['packets_sent']}, {t['max_gap_s']} s "
+                        f"(cut off {t['flows_cut_off']}) | {f['packets_lost']} of "
+                        f"{f['packets_sent']}, {f['max_gap_s']} s (cut off {f['flows_cut_off']}) "
+                        f"| {r['model']['flows_crossing']} of {r['model']['flows']}",
+                        flush=True,
+                    )
         finally:
             service.down(name)
 
@@ -98,7 +107,11 @@ def main() -> None:
         if bgp.missing(bfd=True):
             print(f"skipped: {bgp.missing(bfd=True)}")
             sys.exit(0)
-        failover()
+        args = sys.argv[1:]
+        seeds = (0,)
+        if "--seeds" in args:
+            seeds = tuple(int(x) for x in args[args.index("--seeds") + 1].split(","))
+        failover("bq", seeds)
         return
     cases = [
         ("2 segments x 2 hosts, static", dict(control="static")),

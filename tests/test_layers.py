@@ -20,6 +20,7 @@ LAYERS: dict[str, float] = {
     "hpn.units": 0,
     "hpn.registry": 0,
     "hpn.lazy": 0,
+    "hpn.startup": 0,
     "hpn.jit": 0,
     "hpn.jitnotice": 0,
     "hpn.result": 0,

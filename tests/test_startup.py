@@ -59,6 +59,37 @@ def test_a_small_run_imports_neither_numba_nor_scipy_and_matches_the_kernels(pat
     }
 
 
+_UNUSED = """
+import sys
+from hpn.cli import main
+sys.argv = ["hpn", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as e:
+    assert not e.code, e.code
+import json
+names = ("typer._adapters", "tomllib", "hpn.topology.hpn", "hpn.topology.dcn_plus")
+print(json.dumps(sorted(m for m in names if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def test_a_fat_tree_run_imports_no_other_preset_no_toml_reader_and_no_typer_adapter(tmp_path):
+    """Issue 26: what a small fat-tree run does not use, it does not import: the HPN and DCN+
+    builders, the TOML reader (it reads no file), typer's pydantic adapters (every value given
+    is a text typer keeps as it is or hands to the flag's parser)."""
+    env = {**os.environ, "PYTHONPATH": SRC, "HPN_RUNS_DIR": str(tmp_path / "runs")}
+    p = subprocess.run(
+        [sys.executable, "-c", _UNUSED, *SMALL, "--seed", "3", "--size", "1MB"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stderr.strip().splitlines()[-1]) == []
+    assert json.loads(p.stdout)["seed"] == 3 and json.loads(p.stdout)["size_bytes"] == 1e6
+
+
 def test_kernels_for_chooses_by_size(monkeypatch):
     monkeypatch.setattr(jit, "HAVE_NUMBA", True)
     monkeypatch.setenv(jit.ENV, "auto")

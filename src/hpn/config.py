@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 import types
 import typing
 from collections.abc import Iterator
@@ -14,7 +13,6 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import tomli_w
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -212,9 +210,10 @@ def _strict(annotation: Any, value: Any) -> str | None:
     return None
 
 
-def positive(value: float) -> float:
-    """A shared field validator: the value must be > 0 (``field_validator(...)(positive)``)."""
-    if value <= 0:
+def positive(value: float | None) -> float | None:
+    """A shared field validator: the value must be > 0 (``field_validator(...)(positive)``);
+    None (an optional field left unset) passes."""
+    if value is not None and value <= 0:
         raise ValueError("must be > 0")
     return value
 
@@ -302,6 +301,8 @@ def read_input(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str:
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML file (:func:`read_input`); a malformed file is an InputError naming the
     line; CRLF line ends and a byte-order mark are fine."""
+    import tomllib  # (its patterns compile at import: only a run that reads a file pays)
+
     text = read_input(path)
     try:
         return tomllib.loads(text)
@@ -313,6 +314,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
 
 def dump_toml(data: dict[str, Any]) -> str:
     """TOML text of a plain dict (None values dropped, as TOML has no null)."""
+    import tomli_w
 
     def clean(x: Any) -> Any:
         if isinstance(x, dict):

@@ -1,7 +1,7 @@
 """Lazy imports, so that importing a package (and ``hpn --help``) stays cheap.
 
 :func:`lazy_getattr`: a package names where each public name lives, and the module is imported
-on first use.
+on first use. :func:`lazy_function`: a function whose module is imported on its first call.
 """
 
 from __future__ import annotations
@@ -39,3 +39,26 @@ def lazy_getattr(package: str, home: Mapping[str, str]) -> Callable[[str], Any]:
         return getattr(importlib.import_module(home[name]), name)
 
     return __getattr__
+
+
+def lazy_function(module: str, name: str) -> Callable[..., Any]:
+    """A function that imports ``module`` on its first call and calls its ``name``.
+
+    A registry entry can then name a function without importing it: only the variant a run
+    uses pays for its module (a fat-tree run does not import the HPN and DCN+ builders).
+
+    Examples
+    --------
+    >>> sqrt = lazy_function("math", "sqrt")
+    >>> sqrt(9.0), sqrt.__qualname__
+    (3.0, 'math.sqrt')
+    """
+    target: list[Callable[..., Any]] = []
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not target:
+            target.append(getattr(importlib.import_module(module), name))
+        return target[0](*args, **kwargs)
+
+    call.__name__, call.__qualname__, call.__module__ = name, f"{module}.{name}", module
+    return call

@@ -185,14 +185,15 @@ class Registry(Generic[T]):
         return f"Registry({self.kind!r}: {', '.join(self)})"
 
 
-def declared(group: str) -> bool:
-    """Whether any distribution on ``sys.path`` declares entry points of ``group``: a look at
-    the ``entry_points.txt`` files alone, so that a start-up with no plug-in installed does not
-    import :mod:`importlib.metadata` (some 30 ms); when one does, that module finds them."""
+def declared(*groups: str) -> bool:
+    """Whether any distribution on ``sys.path`` declares entry points of one of ``groups``: a
+    look at the ``entry_points.txt`` files alone (each read once), so that a start-up with no
+    plug-in installed does not import :mod:`importlib.metadata` (some 30 ms); when one does,
+    that module finds them."""
     import os
     import sys
 
-    needle = f"[{group}]"
+    needles = [f"[{group}]".encode() for group in groups]
     for folder in sys.path:
         try:
             names = [
@@ -203,10 +204,11 @@ def declared(group: str) -> bool:
         for name in names:
             try:
                 with open(os.path.join(folder or ".", name, "entry_points.txt"), "rb") as fh:
-                    if needle.encode() in fh.read():
-                        return True
+                    text = fh.read()
             except OSError:
                 continue
+            if any(needle in text for needle in needles):
+                return True
     return False
 
 

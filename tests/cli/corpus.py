@@ -209,7 +209,7 @@ CORPUS += cases(
         ("--sizes 0", ("sizes",)),
         ("--sizes ,", ("--sizes",)),
         ("--sizes 2TiB", ("--sizes", "1TiB")),
-        (("--sizes", ",".join(["1M"] * 65)), ("--sizes", "64")),
+        (("--sizes", ",".join(f"{k}K" for k in range(1, 66))), ("--sizes", "64")),
         ("--jobs 100", ("--jobs", "64")),
         ("--algo nope", ("algo", "ring")),
         ("--algo collnetdirect", ("algo", "in-network reduction")),
@@ -658,6 +658,64 @@ CORPUS += cases(
 CORPUS += cases(
     "runs gc", [("extra", ("extra",)), ("", ("HPN_RUNS_DIR", "not a folder"), {"env": RO})]
 )
+
+# a new user's odd input (review, stop 32): each failed on the previous main (a traceback, a run
+# that computed for minutes, a run written into the working folder, a duplicate taken silently)
+INPUTS["hour.csv"] = TRACE_HEAD + "00:00:00.000,m,10,10\n01:00:00.000,m,10,10\n"
+CORPUS += cases(
+    "pool replay",
+    [
+        (f"{ONE} --duration 0s", ("--duration", "> 0")),
+        (f"{ONE} --map a=b,a=c", ("--map", "'a' mapped twice")),
+        ("{F}/hour.csv --time-scale 25", ("--time-scale", "replay time", "24h")),
+    ],
+)
+CORPUS += cases(
+    "pool simulate",
+    [
+        (f"{SIM} --cv 1e30", ("cv", "<= 10|less than or equal to 10")),
+        ("--trace {F}/one.csv --trace-models 0", ("trace_models", ">= 1|greater than or equal")),
+    ],
+)
+CORPUS += cases(
+    "topo summary",
+    [
+        ("--set segments=2 --set segments=3", ("--set", "'segments' given twice")),
+        (("--preset", ""), ("--preset", "unknown preset ''")),
+        (("--out", ""), ("--out", "empty string")),
+    ],
+)
+CORPUS += cases(
+    "traffic",
+    [
+        ("--size 1", ("--size", ">= 64 bytes")),
+        ("--size 1e-30", ("--size", ">= 64 bytes")),
+        ("--write-matrix {F}/adir", ("--write-matrix", "directory")),
+        (("--out", ""), ("--out", "empty string")),
+    ],
+)
+CORPUS += cases("topo export", [("--out x.json --gpu-type V100", ("--gpu-type", "H800"))])
+CORPUS += cases("collective", [("--sizes 1M,2M,1M", ("--sizes", "1MiB given twice"))])
+CORPUS += cases(
+    "fail",
+    [
+        ((LLAMA, *FAULT, "--probe", "1e9h"), ("--probe", "3600")),
+        ((LLAMA, *FAULT, "--probe", "0s"), ("--probe", "greater than 0")),
+        ((LLAMA, *FAULT, "--path-search", "2h"), ("--path-search", "3600")),
+    ],
+)
+CORPUS += cases(
+    "reliability",
+    [
+        ("--flaps-per-day 1e30", ("flaps_per_day", "10000000")),
+        ("--link-rate 1e30", ("link_rate", "less than or equal to 1")),
+        ("--link-rate 1 --trials 100000", ("failures drawn", "link", "--allow-large")),
+    ],
+)
+CORPUS += cases("lab configs", [(("--out", ""), ("out", "at least 1 character"))])
+CORPUS += cases("lab export", [(("--out", ""), ("out", "at least 1 character"))])
+CORPUS += cases("demo", [(("--out", ""), ("--out", "empty string"))])
+CORPUS += cases("reproduce", [(("--out", ""), ("--out", "empty string"))])
 
 # the operating system, the store, numbers and file limits (issue 28): tests/cli/corpus_system.py
 from tests.cli import corpus_system as _system  # noqa: E402

@@ -86,3 +86,24 @@ def test_a_fault_away_from_the_job_is_one_warning_line(tmp_path, fault, warned):
         assert loss == 0
     else:
         assert lines == [] and loss > 0
+
+
+def test_user_text_that_looks_like_console_markup_is_printed_as_is(tmp_path):
+    """A query result (or a path, a name) with ``[/x]`` in it: printed, not a rich MarkupError
+    (``runs query "SELECT * FROM duckdb_settings()"`` crashed on a ``[/tmp/...]`` value)."""
+    pytest.importorskip("duckdb")
+    env = {"HPN_RUNS_DIR": str(tmp_path / "store")}
+    r = invoke(["runs", "query", "select '[/x]' as a, '[bold]b' as b"], tmp_path, env)
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+    assert "[/x]" in r.out and "[bold]b" in r.out
+
+
+def test_a_query_past_duckdbs_memory_is_refused_and_spills_nothing(tmp_path, monkeypatch):
+    """Over the memory cap DuckDB spilled to ``./.tmp`` in the user's folder; now it refuses."""
+    pytest.importorskip("duckdb")
+    monkeypatch.setattr("hpn.store.query.MEMORY", "64MB")
+    env = {"HPN_RUNS_DIR": str(tmp_path / "store")}
+    sql = "select count(*) from (select * from range(20000000) order by random())"
+    r = invoke(["runs", "query", sql], tmp_path, env)
+    assert r.code == 2 and r.err.startswith("error: SQL:"), r.err
+    assert not (tmp_path / ".tmp").exists()

@@ -150,12 +150,14 @@ def test_listed_summary_is_the_built_commands_help():
 
 
 def test_cli_package_stays_thin():
-    """``src/hpn/cli/`` (flag plumbing and printing) is at most 1,110 lines (issue 14: 1,000;
+    """``src/hpn/cli/`` (flag plumbing and printing) is at most 1,125 lines (issue 14: 1,000;
     +50 for ``hpn reproduce``, hand-written as its optional positional argument is not a flag;
     +49 for ``labargs``, the ``lab exec NODE -- CMD`` argv form typer cannot declare; +11 for
-    reproduce's executors and the one-line report of a failing real system)."""
+    reproduce's executors and the one-line report of a failing real system; +6 for the parser
+    that refuses an empty ``--out``, which typer would take as the working folder; +9 for building
+    typer's pydantic adapter only for a value it cannot take directly, a start-up cost)."""
     lines = sum(len(p.read_text().splitlines()) for p in (SRC / "hpn" / "cli").glob("*.py"))
-    assert lines <= 1110, f"src/hpn/cli/ has {lines} lines"
+    assert lines <= 1125, f"src/hpn/cli/ has {lines} lines"
 
 
 _FILES = """
@@ -245,19 +247,51 @@ def test_exit_skips_the_collectors_passes_over_live_objects(tmp_path: Path):
             cwd=tmp_path,
         )
         assert p.stdout.rstrip().endswith("frozen at exit: True"), (p.stdout, p.stderr)
-    from hpn import cli
+    from hpn import startup
 
     before = atexit._ncallbacks()
-    cli._freeze_at_exit()
-    cli._freeze_at_exit()
+    with startup.held():
+        pass
+    with startup.held():
+        pass
     assert atexit._ncallbacks() - before in (0, 1)  # once per process
 
 
 def test_young_generation_threshold_is_raised_while_a_command_runs(monkeypatch):
-    from hpn import cli
+    from hpn import cli, startup
 
     seen = []
     monkeypatch.setattr(cli, "_main", lambda: seen.append(gc.get_threshold()))
     before = gc.get_threshold()
     cli.main()
-    assert seen == [(cli.YOUNG_OBJECTS, *before[1:])] and gc.get_threshold() == before
+    assert seen == [(startup.YOUNG_OBJECTS, *before[1:])] and gc.get_threshold() == before
+
+
+def test_the_collector_is_off_until_the_start_up_is_over_then_on_and_restored(monkeypatch):
+    """Off while the command starts, frozen start-up objects and on once it runs (issue 26);
+    in-process callers get the collector back as it was, nothing left frozen."""
+    from hpn import cli, startup
+
+    seen = []
+
+    def command():
+        seen.append((gc.isenabled(), gc.get_freeze_count()))
+        garbage = []
+        garbage.append(garbage)  # a cycle made during the start-up: frozen, not lost
+        startup.over()
+        seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
+        startup.over()  # a second call changes nothing
+        seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
+
+    monkeypatch.setattr(cli, "_main", command)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    cli.main()
+    assert seen == [(False, 0), (True, True), (True, True)]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    monkeypatch.setattr(cli, "_main", lambda: seen.append(gc.isenabled()))
+    gc.disable()  # a caller that keeps the collector off keeps it off
+    try:
+        cli.main()
+        assert seen[-1] is False and not gc.isenabled()
+    finally:
+        gc.enable()

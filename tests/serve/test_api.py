@@ -159,6 +159,21 @@ def test_bad_json_and_oversized_bodies_are_rejected_and_the_server_lives(served,
     assert ok.status_code == 200
 
 
+def test_a_body_of_unknown_length_is_refused_before_it_is_read(served, hosts):
+    """A chunked body (no Content-Length) would be read whole before its size is known."""
+    _, app = served
+
+    async def chunks():
+        for _ in range(3):
+            yield b"x" * 4000
+
+    async def go(c):
+        return await c.post("/v1/completions", content=chunks())
+
+    r = _run(app, go)
+    assert r.status_code == 411 and "Content-Length" in r.json()["error"]["message"]
+
+
 def test_concurrent_requests_of_several_models_all_complete(served, hosts):
     eng, app = served
     names = sorted(hosts)

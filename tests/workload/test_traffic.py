@@ -55,8 +55,9 @@ def test_cross_segment_bytes_sampled_and_counted_agree(fabric):
     assert tr.tier_bytes["tor_agg down"] == pytest.approx(tr.ingress_bytes)  # up, then down
     assert tr.ingress_sampled_bytes == pytest.approx(tr.ingress_bytes, rel=0.03)
     assert tr.ingress_mean_bps == pytest.approx(8 * tr.ingress_bytes / tr.iteration_s)
-    # the iteration is far shorter than 10 s: the window's peak is about the mean
-    assert tr.ingress_mean_bps <= tr.ingress_peak_bps <= 1.05 * tr.ingress_mean_bps
+    # the iteration is far shorter than 10 s: the window's peak is about the mean (read from
+    # the samples, so within their error against the counted bytes, asserted above)
+    assert 0.97 * tr.ingress_mean_bps <= tr.ingress_peak_bps <= 1.05 * tr.ingress_mean_bps
     up, down = agg_links(fabric)
     assert len(up) == len(down) > 0
 

@@ -24,13 +24,43 @@ def job(**kw):
 
 
 def test_table3_volumes():
-    """GPT-3 175B, TP 8, PP 8: DP gradients ~5.5 GB per GPU, PP sends ~6 MB (P Tab 3)."""
-    j = JobConfig(model=GPT3, parallel={"tp": 8, "pp": 8, "dp": 4, "global_batch": 32})
+    """GPT-3 175B, TP 8, PP 8, gradients reduced in bf16: DP ~5.5 GB per GPU, PP sends ~6 MB
+    (P Tab 3)."""
+    par = {"tp": 8, "pp": 8, "dp": 4, "global_batch": 32}
+    j = JobConfig(model=GPT3, parallel=par, comm={"grad_reduce": "bf16"})
     p = make_plan(j)
     grads = sum(p.stages[3].buckets)
     assert grads == pytest.approx(175e9 / 64 * 2, rel=0.05)
     assert p.pp_bytes == pytest.approx(6.29e6, rel=0.01)
     assert p.micro_batches == 8 and p.tokens == 32 * 2048
+
+
+@pytest.mark.parametrize(
+    "precision,grad_reduce,nbytes",
+    [
+        ("bf16", "auto", 4),  # Megatron-LM: bf16 gradients accumulate and all-reduce in fp32
+        ("bf16", "bf16", 2),  # --grad-reduce-in-bf16
+        ("fp16", "auto", 2),  # fp16: its own dtype by default
+        ("fp16", "fp32", 4),  # --accumulate-allreduce-grads-in-fp32
+        ("fp32", "auto", 4),
+    ],
+)
+def test_gradient_reduction_dtype(precision, grad_reduce, nbytes):
+    """DP bytes = parameters x the reduction dtype's bytes, Megatron-LM's default rule."""
+    par = {"tp": 8, "pp": 8, "dp": 4, "global_batch": 32}
+    j = JobConfig(model=GPT3, parallel=par, precision=precision, comm={"grad_reduce": grad_reduce})
+    assert j.grad_bytes == nbytes
+    h, L = GPT3["hidden"], GPT3["layers"] // 8
+    assert sum(make_plan(j).stages[3].buckets) == pytest.approx(L * 12 * h * h / 8 * nbytes)
+
+
+def test_gradient_reduction_dtype_refused(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        "[model]\nlayers = 8\nhidden = 1024\nheads = 8\n[parallel]\ntp = 8\n"
+        'dp = 1\nglobal_batch = 8\n[comm]\ngrad_reduce = "int8"\n'
+    )
+    assert_input_error(run_cli("train", str(bad)), "job.comm.grad_reduce", "fp32")
 
 
 def test_compute_model_closed_form():

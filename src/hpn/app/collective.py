@@ -11,7 +11,7 @@ from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
 from hpn.config import Model, Seconds
 from hpn.errors import InputError
 from hpn.gpus import CATALOG
-from hpn.units import parse_sizes
+from hpn.units import format_size, parse_sizes
 
 if TYPE_CHECKING:  # the domain is imported when the command runs (a fast ``hpn --help``)
     from hpn.workload.collectives.result import CollectiveResult
@@ -90,8 +90,12 @@ class CollectiveOptions(Model):
     @field_validator("sizes")
     @classmethod
     def _positive(cls, value: str) -> str:
-        if any(s <= 0 for s in parse_sizes(value, "--sizes")):
+        sizes = parse_sizes(value, "--sizes")
+        if any(s <= 0 for s in sizes):
             raise ValueError("every size must be > 0")
+        twice = [s for i, s in enumerate(sizes) if s in sizes[:i]]
+        if twice:
+            raise ValueError(f"{format_size(twice[0])} given twice; give each size once")
         return value
 
 

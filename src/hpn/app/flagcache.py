@@ -73,7 +73,7 @@ def _fresh(files: dict[str, str | None], roots: dict[str, str]) -> bool:
 def _plugins() -> bool:
     from hpn.registry import declared
 
-    return any(declared(g) for g in PLUGIN_GROUPS)
+    return declared(*PLUGIN_GROUPS)
 
 
 def cached(name: str) -> CommandFlags | None:

@@ -57,11 +57,13 @@ class UpConfig(Model):
 
 
 class ConfigsOptions(LabOptions):
-    out: str = Field("lab-configs", description="directory for the per-switch configurations")
+    out: str = Field(
+        "lab-configs", min_length=1, description="directory for the per-switch configurations"
+    )
 
 
 class ExportOptions(LabOptions):
-    out: str = Field("lab-export", description="directory to write the files into")
+    out: str = Field("lab-export", min_length=1, description="directory to write the files into")
     format: Literal["containerlab", "frr", "json"] = Field(
         "containerlab", description="containerlab topology, FRR configs, or one JSON document"
     )

@@ -39,7 +39,7 @@ class CaptureOptions(LabName):
     """The ``[lab]`` table of ``lab capture``."""
 
     link: str = Field(..., description="an interface of the lab (lab status lists them)")
-    out: str = Field(..., description="pcap file to write")
+    out: str = Field(..., min_length=1, description="pcap file to write")
     seconds: float = Field(5.0, gt=0, le=60, description="capture at most this long")
     packets: int = Field(1000, ge=1, le=100_000, description="and at most this many packets")
 

@@ -174,6 +174,25 @@ def _trace_measure(what: str) -> Callable[[Any], float | None]:
     return measure
 
 
+def _replay_time(cfg: Any) -> float | None:
+    """Wall time of a replay: the trace's span x ``time_scale`` (read as the replay reads it)."""
+    from hpn.pool.traces import load_for
+
+    o = cfg.replay
+    try:
+        tr = load_for(o.trace, models=o.trace_models, seed=o.seed, duration=float(o.duration))
+    except InputError:
+        return None  # reported by the service, naming the file
+    return float(tr.duration) * o.time_scale
+
+
+def _failures_drawn(cfg: Any) -> float:
+    """Failures a reliability run draws, about: trials x months x the rates x 2 links (and at
+    most as many ToRs) per GPU (each is drawn, placed and timed)."""
+    r = cfg.reliability
+    return r.trials * r.months * (r.link_rate + r.tor_rate) * 2 * r.gpus
+
+
 def _faults(cfg: Any) -> list[Any]:
     from hpn.failures.faults import parse_fault
 
@@ -271,6 +290,16 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
             _goodput_requests,
         ),
     ),
+    "pool replay": (
+        Limit(
+            "replay.time_scale",
+            "replay time (trace span x time scale)",
+            MAX_SPAN,
+            None,
+            _replay_time,
+            "s",
+        ),
+    ),
     "pool capacity": (
         _POOL_SPAN,
         Limit(
@@ -303,6 +332,13 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
     "reliability": (
         Limit("reliability.trials", "trials", 100_000, 10_000_000),
         Limit("reliability.months", "months", 120, 1_200),
+        Limit(
+            "reliability.gpus",
+            "failures drawn (trials x months x (link + ToR rate) x 2 per GPU)",
+            100_000_000,
+            1_000_000_000,
+            _failures_drawn,
+        ),
     ),
 }
 """Each command's size limits (commands not listed are bounded by their config models)."""

@@ -152,8 +152,10 @@ class _SimulateFields(Model):
     zipf: float | None = Field(
         None, ge=0, description="synthetic: Zipf popularity exponent (default uniform)"
     )
-    cv: float = Field(1.0, description="synthetic: inter-arrival CV (1 = Poisson, else Gamma)")
-    trace_models: int = Field(10, description="Azure trace: models to spread requests over")
+    cv: float = Field(
+        1.0, gt=0, le=10, description="synthetic: inter-arrival CV (1 = Poisson, else Gamma)"
+    )
+    trace_models: int = Field(10, ge=1, description="Azure trace: models to spread requests over")
     prefill_gpus: int | None = Field(
         None, description=f"prefill partition (policies that split: {_SPLIT})"
     )

@@ -116,7 +116,7 @@ class ProfileOptions(DeviceOptions):
     """The ``[profile]`` table of ``serve profile``."""
 
     models: str = Field(..., description="checkpoint folder")
-    out: str = Field("profile.json", description="profile file to write")
+    out: str = Field("profile.json", min_length=1, description="profile file to write")
     concurrent: int = Field(1, ge=1, le=64, description="instances busy at once while timing")
 
 
@@ -262,7 +262,19 @@ class ReplayOptions(Model):
             raise ValueError("must be an http:// or https:// URL with a host")
         return value
 
-    _positive = field_validator("ttft_slo", "tbt_slo")(positive)
+    @field_validator("map")
+    @classmethod
+    def _one_each(cls, value: str | None) -> str | None:
+        from hpn.serve.replay import parse_map
+
+        keys = [k.partition("=")[0].strip() for k in (value or "").split(",")]
+        parse_map(value)  # TRACE_MODEL=SERVED_MODEL, each
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise ValueError(f"trace model {twice[0]!r} mapped twice; map each one once")
+        return value
+
+    _positive = field_validator("ttft_slo", "tbt_slo", "duration")(positive)
 
 
 class ReplayConfig(Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -141,7 +141,9 @@ class ExportOptions(Model):
 
     out: FilePath = Field(description="file to write")
     format: str = Field("json", description="json, graphml or simai")
-    gpu_type: str = Field("H800", description="GPU type in the SimAI header")
+    gpu_type: Literal["A100", "A800", "H100", "H800"] = Field(
+        "H800", description="GPU type in the SimAI header (the types SimAI's ns-3 reader knows)"
+    )
 
 
 class ExportConfig(Model):

@@ -14,6 +14,9 @@ from hpn.app.common import FabricSpec, Progress, RoutingTable, fabric_field, rou
 from hpn.config import Bytes, FilePath, Model
 from hpn.units import format_duration, format_size
 
+MIN_FLOW = 64.0
+"""Bytes per flow at least: the flow model is a fluid of packets, and one frame is 64 bytes."""
+
 
 class TrafficOptions(Model):
     """The ``[traffic]`` table."""
@@ -38,9 +41,9 @@ class TrafficOptions(Model):
 
     @field_validator("size")
     @classmethod
-    def _positive(cls, value: float) -> float:
-        if value <= 0:
-            raise ValueError("must be > 0")
+    def _frame(cls, value: float) -> float:
+        if not value >= MIN_FLOW:  # (a flow of a few bytes: the engine's batches crawl)
+            raise ValueError(f"must be >= {MIN_FLOW:g} bytes (one Ethernet frame)")
         return value
 
 

@@ -6,14 +6,13 @@ the run store, plots, dashboard and demo commands are small typer functions.
 
 from __future__ import annotations
 
-import atexit
-import gc
 import sys
 from functools import partial
 from typing import Any
 
 import typer
 
+from hpn import startup
 from hpn.cli import dash, demo, plot, reproduce, runs, sweep
 from hpn.cli.lazy import Entry, HelpCommand, click, group
 from hpn.errors import InputError, RunFailure, system_error
@@ -24,6 +23,7 @@ GROUPS = {
     "pool": "Serving pool (Aegaeon): simulate policies, goodput, capacity, replay.",
     "serve": "Real models behind the pool's policies: make models, profile, serve over HTTP.",
     "lab": "The fabric for real in Linux network namespaces: up, traffic, fail, down.",
+    "runs": runs.app.info.help,
 }
 
 
@@ -70,6 +70,10 @@ def _entries() -> dict[str, dict[str, Entry]]:
         out.setdefault(parent, {})[word] = Entry(summary, partial(_app_command, name))
     for fn in (demo.demo, sweep.sweep, plot.plot, dash.dash, reproduce.reproduce):
         out[""][fn.__name__] = Entry(_summary(fn), partial(_one, fn, fn.__name__))
+    for c in runs.app.registered_commands:  # built on first use too, like every command
+        cb: Any = c.callback
+        doc = " ".join((cb.__doc__ or "").split("\n\n")[0].split())
+        out["runs"][c.name or cb.__name__] = Entry(doc, partial(_one, cb, c.name or cb.__name__))
     return out
 
 
@@ -86,7 +90,6 @@ for _name in [n for n in _ENTRIES if n]:  # a plug-in's group ("my cmd") is a gr
     _text = GROUPS.get(_name, "Plug-in commands.")
     _sub = typer.Typer(help=_text, no_args_is_help=True, cls=group(_ENTRIES[_name]))
     app.add_typer(_sub, name=_name)
-app.add_typer(runs.app, name="runs")
 
 
 def usage_line(e) -> str:
@@ -103,22 +106,8 @@ def usage_line(e) -> str:
 
 def main() -> None:
     """Entry point: bad input becomes one line on stderr and exit code 2."""
-    _freeze_at_exit()
-    thresholds = gc.get_threshold()
-    gc.set_threshold(YOUNG_OBJECTS, *thresholds[1:])
-    try:
+    with startup.held():  # no collector passes over the start-up's objects
         _main()
-    finally:
-        gc.set_threshold(*thresholds)
-
-
-# The cyclic collector looks at the young generation every YOUNG_OBJECTS new container objects
-# (Python's default: 700) and at everything after enough of those passes. A computing command
-# creates some 10^5 long-lived objects while it imports (numba, scipy, pydantic): at 700 an
-# 8-pod run made ~300 young passes and 2 full ones, 0.19 s of CPU; at 50,000 it makes ~45 (most
-# before `main`) and no full one, 0.09 s, with at most some MB of cyclic garbage waiting.
-# Restored when `main` returns (it also runs in-process, in tests).
-YOUNG_OBJECTS = 50_000
 
 
 def _main() -> None:
@@ -168,26 +157,6 @@ def _main() -> None:
 
         print(f"error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
-
-
-def _freeze_at_exit() -> None:
-    """Spare the interpreter's shutdown the cyclic collector's passes over every live object.
-
-    Python's shutdown runs the collector over all objects still alive, several times: after
-    an 8-pod run (numba, pydantic and the results: ~140 k objects) that was 0.3-0.4 s of CPU
-    spent before the memory is handed back to the system anyway. :func:`gc.freeze`, run by
-    `atexit` (after the handlers registered later, before modules are torn down), puts them
-    out of its reach. They are still freed by reference counting, and atexit handlers and
-    `weakref.finalize` callbacks still run; only garbage in reference cycles at exit is not
-    finalized, which Python does not promise either. Registered once per process.
-    """
-    global _exit_freeze
-    if not _exit_freeze:
-        _exit_freeze = True
-        atexit.register(gc.freeze)
-
-
-_exit_freeze = False
 
 
 def _interrupted(e: BaseException | None) -> bool:

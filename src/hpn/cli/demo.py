@@ -8,12 +8,14 @@ from typing import Annotated
 import typer
 
 from hpn.cli.output import kv_table, stderr, stdout
+from hpn.cli.store_opts import folder_name
 
 
 def demo(
-    out: Annotated[Path, typer.Option("--out", help="Folder for the report and picture.")] = Path(
-        "out/demo"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Folder for the report and picture.", parser=folder_name),
+    ] = Path("out/demo"),
 ) -> None:
     """HPN against DCN+: fabrics, a collective sweep, a training iteration, a serving pool."""
     from hpn.demo import run_demo
@@ -21,7 +23,7 @@ def demo(
 
     check_folder(out, "--out")  # before any work: a file in the way, a read-only folder
     check_out(None)  # the store the demo's runs go to
-    d = run_demo(out, say=lambda msg: stderr.print(f"[bold]>[/bold] {msg}"))
+    d = run_demo(out, say=lambda msg: stderr.print(f"> {msg}", highlight=False))
     stdout.print(kv_table(f"hpn demo ({d.wall_s:.0f} s, {len(d.runs)} runs stored)", d.figures))
     stdout.print(f"report: {d.report}", highlight=False)
     for line in d.claims:

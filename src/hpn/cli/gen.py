@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from hpn import startup
 from hpn.app.flags import TYPES, CommandFlags, Flag, config_data, given_flags, required_flag
 from hpn.cli.lazy import HelpCommand
 from hpn.cli.output import JsonOpt, emit_json, kv_table, progress_bar, stdout
@@ -105,6 +106,7 @@ def invoke(flags: CommandFlags, kw: dict[str, Any]) -> None:
         given = given_flags(flags, kw)
         try:
             cfg = cmd.parse(config_data(cmd, flags, kw), allow_large)
+            startup.over()
             if cmd.progress:
                 with progress_bar() as bar:
                     outcome = cmd.run(cfg, progress=bar)
@@ -144,7 +146,8 @@ def show(result: Any, json_out: bool) -> None:
 def add(app: typer.Typer, flags: CommandFlags, name: str | None = None) -> None:
     """Register the command ``flags`` describes on a typer app under its last word (or ``name``)."""
     word = name or flags.name.split()[-1]
-    app.command(word, help=flags.help, cls=HelpCommand)(typer_command(flags))
+    own = type("AppCommand", (HelpCommand,), {"own_start": True})  # ends it once parsed
+    app.command(word, help=flags.help, cls=own)(typer_command(flags))
 
 
 __all__ = ["add", "invoke", "show", "typer_command"]

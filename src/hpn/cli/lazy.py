@@ -8,11 +8,14 @@ command a user invokes (or asks ``--help`` of) is built, so only its modules are
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from typer.core import TyperCommand, TyperGroup
+
+from hpn import startup
 
 
 def help_renderer() -> None:
@@ -26,11 +29,45 @@ def help_renderer() -> None:
 
 
 class HelpCommand(TyperCommand):
-    """A typer command that draws its help with :func:`help_renderer`'s renderer."""
+    """A typer command that draws its help with :func:`help_renderer`'s renderer and ends the
+    start-up (:func:`hpn.startup.over`) when it runs, unless it ends it itself (``own_start``)."""
+
+    own_start = False
+
+    def invoke(self, ctx: Any) -> Any:
+        if not self.own_start:
+            startup.over()
+        return super().invoke(ctx)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for param in self.get_params(ctx):  # typer (0.29) builds an adapter even to keep a None
+            if getattr(param, "_runtime_param", False) is None:
+                param._runtime_param = _Unbuilt()  # type: ignore[attr-defined]
+        return super().parse_args(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         help_renderer()
         super().format_help(ctx, formatter)
+
+
+class _Unbuilt:
+    """An option's coercion, built only when needed: a value not given stays None (``()`` if
+    repeatable) and one text is itself for a ``str`` option or its parser's value, as typer keeps
+    them; any other value builds typer's own coercion (a pydantic adapter) and goes through it."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:
+            return () if param.multiple or param.nargs == -1 else None
+        desc = param.type_descriptor
+        if type(value) is str and not param.multiple and param.nargs == 1:
+            parser = desc.parameter_info.parser
+            if parser is None and desc.annotation is str:
+                return value
+            if parser is not None:
+                with contextlib.suppress(ValueError):  # (typer words the parser's ValueError)
+                    return parser(value)
+        param._runtime_param = None
+        return param.get_runtime_param().coerce(value, param=param, ctx=ctx)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,9 @@ class _Console:
         return getattr(self.real, name)
 
 
-stdout = _Console()
-stderr = _Console(stderr=True)
+# no markup: tables and lines carry user text (paths, SQL results) that may contain "[/x]"
+stdout = _Console(markup=False)
+stderr = _Console(stderr=True, markup=False)
 
 
 def emit_json(obj: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from hpn.cli.output import JsonOpt, emit_json, stderr, stdout
+from hpn.cli.store_opts import folder_name
 
 
 def reproduce(
@@ -17,7 +18,10 @@ def reproduce(
         str | None, typer.Option("--only", help="Claim ids, comma-separated (ID* a prefix).")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Report folder (default: a new run folder).")
+        Path | None,
+        typer.Option(
+            "--out", help="Report folder (default: a new run folder).", parser=folder_name
+        ),
     ] = None,
     executor: Annotated[
         str, typer.Option(help="Where claims run: inline, processes or dask (LocalCluster).")

@@ -18,9 +18,17 @@ if TYPE_CHECKING:
     from hpn.app.base import Outcome
     from hpn.store.run import Run
 
-__all__ = ["OutOpt", "PlotOpt", "check_out", "save"]
+__all__ = ["OutOpt", "PlotOpt", "check_out", "folder_name", "save"]
 
 _PANEL = "Results"
+
+
+def folder_name(text: str) -> Path:
+    """``--out`` as typed: an empty name (``--out "$UNSET"``) is refused, not the cwd."""
+    if not text.strip():
+        raise typer.BadParameter("give a folder name, not an empty string")
+    return Path(text)
+
 
 OutOpt = Annotated[
     Path | None,
@@ -28,6 +36,7 @@ OutOpt = Annotated[
         "--out",
         help="Run folder to write (default: a new folder under $HPN_RUNS_DIR or ./runs).",
         rich_help_panel=_PANEL,
+        parser=folder_name,
     ),
 ]
 PlotOpt = Annotated[

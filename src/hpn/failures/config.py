@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
-from hpn.config import Duration, Model, Size
+from hpn.config import Duration, Model, Size, positive
 from hpn.failures.checkpoint import Recovery
+
+HOUR = 3600.0  # failover timings (withdrawal, probe, search, re-selection) at most
 
 if TYPE_CHECKING:
     from hpn.failures.failover import Failover
@@ -37,14 +39,16 @@ class FailoverCfg(Model):
         None, description="routing policy (default: the fabric's, hpn on HPN presets, else ecmp)"
     )
     withdraw: Duration = Field(
-        "140ms", description="BGP withdrawal to re-routed traffic [lab-measured]"
+        "140ms", le=HOUR, description="BGP withdrawal to re-routed traffic [lab-measured]"
     )
-    probe: Duration = Field("100ms", description="HPN re-selection probe period [assumed, lab]")
+    probe: Duration = Field(
+        "100ms", gt=0, le=HOUR, description="HPN re-selection probe period [assumed, lab]"
+    )
     path_search: Duration = Field(
-        "200ms", description="HPN path search after a failed probe [lab-measured]"
+        "200ms", le=HOUR, description="HPN path search after a failed probe [lab-measured]"
     )
     ecmp_reselect: Duration | None = Field(
-        None, description="when plain ECMP moves a blackholed flow (default: never)"
+        None, le=HOUR, description="when plain ECMP moves a blackholed flow (default: never)"
     )
 
     def failover(self) -> Failover:
@@ -69,12 +73,7 @@ class FailCfg(RecoveryCfg, FailoverCfg):
         None, description="age of the last checkpoint at time 0 (default: half an interval)"
     )
 
-    @field_validator("duration")
-    @classmethod
-    def _positive(cls, value: float | None) -> float | None:
-        if value is not None and value <= 0:
-            raise ValueError("must be > 0")
-        return value
+    _positive = field_validator("duration")(positive)
 
 
 class ReliabilityCfg(RecoveryCfg, FailoverCfg):
@@ -84,9 +83,13 @@ class ReliabilityCfg(RecoveryCfg, FailoverCfg):
     trials: int = Field(10_000, ge=1, le=10_000_000)
     seed: int = Field(0, ge=0, le=2**63 - 1)
     stacked: bool = False
-    link_rate: float = Field(0.00057, ge=0, description="NIC-ToR link failures per link-month")
-    tor_rate: float = Field(0.00051, ge=0, description="ToR failures per ToR-month")
-    flaps_per_day: float = Field(5000.0, ge=0, description="link flaps per day, cluster-wide")
+    link_rate: float = Field(
+        0.00057, ge=0, le=1, description="NIC-ToR link failures per link-month"
+    )
+    tor_rate: float = Field(0.00051, ge=0, le=1, description="ToR failures per ToR-month")
+    flaps_per_day: float = Field(
+        5000.0, ge=0, le=1e7, description="link flaps per day, cluster-wide"
+    )
     fleet_links: float = Field(200_000.0, gt=0, description="links they spread over [assumed]")
     flap_down: Duration = Field("10s", description="outage per flap [assumed]")
     link_repair: Duration = Field("1h", description="median link repair [assumed]")

@@ -3,7 +3,7 @@ can name its result without importing the simulator)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypedDict
 
 from hpn.result import Result
@@ -37,21 +37,9 @@ class CrashEvent(TypedDict):
 
 
 @dataclass
-class FailResult(Result):
-    """A job's iterations across injected faults: the run's setting, throughput during the
-    faults, halts, crashes and the work and time they cost."""
+class TimelineFigures:
+    """What the job did across the outages (:func:`hpn.failures.timeline.run_timeline`)."""
 
-    preset: str | None
-    design: str
-    routing: str
-    routing_detail: str
-    seed: int
-    job: str
-    gpus: int
-    faults: list[FaultSummary]
-    timeout_s: float
-    checkpoint_interval_s: float
-    restart_s: float
     baseline_samples_per_s: float
     samples_per_s_during_fault: float
     throughput_loss: float
@@ -69,6 +57,34 @@ class FailResult(Result):
     horizon_s: float
     simulations: int
     crash_events: list[CrashEvent]
+
+    def figures(self) -> dict[str, Any]:
+        """The figures by name (shallow: ``FailResult(**setting, **figures)``)."""
+        return {f.name: getattr(self, f.name) for f in fields(TimelineFigures)}
+
+
+@dataclass
+class _FailSetting(Result):
+    """The setting of an ``hpn fail`` run (the fields :class:`FailResult` shows first)."""
+
+    preset: str | None
+    design: str
+    routing: str
+    routing_detail: str
+    seed: int
+    job: str
+    gpus: int
+    faults: list[FaultSummary]
+    timeout_s: float
+    checkpoint_interval_s: float
+    restart_s: float
+
+
+@dataclass
+class FailResult(TimelineFigures, _FailSetting):
+    """A job's iterations across injected faults: the run's setting, throughput during the
+    faults, halts, crashes and the work and time they cost."""
+
     wall_s: float
 
     title = "hpn fail"

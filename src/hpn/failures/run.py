@@ -42,7 +42,8 @@ def run_fail(
     fo = failover or Failover()
     outs = outages(fabric, parsed, design, router.name, fo)
     rec = recovery or Recovery()
-    result, tables = run_timeline(fabric, it, outs, router, rec, duration, seed, progress)
+    flows_on = it.fabric if it.fabric is not None else fabric  # same links, NVLink's data rate
+    result, tables = run_timeline(flows_on, it, outs, router, rec, duration, seed, progress)
     described = [_summary(fabric, it, router, f, design, fo) for f in parsed]
     out = FailResult(
         preset=getattr(fabric.spec, "preset", None),
@@ -56,7 +57,7 @@ def run_fail(
         timeout_s=rec.timeout,
         checkpoint_interval_s=rec.interval,
         restart_s=rec.restart,
-        **result,
+        **result.figures(),
         wall_s=time.perf_counter() - t0,
     )
     return out, tables

@@ -22,40 +22,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
 from hpn.engine import CapacityEvents, simulate
 from hpn.failures.checkpoint import Recovery
-from hpn.failures.result import CrashEvent
+from hpn.failures.result import CrashEvent, TimelineFigures
 from hpn.failures.semantics import Outage, Reach
 from hpn.failures.workload import Iteration
 from hpn.topology.fabric import Fabric
 
 _EPS = 1e-9
-
-
-class Timeline(TypedDict):
-    """What the job did across the outages (the figures :func:`run_timeline` returns)."""
-
-    baseline_samples_per_s: float
-    samples_per_s_during_fault: float
-    throughput_loss: float
-    halted_s: float
-    blackholed_s: float
-    crashed: bool
-    crashes: int
-    lost_work_s: float
-    job_time_lost_s: float
-    fault_window_s: list[float]
-    iteration_s: float
-    slowest_iteration_s: float
-    iterations: int
-    samples_per_iteration: float
-    horizon_s: float
-    simulations: int
-    crash_events: list[CrashEvent]
 
 
 class _States:
@@ -181,7 +159,7 @@ def run_timeline(
     duration: float | None = None,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[Timeline, dict[str, Any]]:
+) -> tuple[TimelineFigures, dict[str, Any]]:
     """(result, tables) of the job running across ``outs`` from time 0; ``progress(done,
     total)``: simulated milliseconds done of the horizon's, after every iteration."""
     st = _States(fabric, it, router, seed)
@@ -244,25 +222,25 @@ def run_timeline(
     durs = np.array([b - a for a, b, _ in rows]) if rows else np.array([d0])
     loss = 1.0 - during / rate0
     lost_time = (horizon * rate0 - done) / rate0 + lost_work
-    result: Timeline = {
-        "baseline_samples_per_s": rate0,
-        "samples_per_s_during_fault": during,
-        "throughput_loss": _clean(loss),
-        "halted_s": halted,
-        "blackholed_s": blackholed,
-        "crashed": bool(crashes),
-        "crashes": len(crashes),
-        "lost_work_s": lost_work,
-        "job_time_lost_s": _clean(lost_time, horizon),
-        "fault_window_s": [w0, w1],
-        "iteration_s": d0,
-        "slowest_iteration_s": float(durs.max()),
-        "iterations": len(rows),
-        "samples_per_iteration": it.samples,
-        "horizon_s": horizon,
-        "simulations": st.simulations,
-        "crash_events": crashes,
-    }
+    result = TimelineFigures(
+        baseline_samples_per_s=rate0,
+        samples_per_s_during_fault=during,
+        throughput_loss=_clean(loss),
+        halted_s=halted,
+        blackholed_s=blackholed,
+        crashed=bool(crashes),
+        crashes=len(crashes),
+        lost_work_s=lost_work,
+        job_time_lost_s=_clean(lost_time, horizon),
+        fault_window_s=[w0, w1],
+        iteration_s=d0,
+        slowest_iteration_s=float(durs.max()),
+        iterations=len(rows),
+        samples_per_iteration=it.samples,
+        horizon_s=horizon,
+        simulations=st.simulations,
+        crash_events=crashes,
+    )
     return result, _tables(rows, crashes, outs, rate0, horizon)
 
 

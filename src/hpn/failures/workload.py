@@ -23,40 +23,44 @@ from hpn.topology.fabric import Fabric
 
 @dataclass(eq=False)
 class Iteration:
-    """One iteration: its DAG (all tasks of the iteration), samples, GPUs (node ids)."""
+    """One iteration: its DAG (all tasks of the iteration), samples, GPUs (node ids);
+    ``fabric``: the fabric its flows run on where it is not the one given (NVLink at NCCL's
+    data rate, :func:`hpn.workload.collectives.context.nvlink_data_fabric`)."""
 
     dag: FlowDAG
     samples: float
     gpus: np.ndarray
     name: str = "job"
     info: dict[str, Any] = field(default_factory=dict)
+    fabric: Fabric | None = None
 
 
 def simple_iteration(fabric: Fabric, step: SimpleStep) -> Iteration:
     """Compute then AllReduce, as one DAG."""
-    from hpn.workload.collectives import Ctx, add_collective, place
+    from hpn.workload.collectives import Ctx, Params, add_collective, place
+    from hpn.workload.collectives.context import nvlink_data_fabric
 
     pl = place(fabric, step.gpus, step.per_host, step.first_host)
     ctx = Ctx(fabric)
     comp = ctx.dag.add_compute(pl.ranks, np.full(pl.size, float(step.compute)))
     add_collective(ctx, "allreduce", pl.gpus, float(step.allreduce), step.algo, after=comp)
     samples = step.samples or step.gpus
-    return Iteration(ctx.dag, float(samples), pl.ranks, "dp-step", {"kind": "simple"})
+    data = nvlink_data_fabric(fabric, Params())
+    return Iteration(ctx.dag, float(samples), pl.ranks, "dp-step", {"kind": "simple"}, data)
 
 
 def training_iteration(fabric: Fabric, job, router) -> Iteration:
     """One iteration of a training job config (:class:`hpn.workload.training.JobConfig`)."""
     from hpn.workload.collectives import Ctx
     from hpn.workload.training import make_plan
-    from hpn.workload.training.dag import TpTimer, add_job
-    from hpn.workload.training.layout import job_grid
+    from hpn.workload.training.dag import TpTimer, add_job, data_fabric
 
     plan = make_plan(job)
     ctx = Ctx(fabric)
-    add_job(ctx, plan, TpTimer(fabric, router))
-    grid = job_grid(fabric, plan.tp * plan.pp * plan.dp, plan.tp, plan.pp, plan.dp, job.placement)
+    m = add_job(ctx, plan, TpTimer(fabric, router))
     info = {"kind": "training", "tp": plan.tp, "pp": plan.pp, "dp": plan.dp}
-    return Iteration(ctx.dag, float(plan.samples), grid.ravel(), plan.name, info)
+    data = data_fabric(fabric, [m])
+    return Iteration(ctx.dag, float(plan.samples), m.gpus, plan.name, info, data)
 
 
 def read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -381,6 +381,7 @@ def path_selection(ctx: Context, jobs: Jobs) -> Measured:
             "placement": {"first_host": 16 * k},
             "model": model,
             "parallel": {"tp": 8, "pp": 1, "dp": 16, "global_batch": 64},
+            "comm": {"grad_reduce": "bf16"},  # 16 bit, as the paper's jobs ([jobs] in claims)
         }
         for k, name in enumerate("abcd")
     ]

@@ -46,12 +46,16 @@ def create_app(engine: Engine, limits: Limits = Limits()):
     @app.middleware("http")
     async def _bounded(request: Request, call_next):
         size = request.headers.get("content-length")
+        if size is None and request.method in ("POST", "PUT", "PATCH"):
+            # a chunked body would be read whole before its size is known
+            return error(411, "Content-Length required", "body")
         if size is not None and (not size.isdigit() or int(size) > limits.max_body_bytes):
             return error(413, f"request body over {limits.max_body_bytes} bytes", "body")
         try:
             return await call_next(request)
         except Exception as e:  # never let one request take the server down
-            return error(500, f"internal error: {type(e).__name__}: {e}", kind="server_error")
+            # the client gets the kind, not the text (it may name the server's files)
+            return error(500, f"internal error: {type(e).__name__}", kind="server_error")
 
     for r in (ops.router, models.router, completions.router):
         app.include_router(r)

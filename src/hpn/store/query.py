@@ -63,6 +63,8 @@ def connect(runs: list[Run] | None = None, root: Path | None = None):
     allowed = [str(f) for files in by_name.values() for _, f in files]
     con.execute(f"SET allowed_paths = [{', '.join(_lit(f) for f in allowed)}]")
     con.execute(f"SET memory_limit = {_lit(MEMORY)}")
+    con.execute("SET temp_directory = ''")  # past the memory: refused, never spilled to ./.tmp
+    con.execute("SET enable_progress_bar = false")
     con.execute("SET enable_external_access = false")  # no other file, no extension, no ATTACH
     con.execute("SET lock_configuration = true")
     return con

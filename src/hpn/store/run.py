@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +46,8 @@ class Run:
 
     @cached_property
     def config(self) -> dict[str, Any]:
+        import tomllib  # (only a run read back pays for its patterns)
+
         p = self.path / CONFIG
         return tomllib.loads(p.read_text()) if p.exists() else {}
 

@@ -15,11 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from hpn.config import Model, one_line
+from hpn.lazy import lazy_function
 from hpn.registry import Registry
-from hpn.topology.dcn_plus import build_dcn_plus, check_dcn_plus
 from hpn.topology.fabric import Fabric
-from hpn.topology.fat_tree import build_fat_tree
-from hpn.topology.hpn import build_hpn, hpn_shape
 from hpn.topology.spec import DcnPlusSpec, FatTreeSpec, HpnSpec, RailOnlySpec
 
 
@@ -69,6 +67,11 @@ def register(
     PRESETS.add(name, Preset(name, spec, build, summary, check, routing), summary)
 
 
+# the builders and checks are imported when a run uses them (a fat tree needs no HPN module)
+build_hpn, hpn_shape = (lazy_function("hpn.topology.hpn", f) for f in ("build_hpn", "hpn_shape"))
+build_dcn_plus = lazy_function("hpn.topology.dcn_plus", "build_dcn_plus")
+check_dcn_plus = lazy_function("hpn.topology.dcn_plus", "check_dcn_plus")
+build_fat_tree = lazy_function("hpn.topology.fat_tree", "build_fat_tree")
 register(
     "hpn",
     HpnSpec,

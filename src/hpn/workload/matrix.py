@@ -238,12 +238,17 @@ def write_matrix(m: Matrix, path: str | Path, fmt: str | None = None, note: str 
         for i, (s, d, b, t) in enumerate(zip(m.src, m.dst, m.size, m.start, strict=True)):
             buf.write(f"{int(s)}->{int(d)} id {i + 1} start {float(t) * 1e6!r} size {int(b)}\n")
     p = Path(path)
+    tmp = None
     try:
+        if p.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
         fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.")
         with os.fdopen(fd, "w") as f:
             f.write(buf.getvalue())
         os.replace(tmp, p)
     except OSError as e:
+        if tmp is not None:  # nothing half-written left beside it
+            Path(tmp).unlink(missing_ok=True)
         raise InputError("--write-matrix", f"cannot write {p}: {e.strerror}") from None
     return fmt
 

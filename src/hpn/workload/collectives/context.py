@@ -74,7 +74,7 @@ class Params:
             raise InputError("chunk", f"must be > 0, got {self.chunk}")
 
 
-def nvlink_data_fabric(fabric: Fabric, p: Params) -> Fabric:
+def nvlink_data_fabric(fabric: Fabric, p: Params, gpus: np.ndarray | None = None) -> Fabric:
     """The fabric as NCCL's kernels use its NVLink (``p.model == "nccl"``; else ``fabric``).
 
     NCCL's topology counts what its kernels move over one NVLink, not the link's signalling
@@ -82,7 +82,11 @@ def nvlink_data_fabric(fabric: Fabric, p: Params) -> Fabric:
     against NVLink 4's 25 GB/s per direction. Each GPU <-> NVSwitch link is capped at that
     figure times the GPU's links (PCIe-only GPUs: NCCL's PCIe figure); an H800 (8 links) of
     the default fabric's 200 GB/s per direction gets 160 (2.18.3) or 164.8 GB/s (2.30.7).
-    Links already below it are unchanged. The network links are never changed.
+    Links already below it are unchanged. The network links are never changed. ``gpus``:
+    only the NVLinks of these GPU nodes (one job's, where jobs of different GPU types or
+    NCCL releases share a fabric); None: every GPU's. The one home of this rule:
+    ``hpn collective``, ``hpn train`` (every job, its TP collectives too) and ``hpn fail``
+    all run their flows on this fabric.
     """
     if p.model != "nccl":
         return fabric
@@ -93,6 +97,10 @@ def nvlink_data_fabric(fabric: Fabric, p: Params) -> Fabric:
     per_gpu = gpu.nvlink_GBps(v) if gpu.nvlinks else gpu.pcie_GBps
     lk = fabric.links
     nvl = lk.tier == LinkTier.NVLINK
+    if gpus is not None:
+        mine = np.zeros(fabric.num_nodes, bool)
+        mine[np.asarray(gpus, np.int64).ravel()] = True
+        nvl &= mine[lk.src] | mine[lk.dst]
     cap = lk.capacity.copy()
     cap[nvl] = np.minimum(cap[nvl], per_gpu * 8e9)
     if np.array_equal(cap, lk.capacity):

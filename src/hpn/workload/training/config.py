@@ -88,6 +88,14 @@ class CommCfg(Model):
     channels: int | None = Field(None, ge=1, le=64, description="NCCL_MIN/MAX_NCHANNELS")
     alpha: Duration = Field("2us", description="software latency per step (alpha model)")
     bucket: Size = Field("1GiB", description="gradient bucket size")
+    grad_reduce: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        "auto",
+        description=(
+            "dtype the DP gradients are reduced in; auto: Megatron-LM's rule, fp32 for bf16 "
+            "jobs (--accumulate-allreduce-grads-in-fp32 forced on; --grad-reduce-in-bf16 opts "
+            "out), else the job's precision"
+        ),
+    )
 
 
 class PlacementCfg(Model):
@@ -109,6 +117,20 @@ class JobConfig(Model):
     overlap: OverlapCfg = Field(default_factory=OverlapCfg)
     comm: CommCfg = Field(default_factory=CommCfg)
     placement: PlacementCfg = Field(default_factory=PlacementCfg)
+
+    @property
+    def grad_bytes(self) -> int:
+        """Bytes per gradient element as the DP reduction moves it (``comm.grad_reduce``).
+
+        ``auto`` follows Megatron-LM: ``validate_args`` (``megatron/arguments.py``, 2021-2023;
+        ``megatron/training/arguments.py`` since) sets ``accumulate_allreduce_grads_in_fp32``
+        for bf16 ("bfloat16 requires gradient accumulation and all-reduce to be done in
+        fp32"), so the gradient buffer and its all-reduce are fp32; fp16 and fp32 jobs reduce
+        in their own dtype unless ``--accumulate-allreduce-grads-in-fp32`` is given."""
+        g = self.comm.grad_reduce
+        if g == "auto":
+            g = "fp32" if self.precision == "bf16" else self.precision
+        return DTYPE_BYTES[g]
 
     @model_validator(mode="after")
     def _consistent(self) -> JobConfig:

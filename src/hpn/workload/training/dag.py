@@ -9,7 +9,9 @@ What is explicit and what is aggregated (and why):
   at most the spread of one transfer per step). Layers of a stage are one block per micro-batch.
 - TP collectives stay inside a host (NVLink), so they never meet other traffic: each distinct
   one is simulated once on the job's first TP group and its time added to the blocks (or hidden
-  under compute with ``overlap.tp``).
+  under compute with ``overlap.tp``). Like every flow of the iteration, it runs on NVLink at
+  NCCL's data rate (:func:`~hpn.workload.collectives.context.nvlink_data_fabric`), so it takes
+  what ``hpn collective`` gives the same group at the same size.
 - Network traffic is explicit for every GPU: PP sends (one flow per TP rank and replica, per
   connection), DP gradient buckets (an AllReduce per TP rank across replicas, bucket after
   bucket, each starting when its share of the last backward is done), EP all-to-alls per block.
@@ -23,6 +25,7 @@ import numpy as np
 
 from hpn.topology.fabric import Fabric
 from hpn.workload.collectives import Ctx, Params, add_collective
+from hpn.workload.collectives.context import nvlink_data_fabric
 from hpn.workload.training.layout import by_host, job_grid
 from hpn.workload.training.plan import JobPlan
 from hpn.workload.training.schedule import one_f_one_b
@@ -36,14 +39,46 @@ class JobMarks:
     kinds: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
     timeline: list[tuple[str, str, int, int]] = field(default_factory=list)  # row, group, ids
     tp_s: float = 0.0
+    gpus: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the job's GPUs
+
+
+def job_params(cfg) -> Params:
+    """The collective knobs of a job config (:class:`~.config.JobConfig`)."""
+    cc = cfg.comm
+    return Params(
+        channels=cc.channels,
+        conns=cc.conns,
+        alpha=cc.alpha,
+        model=cc.model,
+        proto=cc.proto,
+        gpu=cfg.gpu.preset,
+        nccl=cc.nccl,
+        flow_channels=1,  # one flow group per NIC: the flow budget of cluster-scale jobs
+    )
+
+
+def data_fabric(fabric: Fabric, marks: list[JobMarks]) -> Fabric:
+    """``fabric`` with each job's NVLinks at NCCL's data rate for that job's GPU type and
+    NCCL release (:func:`~hpn.workload.collectives.context.nvlink_data_fabric`)."""
+    for m in marks:
+        fabric = nvlink_data_fabric(fabric, job_params(m.plan.cfg), m.gpus)
+    return fabric
 
 
 class TpTimer:
-    """Time of each distinct in-host TP collective, simulated once on the fabric alone."""
+    """Time of each distinct in-host TP collective, simulated once on the fabric alone, its
+    NVLink at NCCL's data rate (as ``hpn collective`` runs it)."""
 
     def __init__(self, fabric: Fabric, router):
         self.fabric, self.router = fabric, router
         self.cache: dict[tuple, float] = {}
+        self._data: dict[tuple, Fabric] = {}
+
+    def _fabric(self, p: Params) -> Fabric:
+        key = (p.model, p.gpu, p.nccl)
+        if key not in self._data:
+            self._data[key] = nvlink_data_fabric(self.fabric, p)
+        return self._data[key]
 
     def __call__(self, ops, ranks: np.ndarray, algo: str, p: Params) -> float:
         from hpn.engine import simulate
@@ -54,7 +89,7 @@ class TpTimer:
             if key not in self.cache:
                 ctx = Ctx(self.fabric)
                 s, e = add_collective(ctx, op, ranks, nbytes, algo, p)
-                res = simulate(self.fabric, ctx.dag, self.router)
+                res = simulate(self._fabric(p), ctx.dag, self.router)
                 self.cache[key] = float(res.task_finish[e] - res.task_start[s])
             total += self.cache[key]
         return total
@@ -73,18 +108,9 @@ def add_job(ctx: Ctx, plan: JobPlan, tp_timer: TpTimer | None, comm: bool = True
     P, D, T = grid.shape
     M = plan.micro_batches
     cc = cfg.comm
-    p = Params(
-        channels=cc.channels,
-        conns=cc.conns,
-        alpha=cc.alpha,
-        model=cc.model,
-        proto=cc.proto,
-        gpu=cfg.gpu.preset,
-        nccl=cc.nccl,
-        flow_channels=1,  # one flow group per NIC: the flow budget of cluster-scale jobs
-    )
+    p = job_params(cfg)
     pp_lat = _p2p_latency(ctx, grid, p)
-    marks = JobMarks(plan, lo=ctx.dag.num_tasks)
+    marks = JobMarks(plan, lo=ctx.dag.num_tasks, gpus=grid.ravel())
     rep = grid[:, 0, 0]
     start, done = {}, {}
     for st, sp in enumerate(plan.stages):

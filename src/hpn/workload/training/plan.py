@@ -6,7 +6,8 @@ FLOPs per layer and micro-batch (b sequences of s tokens, hidden h, FFN f), forw
 attention projections ``8 b s h^2``, scores ``4 b s^2 h``, FFN ``4 b s h f`` (``6`` gated;
 times top-k for MoE); the logits ``2 b s h V`` on the last stage; backward is twice the
 forward. All of it divided by TP. Parameters per layer: ``4 h^2`` + FFN (``experts / ep``
-copies for MoE); the embedding on the first stage and the LM head on the last.
+copies for MoE); the embedding on the first stage and the LM head on the last. Gradients
+are reduced in ``JobConfig.grad_bytes`` per parameter (Megatron-LM: fp32 for bf16 jobs).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def plan_from_model(job: JobConfig) -> JobPlan:
                 tp_bwd=tp_ops * per if p.tp > 1 else [],
                 ep_fwd=a2a,
                 ep_bwd=list(a2a),
-                buckets=buckets(params * bw, job.comm.bucket),
+                buckets=buckets(params * job.grad_bytes, job.comm.bucket),
             )
         )
     mb = p.global_batch // (p.dp * p.micro_batch)

@@ -12,7 +12,7 @@ from hpn.engine.dag import FLOW
 from hpn.topology.fabric import Fabric
 from hpn.workload.collectives import Ctx
 from hpn.workload.training.config import JobConfig
-from hpn.workload.training.dag import JobMarks, TpTimer, add_job
+from hpn.workload.training.dag import JobMarks, TpTimer, add_job, data_fabric
 from hpn.workload.training.planner import make_plan
 from hpn.workload.training.result import Breakdown, JobSummary, Parallel, TrainResult
 
@@ -60,15 +60,16 @@ def train(
     ctx = Ctx(fabric)
     timer = TpTimer(fabric, router)
     marks = [add_job(ctx, pl, timer) for pl in plans]
+    data = data_fabric(fabric, marks)  # NVLink at NCCL's data rate, as hpn collective runs it
     built = time.perf_counter()
-    res = simulate(fabric, ctx.dag, router, seed=seed, progress=progress)
+    res = simulate(data, ctx.dag, router, seed=seed, progress=progress)
     kinds = ctx.dag.tasks.kind
     out_jobs: list[JobSummary] = []
     rows = []
     for m in marks:
         ref = Ctx(fabric)
         rm = add_job(ref, m.plan, None, comm=False)
-        rres = simulate(fabric, ref.dag, router)
+        rres = simulate(data, ref.dag, router)
         compute = float(rres.task_finish[rm.lo : rm.hi].max())
         it = float(res.task_finish[m.lo : m.hi].max())
         pl = m.plan

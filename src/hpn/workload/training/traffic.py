@@ -111,19 +111,23 @@ def observe(
     from hpn.engine import simulate
     from hpn.routing import router_for
     from hpn.workload.collectives import Ctx
-    from hpn.workload.training.dag import TpTimer, add_job
+    from hpn.workload.training.dag import TpTimer, add_job, data_fabric
     from hpn.workload.training.planner import make_plan
 
     d = dcqcn or Dcqcn()
     router = router_for(fabric, routing, seed=seed)
-    ctx = Ctx(fabric)  # the DAG `hpn train` builds (run.train)
+    ctx = Ctx(fabric)  # the DAG `hpn train` builds (run.train), on the fabric it runs on
     timer = TpTimer(fabric, router)
-    for j in jobs:
-        add_job(ctx, make_plan(j), timer)
+    marks = [add_job(ctx, make_plan(j), timer) for j in jobs]
     up, down = agg_links(fabric)
     sampled = np.concatenate([up, down])
     res = simulate(
-        fabric, ctx.dag, router, seed=seed, sample_interval=interval, sample_links=sampled
+        data_fabric(fabric, marks),
+        ctx.dag,
+        router,
+        seed=seed,
+        sample_interval=interval,
+        sample_links=sampled,
     )
     s = res.series
     assert s is not None
