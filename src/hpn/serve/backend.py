@@ -297,10 +297,10 @@ class EngineBackend(WallClock):
         if final and r.generated + 1 < r.output_len:  # stopped early (EOS)
             r.output_len = r.generated + 1
         self.emit_tokens(r, t, 0.0, 1)
+        if r.done_t >= 0:  # metrics first: a client woken by its last token may read them
+            self._finished(r)
         if seq.on_token is not None:
             seq.on_token(r, seq, tok, t)
-        if r.done_t >= 0:
-            self._finished(r)
 
     def _finished(self, r: Request) -> None:
         ended = getattr(self.sink, "ended", None)
