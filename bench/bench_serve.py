@@ -93,6 +93,8 @@ def run(a, tmp: str) -> int:
     from hpn.pool.requests import Request
     from hpn.serve.backend import EngineBackend
     from hpn.serve.device import default_spec
+    from hpn.serve.kv import blocks_for
+    from hpn.serve.paged import kv_pool
     from hpn.serve.runner import DecodeBatch, Seq, prefill
     from hpn.serve.store import make_models
     from hpn.serve.weights import DeviceModel, HostModel
@@ -156,11 +158,14 @@ def run(a, tmp: str) -> int:
                 eos_token_id=None,
             )
 
+    blocks = a.batch * blocks_for(width + n)
+
     def engine():
+        kv = kv_pool(dm.module.config, blocks, dev, spec.torch_dtype)
         seqs = [Seq(i, info.name, p, n) for i, p in enumerate(prompts)]
-        for s, t in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
+        for s, t in zip(seqs, prefill(dm.module, seqs, kv), strict=True):
             s.take(*t)
-        b = DecodeBatch(dm.module, seqs, dev)
+        b = DecodeBatch(dm.module, seqs, kv)
         while b.seqs:
             for s, t in zip(b.seqs, b.step(), strict=True):
                 s.take(*t)

@@ -29,6 +29,7 @@ from hpn.serve.clock import EngineError, WallClock
 from hpn.serve.decoding import admit, run_decode
 from hpn.serve.device import DeviceSpec, Link
 from hpn.serve.kv import BLOCK_TOKENS, KVManager
+from hpn.serve.paged import KVStore, swap
 from hpn.serve.runner import Seq, prefill
 from hpn.serve.weights import HostModel
 from hpn.serve.workers import Worker
@@ -124,7 +125,15 @@ class EngineBackend(WallClock):
         n_blocks, self.block_bytes = kv_blocks(hosts, spec, blocks)
         if n_blocks < 1:
             raise ValueError("the device budget leaves no room for one KV block")
-        self.kv = {i.iid: KVManager(n_blocks) for i in self.instances}
+        elems = self.block_bytes // spec.elem_bytes
+        self.kv = {
+            i.iid: KVManager(
+                n_blocks,
+                BLOCK_TOKENS,
+                KVStore(n_blocks, elems, BLOCK_TOKENS, spec.torch_device, spec.torch_dtype),
+            )
+            for i in self.instances
+        }
         self.preemptions = 0
 
     @property
@@ -249,7 +258,7 @@ class EngineBackend(WallClock):
             self.post(self._scheduled, reqs, self.now())
             res: dict[int, tuple] = {}
             for chunk in admit(self, inst.iid, [s for s in seqs if not s.cancelled]):
-                toks = prefill(w.module(model), chunk, self.spec.torch_device)
+                toks = prefill(w.module(model), chunk, self.kv[inst.iid])
                 for s, (tok, lp) in zip(chunk, toks, strict=True):
                     s.kv_on = inst.iid
                     s.take(tok, lp)
@@ -288,10 +297,10 @@ class EngineBackend(WallClock):
         if final and r.generated + 1 < r.output_len:  # stopped early (EOS)
             r.output_len = r.generated + 1
         self.emit_tokens(r, t, 0.0, 1)
+        if r.done_t >= 0:  # metrics first: a client woken by its last token may read them
+            self._finished(r)
         if seq.on_token is not None:
             seq.on_token(r, seq, tok, t)
-        if r.done_t >= 0:
-            self._finished(r)
 
     def _finished(self, r: Request) -> None:
         ended = getattr(self.sink, "ended", None)
@@ -432,34 +441,7 @@ class EngineBackend(WallClock):
         """Copy KV to `dst` (None: host), blocks freed at the source and taken at the
         destination; a KV finding no free blocks there is dropped (preempted: the
         decode loop recomputes it), as is one of a request already gone."""
-        import torch
-
-        to = None if dst is None else dst.iid
-        live = []
-        for s in seqs:
-            if s.kv is None or s.kv_on == to:
-                if s.preempted or s.kv is None:
-                    s.kv_on = to
-                continue
-            if s.finished or s.cancelled:
-                self._release(s)
-                s.kv_on = to
-            elif to is not None and not self.kv[to].allocate_slots(s.rid, s.kv_tokens):
-                self._release(s)
-                s.preempted, s.kv_on = True, to
-                self.post(self._preempted, s.rid)
-            else:
-                live.append(s)
-        if dst is None:
-            pin = self.spec.kind == "cuda"
-            new = [torch.empty_like(s.kv, device="cpu", pin_memory=pin) for s in live]
-        else:
-            new = [torch.empty_like(s.kv, device=self.spec.torch_device) for s in live]
-        link.copy(list(zip(new, [s.kv for s in live], strict=True)))
-        for s, t in zip(live, new, strict=True):
-            if s.kv_on is not None:
-                self.kv[s.kv_on].free(s.rid)
-            s.kv, s.kv_on = t, to
+        swap(self, seqs, dst, link)
 
     def _moved(self, reqs, dst, on_done) -> None:
         on_done(Done("move_kv", dst, tuple(reqs), self.now()))

@@ -5,8 +5,8 @@ Each step, as vLLM v1's scheduler (`vllm/v1/core/sched/scheduler.py`, `schedule`
 1. requests their clients aborted leave the batch (blocks freed);
 2. running requests, oldest first, get the slot of the token they feed
    (`KVManager.allocate_slots`); when the pool is short, the newest running request is
-   preempted (``PreemptionMode.RECOMPUTE``: its blocks freed, its KV dropped), and again,
-   until the rest fit;
+   preempted (``PreemptionMode.RECOMPUTE``: its blocks go back to the pool, and with them
+   its KV), and again, until the rest fit;
 3. preempted requests, oldest first, are re-admitted while their whole context fits in the
    free blocks: one forward over prompt and output rebuilds their KV (greedy tokens are
    unchanged by it), and they rejoin their batch;
@@ -77,7 +77,6 @@ def run_decode(be, op) -> None:
     """The decode operation `op` on its instance's compute lane."""
     w = be.workers[op.inst.iid]
     kvm = be.kv[op.inst.iid]
-    dev = be.spec.torch_device
     t_start = time.perf_counter()
     dbs: list[DecodeBatch] = []
     models: list[str] = []
@@ -87,7 +86,7 @@ def run_decode(be, op) -> None:
     def add(index: int, reqs) -> None:
         while index >= len(dbs):
             model = reqs[0].model
-            dbs.append(DecodeBatch(w.module(model), [], dev))
+            dbs.append(DecodeBatch(w.module(model), [], kvm))
             models.append(model)
         db = dbs[index]
         have = {s.rid for d in dbs for s in d.seqs} | {s.rid for _, s in op.waiting}
@@ -97,7 +96,7 @@ def run_decode(be, op) -> None:
             if r.rid in have or s.finished:
                 continue
             s.wait_kv()
-            if s.preempted or s.kv is None:
+            if s.preempted or not (s.kv is not None or kvm.holds(s.rid)):
                 s.preempted = True
                 s.kv_on = op.inst.iid
                 op.waiting.append((index, s))
@@ -129,7 +128,7 @@ def run_decode(be, op) -> None:
         if op.closed:
             break
         _slots(be, kvm, dbs, op)
-        _readmit(be, kvm, dbs, op, w, dev)
+        _readmit(be, kvm, dbs, op, w)
         step_t0 = time.perf_counter()
         for db in dbs:
             if not db.seqs:
@@ -233,7 +232,7 @@ def _evict_other(be, kvm, ours: set[int]) -> bool:
     return True
 
 
-def _readmit(be, kvm, dbs, op, w, dev) -> None:
+def _readmit(be, kvm, dbs, op, w) -> None:
     """Preempted requests, oldest first, recomputed while their context fits."""
     if not op.waiting:
         return
@@ -252,7 +251,7 @@ def _readmit(be, kvm, dbs, op, w, dev) -> None:
         op.waiting.pop(0)
         back.setdefault(index, []).append(s)
     for index, seqs in back.items():
-        prefill(w.module(seqs[0].model), seqs, dev, recompute=True)
+        prefill(w.module(seqs[0].model), seqs, kvm, recompute=True)
         for s in seqs:
             s.preempted = False
             s.kv_on = op.inst.iid

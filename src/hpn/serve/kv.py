@@ -7,11 +7,10 @@ boundary (`allocate_slots`: all needed blocks or none), and freed (tail first, a
 `free` does) when it finishes, is aborted, is preempted or its KV leaves the instance.
 Without prefix caching a freed block is simply free (no hash, no reuse queue).
 
-The engine's tensors stay one per request (transformers' attention needs the batch's
-cache contiguous; there is no paged-attention kernel on CPU): the tables decide what may
-be resident, and so admission and preemption, exactly as vLLM's scheduler would; the
-bytes a block stands for are `BLOCK_TOKENS` tokens of the largest KV per token of the
-served models, so a full pool never holds more than the budget.
+The blocks are real memory: a manager's `store` (`hpn.serve.paged.KVStore`) is the
+instance's KV tensor, one row per block id, sized for `BLOCK_TOKENS` tokens of the largest
+KV per token of the served models; a block is zeroed when it is taken. A manager without
+a store only accounts (the allocator tests).
 """
 
 from __future__ import annotations
@@ -57,9 +56,10 @@ class KVManager:
     """Block tables of the requests whose KV is on one instance (thread-safe: the
     instance's compute and copy lanes all call it)."""
 
-    def __init__(self, num_blocks: int, block_tokens: int = BLOCK_TOKENS):
+    def __init__(self, num_blocks: int, block_tokens: int = BLOCK_TOKENS, store=None):
         self.pool = BlockPool(num_blocks)
         self.block_tokens = block_tokens
+        self.store = store  # hpn.serve.paged.KVStore: the blocks' memory (None: accounting)
         self.tables: dict[int, list[int]] = {}
         self.lock = threading.Condition()
 
@@ -93,7 +93,10 @@ class KVManager:
                 if not table:
                     del self.tables[rid]
                 return False
-            table.extend(self.pool.take(need))
+            new = self.pool.take(need)
+            if self.store is not None:
+                self.store.zero(new)
+            table.extend(new)
             return True
 
     def free(self, rid: int) -> int:

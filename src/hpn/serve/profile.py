@@ -35,6 +35,7 @@ from hpn.errors import InputError
 if TYPE_CHECKING:
     from hpn.pool.calibration import LatencyFit
 from hpn.serve.device import DeviceSpec, Link
+from hpn.serve.kv import blocks_for
 from hpn.serve.weights import DeviceModel, HostModel
 
 LENS = (16, 64, 256)
@@ -178,6 +179,7 @@ def _measure_shape(
     seconds) on one instance (`loads=False`: no switch timing, the first two are 0)."""
     import torch
 
+    from hpn.serve.paged import kv_pool
     from hpn.serve.runner import DecodeBatch, Seq, prefill
 
     torch.set_num_threads(spec.threads)
@@ -201,18 +203,20 @@ def _measure_shape(
             if L + DECODE_STEPS + 1 > host.info.max_len:
                 continue
             pre, steps = [], []
+            blocks = blocks_for(L + DECODE_STEPS + 1)
             for _ in range(repeats + 1):
                 seqs = [
                     Seq(i, host.info.name, rng.integers(10, host.info.vocab, L).tolist(), 10**6)
                     for i in range(B)
                 ]
+                kv = kv_pool(dm.module.config, B * blocks, dev, spec.torch_dtype)
                 _sync(spec)
                 t0 = time.perf_counter()
-                for s, tok in zip(seqs, prefill(dm.module, seqs, dev), strict=True):
+                for s, tok in zip(seqs, prefill(dm.module, seqs, kv), strict=True):
                     s.take(*tok)
                 _sync(spec)
                 pre.append(time.perf_counter() - t0)
-                db = DecodeBatch(dm.module, seqs, dev)
+                db = DecodeBatch(dm.module, seqs, kv)
                 for _ in range(DECODE_STEPS):
                     t0 = time.perf_counter()
                     for s, tok in zip(db.seqs, db.step(), strict=True):

@@ -1,10 +1,10 @@
-"""Batched prefill and decode steps on transformers' model classes, with per-request KV.
+"""Batched prefill and decode steps on transformers' model classes over paged KV.
 
-A request's KV cache is one tensor ``[layers, 2, kv_heads, tokens, head_dim]`` (on its
-instance's device, or in host memory between turns). A decode batch left-pads the caches
-of its requests into a transformers `DynamicCache` with an attention mask and true position
-ids (as `generate()` does for a padded batch), runs one forward per step, and splits the
-caches back per request when its membership changes or the operation ends.
+A request's KV lives in the blocks of its instance's `KVManager` (`hpn.serve.paged`), or,
+between turns, in host memory (``Seq.kv``: its blocks' rows). A prefill left-pads its
+prompts (with an attention mask and true position ids, as `generate()` does for a padded
+batch) and writes their K/V into their slots; a decode step feeds each request's last
+token at its true position and attends to its context read through its block table.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ class Seq:
     sampling: SamplingParams = GREEDY
     out: list[int] = field(default_factory=list)
     lps: list = field(default_factory=list)  # per output token: (logprob, top) or None
-    kv: Any = None  # tensor [layers, 2, H, tokens, D]
-    kv_on: int | None = None  # instance id holding `kv`, None = host
+    kv: Any = None  # in host memory: its blocks' rows [blocks, elems]; None on a device
+    kv_on: int | None = None  # instance whose blocks hold the KV, None = host
     finished: bool = False
     on_token: Any = None  # callback(req, seq, token, t) on the scheduler thread
     moving: Any = None  # threading.Event of the last KV move started (set when it lands)
@@ -81,16 +81,21 @@ def cache_kw(module) -> str:
     return name
 
 
-def prefill(module, seqs: list[Seq], device, recompute: bool = False) -> list[Sampled]:
-    """One forward over the (left-padded) prompts; sets each seq's KV; the first tokens.
+def prefill(module, seqs: list[Seq], kv, recompute: bool = False) -> list[Sampled]:
+    """One forward over the (left-padded) prompts, their K/V written into their blocks of
+    `kv` (a `KVManager` with a store; blocks taken here when not yet); the first tokens.
 
     `recompute`: rebuild the KV of preempted seqs (prompt and every output token but the
     last, which the next decode step feeds); nothing is sampled."""
     import torch
-    from transformers import DynamicCache
+
+    from hpn.serve.paged import prefill_cache
 
     ctxs = [s.prompt + s.out[:-1] if recompute else s.prompt for s in seqs]
     lens = [len(c) for c in ctxs]
+    for s, n in zip(seqs, lens, strict=True):
+        if not kv.allocate_slots(s.rid, n):
+            raise RuntimeError(f"request {s.rid}: no free KV blocks for {n} tokens")
     P = max(lens)
     ids = torch.zeros(len(seqs), P, dtype=torch.long)
     mask = torch.zeros(len(seqs), P, dtype=torch.long)
@@ -98,7 +103,9 @@ def prefill(module, seqs: list[Seq], device, recompute: bool = False) -> list[Sa
         ids[i, P - lens[i] :] = torch.tensor(c)
         mask[i, P - lens[i] :] = 1
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    device = kv.store.device
     ids, mask, pos = ids.to(device), mask.to(device), pos.to(device)
+    cache = prefill_cache(kv, module, [s.rid for s in seqs], lens, P)
     with torch.inference_mode():
         out = module(
             input_ids=ids,
@@ -106,118 +113,64 @@ def prefill(module, seqs: list[Seq], device, recompute: bool = False) -> list[Sa
             position_ids=pos,
             use_cache=True,
             logits_to_keep=1,
-            **{cache_kw(module): DynamicCache()},
+            **{cache_kw(module): cache},
         )
-        layers = out.past_key_values.layers
-        for i, s in enumerate(seqs):
-            s.kv = torch.stack(
-                [
-                    torch.stack((ly.keys[i, :, P - lens[i] :], ly.values[i, :, P - lens[i] :]))
-                    for ly in layers
-                ]
-            )
         if recompute:
             return []
         return sample(out.logits[:, -1, :], seqs)
 
 
 class DecodeBatch:
-    """Same-model requests decoding together; membership changes between steps."""
+    """Same-model requests decoding together; membership changes between steps.
 
-    def __init__(self, module, seqs: list[Seq], device):
-        self.module, self.device = module, device
-        self.seqs: list[Seq] = []
-        self.cache: Any = None  # transformers DynamicCache of the batch
-        self.mask: Any = None  # attention mask tensor [batch, tokens]
+    The batch holds no KV: each step reads the requests' contexts through their block
+    tables in `kv` and writes the fed tokens' K/V into their slots (`hpn.serve.paged`), so
+    joining and leaving cost nothing."""
+
+    def __init__(self, module, seqs: list[Seq], kv):
+        self.module, self.kv = module, kv
+        self.device = kv.store.device
+        self.seqs: list[Seq] = list(seqs)
         self.forward_s = 0.0  # time inside the model's forward (for the overhead figure)
-        self.assemble(seqs)
 
     def assemble(self, seqs: list[Seq]) -> None:
-        """Left-pad the seqs' KV caches into one batch cache."""
-        import torch
-        from transformers import DynamicCache
-
+        """The batch is now `seqs` (their KV in the blocks of `kv`)."""
         self.seqs = list(seqs)
-        if not seqs:
-            self.cache = self.mask = None
-            return
-        lens = [s.kv.shape[3] for s in seqs]
-        L = max(lens)
-        n_layers, _, H, _, D = seqs[0].kv.shape
-        t = torch.zeros(n_layers, 2, len(seqs), H, L, D, dtype=seqs[0].kv.dtype, device=self.device)
-        mask = torch.zeros(len(seqs), L, dtype=torch.long, device=self.device)
-        for i, s in enumerate(seqs):
-            t[:, :, i, :, L - lens[i] :] = s.kv
-            mask[i, L - lens[i] :] = 1
-            s.kv = None  # now held by the batch
-        self.cache = DynamicCache(ddp_cache_data=[(t[j, 0], t[j, 1]) for j in range(n_layers)])
-        self.mask = mask
-        self.lens = torch.tensor(lens, device=self.device)
 
     def split(self) -> list[Seq]:
-        """Give each seq back its own (unpadded) KV; the batch is empty afterwards."""
-        import torch
-
-        seqs = self.seqs
-        if not seqs:
-            return []
-        layers = self.cache.layers
-        L = layers[0].keys.shape[2]
-        lens = self.lens.tolist()
-        for i, s in enumerate(seqs):
-            a = L - lens[i]
-            s.kv = torch.stack(
-                [torch.stack((ly.keys[i, :, a:], ly.values[i, :, a:])) for ly in layers]
-            )
-        self.seqs, self.cache, self.mask = [], None, None
+        """Empty the batch; its seqs (their KV stays in their blocks)."""
+        seqs, self.seqs = self.seqs, []
         return seqs
 
     def drop(self, keep: list[int]) -> None:
         """Keep only rows `keep` (finished requests leave the batch)."""
-        import torch
-
-        if len(keep) == len(self.seqs):
-            return
-        if not keep:
-            self.seqs, self.cache, self.mask = [], None, None
-            return
-        idx = torch.tensor(keep, device=self.device)
-        for ly in self.cache.layers:
-            ly.keys = ly.keys.index_select(0, idx)
-            ly.values = ly.values.index_select(0, idx)
-        self.mask = self.mask.index_select(0, idx)
-        self.lens = self.lens.index_select(0, idx)
         self.seqs = [self.seqs[i] for i in keep]
-        # trim columns that are padding in every remaining row
-        pad = int((self.mask.shape[1] - self.lens.max()).item())
-        if pad > 0:
-            for ly in self.cache.layers:
-                ly.keys = ly.keys[:, :, pad:]
-                ly.values = ly.values[:, :, pad:]
-            self.mask = self.mask[:, pad:]
 
     def step(self) -> list[Sampled]:
-        """One forward over the batch: each seq's last token in, one new token out."""
+        """One forward over the batch: each seq's last token in, one new token out (the
+        slot of the fed token is taken here when not yet)."""
         import torch
 
+        from hpn.serve.paged import decode_cache
+
+        positions = [s.kv_tokens for s in self.seqs]
+        for s, n in zip(self.seqs, positions, strict=True):
+            if not self.kv.allocate_slots(s.rid, n + 1):
+                raise RuntimeError(f"request {s.rid}: no free KV block for token {n}")
         ids = torch.tensor([[s.out[-1]] for s in self.seqs], device=self.device)
-        self.mask = torch.cat(
-            [self.mask, torch.ones(len(self.seqs), 1, dtype=torch.long, device=self.device)], 1
-        )
-        pos = self.lens.view(-1, 1)
+        cache, mask = decode_cache(self.kv, self.module, [s.rid for s in self.seqs], positions)
+        pos = torch.tensor(positions, device=self.device).view(-1, 1)
         t0 = time.perf_counter()
         with torch.inference_mode():
             out = self.module(
                 input_ids=ids,
-                attention_mask=self.mask,
+                attention_mask=mask,
                 position_ids=pos,
                 use_cache=True,
-                **{cache_kw(self.module): self.cache},
+                **{cache_kw(self.module): cache},
             )
             logits = out.logits[:, -1, :]
             if logits.is_cuda:
                 torch.cuda.synchronize()
         self.forward_s += time.perf_counter() - t0
-        toks = sample(logits, self.seqs)
-        self.lens = self.lens + 1
-        return toks
+        return sample(logits, self.seqs)
