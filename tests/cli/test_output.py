@@ -66,7 +66,10 @@ def test_pool_goodput_rows_are_readable(tmp_path):
         ("link:host=20,nic=0,at=1s,repair=5s", True),  # a host outside the 4-host job
         ("agg:plane=0,index=0,at=1s,repair=5s", True),  # the job stays in one segment
         ("link:host=2,nic=3,at=1s,repair=5s", False),
-        ("tor:segment=0,rail=0,plane=0,at=1s,repair=5s", False),
+        # rail 0's NICs at 200G: no warning, yet no loss either, as the ring is NVLink-bound
+        # at NCCL's data rate (a ring channel's share of a 200G port still exceeds its
+        # NVLink share); the 0.3 s blackhole of a link fault is what makes the line above lossy
+        ("tor:segment=0,rail=0,plane=0,at=1s,repair=5s", None),
     ],
 )
 def test_a_fault_away_from_the_job_is_one_warning_line(tmp_path, fault, warned):
@@ -85,7 +88,7 @@ def test_a_fault_away_from_the_job_is_one_warning_line(tmp_path, fault, warned):
         ]
         assert loss == 0
     else:
-        assert lines == [] and loss > 0
+        assert lines == [] and (loss > 0 if warned is False else loss == 0)
 
 
 def test_user_text_that_looks_like_console_markup_is_printed_as_is(tmp_path):
