@@ -19,6 +19,7 @@ model's context (``max_position_embeddings``, at most one instance's KV pool), l
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any
 
@@ -54,7 +55,9 @@ def create_app(engine: Engine, limits: Limits = Limits()):
         try:
             return await call_next(request)
         except Exception as e:  # never let one request take the server down
-            # the client gets the kind, not the text (it may name the server's files)
+            # the client gets the kind, not the text (it may name the server's files); the
+            # server's log keeps the whole traceback
+            logging.getLogger("hpn.serve").exception("request %s failed", request.url.path)
             return error(500, f"internal error: {type(e).__name__}", kind="server_error")
 
     for r in (ops.router, models.router, completions.router):
