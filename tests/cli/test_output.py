@@ -110,3 +110,15 @@ def test_a_query_past_duckdbs_memory_is_refused_and_spills_nothing(tmp_path, mon
     r = invoke(["runs", "query", sql], tmp_path, env)
     assert r.code == 2 and r.err.startswith("error: SQL:"), r.err
     assert not (tmp_path / ".tmp").exists()
+
+
+def test_out_parser_takes_a_default_path_and_refuses_an_empty_name():
+    """The demo's default ``--out`` (a Path) passes the parser unchanged (it broke make demo)."""
+    import typer
+
+    from hpn.cli.store_opts import folder_name
+
+    assert folder_name(Path("out/demo")) == Path("out/demo")
+    assert folder_name("runs/x") == Path("runs/x")
+    with pytest.raises(typer.BadParameter):
+        folder_name("  ")

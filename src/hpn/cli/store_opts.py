@@ -23,9 +23,9 @@ __all__ = ["OutOpt", "PlotOpt", "check_out", "folder_name", "save"]
 _PANEL = "Results"
 
 
-def folder_name(text: str) -> Path:
-    """``--out`` as typed: an empty name (``--out "$UNSET"``) is refused, not the cwd."""
-    if not text.strip():
+def folder_name(text: str | Path) -> Path:
+    """``--out`` as typed (or a default path): an empty name is refused, not the cwd."""
+    if isinstance(text, str) and not text.strip():
         raise typer.BadParameter("give a folder name, not an empty string")
     return Path(text)
 
