@@ -14,7 +14,6 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -260,18 +259,12 @@ def replay_trace(
     trace_models: int = 10,
 ) -> tuple[dict, dict]:
     """The service behind ``hpn pool replay``: (result dict, tables) for a run."""
-    from hpn.pool.traces import detect_format, load_trace, market
+    from hpn.pool.traces import load_for, market
 
     if (trace is None) == (models is None):
         raise InputError("trace", "give either a trace file or a number of models (synthetic)")
-    if trace is not None:
-        fmt = detect_format(trace)
-        by_format: dict[str, dict[str, Any]] = {
-            "azure": {"models": trace_models, "seed": seed},
-            "servegen": {"duration": duration, "seed": seed},
-        }
-        opts = by_format.get(fmt, {})
-        tr = load_trace(trace, fmt, **opts)
+    if trace is not None:  # as the limit check read it (kept: the file is read once)
+        tr = load_for(trace, models=trace_models, seed=seed, duration=duration)
     else:
         assert models is not None  # one of the two, checked above
         tr = market(models, rate, duration, seed=seed)
