@@ -39,6 +39,17 @@ def _kind_time(res, kinds, marks: JobMarks, kind: str) -> float:
     return best
 
 
+def iteration_dag(
+    fabric: Fabric, jobs: list[JobConfig], router: Any
+) -> tuple[Ctx, list[JobMarks], Fabric]:
+    """One iteration of every job as one DAG (the collectives' context, each job's task marks)
+    and the fabric it runs on: NVLink at NCCL's data rate, as ``hpn collective`` runs it."""
+    ctx = Ctx(fabric)
+    timer = TpTimer(fabric, router)
+    marks = [add_job(ctx, make_plan(j), timer) for j in jobs]
+    return ctx, marks, data_fabric(fabric, marks)
+
+
 def train(
     fabric: Fabric,
     jobs: list[JobConfig],
@@ -56,11 +67,7 @@ def train(
 
     t0 = time.perf_counter()
     router = router_for(fabric, routing, seed=seed, hashing=hashing)
-    plans = [make_plan(j) for j in jobs]
-    ctx = Ctx(fabric)
-    timer = TpTimer(fabric, router)
-    marks = [add_job(ctx, pl, timer) for pl in plans]
-    data = data_fabric(fabric, marks)  # NVLink at NCCL's data rate, as hpn collective runs it
+    ctx, marks, data = iteration_dag(fabric, jobs, router)
     built = time.perf_counter()
     res = simulate(data, ctx.dag, router, seed=seed, progress=progress)
     kinds = ctx.dag.tasks.kind

@@ -110,19 +110,15 @@ def observe(
     """
     from hpn.engine import simulate
     from hpn.routing import router_for
-    from hpn.workload.collectives import Ctx
-    from hpn.workload.training.dag import TpTimer, add_job, data_fabric
-    from hpn.workload.training.planner import make_plan
+    from hpn.workload.training.run import iteration_dag
 
     d = dcqcn or Dcqcn()
     router = router_for(fabric, routing, seed=seed)
-    ctx = Ctx(fabric)  # the DAG `hpn train` builds (run.train), on the fabric it runs on
-    timer = TpTimer(fabric, router)
-    marks = [add_job(ctx, make_plan(j), timer) for j in jobs]
+    ctx, _, data = iteration_dag(fabric, jobs, router)  # the DAG `hpn train` runs
     up, down = agg_links(fabric)
     sampled = np.concatenate([up, down])
     res = simulate(
-        data_fabric(fabric, marks),
+        data,
         ctx.dag,
         router,
         seed=seed,
