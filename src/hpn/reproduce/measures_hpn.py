@@ -401,8 +401,12 @@ FIG19_HOSTS = (4, 8, 16, 32)  # P App A, Fig 19: 8-GPU hosts, half in each of 2 
 PLANES = (("single-plane", False), ("dual-plane", True))
 
 
-def _fig19_run(ctx: Context, op: str, hosts: int, dual: bool) -> dict[str, Any]:
-    """One 4 GiB ``op`` of ``hosts`` full hosts across the boundary of a 2-segment HPN Pod."""
+def boundary_job(
+    ctx: Context, op: str, hosts: int, dual: bool, sizes: str, label: str
+) -> list[dict[str, Any]]:
+    """``op`` at ``sizes`` on ``hosts`` full hosts across the boundary of a 2-segment HPN Pod
+    (half at the end of segment 0, half at the start of segment 1; the fabric's routing):
+    its rows, one per size."""
     fabric = {"preset": "hpn", "segments": 2, "dual_plane": dual}
     boundary = _per_segment(_summary(ctx, "hpn 2 segments", segments=2)) // 8  # 8 GPUs a host
     cfg = {
@@ -410,14 +414,19 @@ def _fig19_run(ctx: Context, op: str, hosts: int, dual: bool) -> dict[str, Any]:
         "collective": {
             "op": op,
             "gpus": hosts * 8,
-            "sizes": "4G",
+            "sizes": sizes,
             "first_host": boundary - hosts // 2,
             "seed": 1,
             "nccl": PAPER_NCCL,
         },
     }
     plane = "dual" if dual else "single"
-    return ctx.run("collective", cfg, f"fig19 {op} {hosts} hosts {plane}-plane")["results"][0]
+    return ctx.run("collective", cfg, f"{label} {op} {hosts} hosts {plane}-plane")["results"]
+
+
+def _fig19_run(ctx: Context, op: str, hosts: int, dual: bool) -> dict[str, Any]:
+    """One 4 GiB ``op`` of ``hosts`` full hosts across the boundary of a 2-segment HPN Pod."""
+    return boundary_job(ctx, op, hosts, dual, "4G", "fig19")[0]
 
 
 def _fig19(ctx: Context) -> dict[str, list[list[float]]]:

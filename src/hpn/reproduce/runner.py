@@ -13,6 +13,7 @@ from typing import Any
 from hpn.reproduce import (  # noqa: F401  (register the measures)
     measures_aegaeon,
     measures_hpn,
+    measures_planes,
     measures_traffic,
 )
 from hpn.reproduce.catalog import Claim, load, uncovered
