@@ -173,13 +173,30 @@ class HashEcmpRouter(EcmpRouter):
         dst: np.ndarray,
         sports: np.ndarray,
         down: np.ndarray | None = None,
+        rr: np.ndarray | None = None,
     ) -> Paths:
-        """Route flows whose UDP source ports are given."""
+        """Route flows whose UDP source ports are given.
+
+        ``rr``: under the ``rr`` bond, the counter each flow's host takes modulo its ports
+        (the port HPN's selection pinned the connection to); None: the flow's position, as
+        HPN's search numbers its candidate probes."""
         self._given = np.asarray(sports, np.int64).astype(np.uint32)
+        self._rr = None if rr is None else np.asarray(rr, np.int64)
         try:
             return EcmpRouter.route(self, fabric, src, dst, None, down)
         finally:
-            self._given = None
+            self._given = self._rr = None
+
+    def bond_counter(self, src: np.ndarray, conn: np.ndarray) -> np.ndarray:
+        """What the ``rr`` bond takes modulo a host's ports, per flow (``conn`` otherwise).
+
+        Routed connections: :func:`rr_ranks` (each NIC's connections in turn over its ports);
+        given source ports: ``route_sports``'s ``rr``, else the flow's position."""
+        if self.hashing.bond_hash != "rr":
+            return conn
+        if self._given is not None:
+            return conn if self._rr is None else self._rr
+        return rr_ranks(src, conn)
 
     def switch_seeds(self, fabric: Fabric, nodes: np.ndarray) -> np.ndarray:
         """The hash seed of every switch in ``nodes`` under the ``seeds`` policy."""
@@ -211,6 +228,7 @@ class HashEcmpRouter(EcmpRouter):
         return kernel_seed(out)
 
     _given: np.ndarray | None = None
+    _rr: np.ndarray | None = None
 
     def kernel_spec(
         self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, keys: np.ndarray
@@ -227,8 +245,9 @@ class HashEcmpRouter(EcmpRouter):
         sports = self._given if self._given is not None else self.sports(conn)
         tuples = roce_tuples(address_plan(fabric), src, dst, sports)
         seeds = self.switch_seeds(fabric, np.arange(fabric.num_nodes))
+        bond = self.bond_counter(np.asarray(src, np.int64), conn)
         return hash_spec(
-            fabric, self.hashing, self.seed, seeds, tuples, conn, self.core_ports(fabric)
+            fabric, self.hashing, self.seed, seeds, tuples, bond, self.core_ports(fabric)
         )
 
     def core_ports(self, fabric: Fabric) -> tuple | None:
@@ -243,6 +262,7 @@ class HashEcmpRouter(EcmpRouter):
         conn = np.arange(len(src)) if keys is None else np.asarray(keys, np.int64)
         sports = self._given if self._given is not None else self.sports(conn)
         tuples = roce_tuples(address_plan(fabric), src, dst, sports)
+        bond = self.bond_counter(np.asarray(src, np.int64), conn)
         cfg, kind = self.hashing, fabric.nodes.kind
         in_rank = _in_rank(fabric) if cfg.core_port_map else None
         ports = _core_ports(fabric) if cfg.core_port_map else None
@@ -263,7 +283,7 @@ class HashEcmpRouter(EcmpRouter):
                     out[i] = _linux_pick(t, self.kernel_seeds(fabric, c.nodes[i]), c.count[i])
                     h = None
                 elif cfg.bond_hash == "rr":
-                    h = conn[c.keys[i]]
+                    h = bond[c.keys[i]]
                 elif cfg.bond_hash == "l34":
                     (s_ip, _), (d_ip, _), _, (sp, _), (dp, _) = t.fields
                     h = linux_bond_l34(s_ip, d_ip, sp, dp)
@@ -291,6 +311,44 @@ class HashEcmpRouter(EcmpRouter):
             return out
 
         return np.arange(len(src), dtype=np.int64), pick
+
+
+def rr_ranks(src: np.ndarray, conn: np.ndarray) -> np.ndarray:
+    """The ``rr`` bond's counter per flow: the rank of its connection among the distinct
+    connection keys of its source NIC, in key order (the order the connections were opened).
+
+    A NIC's connections take its ports in turn, as mlx5's LAG gives each new queue pair the
+    next port (Linux ``drivers/infiniband/hw/mlx5/qp.c``, ``get_tx_affinity_rr``); flows that
+    share a key are one connection and share its port.
+
+    Parameters
+    ----------
+    src
+        Source node (NIC) of each flow.
+    conn
+        Connection key of each flow.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, per flow.
+
+    Examples
+    --------
+    >>> rr_ranks(np.array([7, 9, 7, 9, 7]), np.array([0, 1, 2, 3, 2])).tolist()
+    [0, 0, 1, 1, 1]
+    """
+    src, conn = np.asarray(src, np.int64), np.asarray(conn, np.int64)
+    o = np.lexsort((conn, src))
+    s, k = src[o], conn[o]
+    new_src = np.ones(len(o), bool)
+    new_src[1:] = s[1:] != s[:-1]
+    new_conn = new_src.copy()
+    new_conn[1:] |= k[1:] != k[:-1]
+    distinct = np.cumsum(new_conn) - 1  # the (NIC, key) number of each flow, in order
+    out = np.empty(len(o), np.int64)
+    out[o] = distinct - distinct[new_src][np.cumsum(new_src) - 1]
+    return out
 
 
 def _linux_pick(t, seeds: np.ndarray, count: np.ndarray) -> np.ndarray:

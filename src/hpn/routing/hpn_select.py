@@ -128,13 +128,14 @@ class HpnRouter(HashEcmpRouter):
                 active = a[~(enough | saturated)]
                 size *= 2
         salt = splitmix64(p_src.astype(np.uint64) ^ np.uint64(self.seed & 0xFFFFFFFF))
-        chosen, item = found.place(conns[0], conn_rank, p_src, ports, (salt & np.uint64(1)) > 0)
+        flip = (salt & np.uint64(1)) > 0
+        chosen, item, c_plane = found.place(conns[0], conn_rank, p_src, ports, flip)
         sport = chosen[conn_of]
         if isinstance(found, _Compiled):  # the search walked these ports already
-            paths = found.route(self, fabric, src, dst, sport, pair_of, item[conn_of])
+            paths = found.kept.paths(item[conn_of], pair_of)
             self.kernel = "numba"
-        else:
-            paths = self.route_sports(fabric, src, dst, sport, down)
+        else:  # (the rr bond: on the port the selection pinned the connection to)
+            paths = self.route_sports(fabric, src, dst, sport, down, rr=c_plane[conn_of])
             self.kernel = "numpy"
         plane = fabric.links.port[paths.links[paths.offsets[:-1]]].astype(np.int64)
         return Selection(sport, paths, plane, found.count[pair_of])
@@ -271,15 +272,15 @@ class _Found:
         np.add.at(self.per_plane, (pair[fresh], plane[fresh]), 1)
         return new
 
-    def place(self, c_pair, c_rank, p_src, ports, flip) -> tuple[np.ndarray, np.ndarray]:
+    def place(self, c_pair, c_rank, p_src, ports, flip) -> tuple[np.ndarray, ...]:
         """The source port of every connection (``c_pair``, ``c_rank``), placed NIC by NIC,
-        and the item (distinct path, in the order of ``_by_pair_and_plane``) it takes.
+        the item (distinct path, in the order of ``_by_pair_and_plane``) it takes and the
+        item's plane.
 
         Round ``r`` places the ``r``-th connection of every NIC (its connections ordered by
         pair, then rank); in a round no two connections share a NIC or a pair, so each round
         is one vectorized step over the NICs."""
         pair, sport, plane, uplink = self._by_pair_and_plane()
-        del plane
         # the items of (pair, plane) group pair * 2 + plane start at g_off[group]
         g_off = np.zeros(2 * len(self.count) + 1, np.int64)
         np.cumsum(self.per_plane.ravel(), out=g_off[1:])
@@ -319,7 +320,7 @@ class _Found:
                 used[pick] += 1
                 load[nic_up_of[pick]] += 1
             chosen[conn], item[conn] = sport[pick], pick
-        return chosen, item
+        return chosen, item, plane[item]
 
     def _loads(self, pair, uplink, p_src) -> tuple[np.ndarray, ...]:
         """(connections of its pair on each item's path, connections of a NIC on each (NIC,
@@ -388,26 +389,3 @@ class _Compiled(_Found):
 
     def _class_ids(self, keys: np.ndarray) -> tuple[np.ndarray, int]:
         return self.up_ids  # the kernel numbered them (by first appearance)
-
-    def route(self, router, fabric, src, dst, sport, pair_of, item) -> Paths:
-        """``router.route_sports(fabric, src, dst, sport, down)``: the paths the search found
-        for these ports (flow ``f`` takes item ``item[f]``), or a walk on its tables where
-        the rr bond chose by the candidate's number (a flow's is its index)."""
-        if router.hashing.bond_hash != "rr":
-            return self.kept.paths(item, pair_of)
-        from hpn.routing.fast import hash_spec, route_compiled
-        from hpn.routing.shortest import _with_nvlink
-
-        g, walk, p_u, nv = self.tables
-        tuples = roce_tuples(address_plan(fabric), src, dst, sport)
-        seeds = router.switch_seeds(fabric, np.arange(fabric.num_nodes))
-        spec = hash_spec(
-            fabric, router.hashing, router.seed, seeds, tuples, np.arange(len(src)),
-            router.core_ports(fabric),
-        )  # fmt: skip
-        nvlink = nv[pair_of]
-        net = np.flatnonzero(~nvlink)
-        part = route_compiled(
-            fabric, g, walk, p_u[pair_of[net]], src[net], dst[net], spec.take(net)
-        )
-        return _with_nvlink(fabric, src, dst, nvlink, net, part)
