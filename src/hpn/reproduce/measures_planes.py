@@ -1,7 +1,8 @@
 """The dual-plane ablation of P §6.1: cross-segment collective traffic on an HPN Pod,
 dual-plane against the same fabric single-plane (every ToR to every Agg).
 
-The paper states only the result ("up to +71.6 %" for cross-segment traffic). The setting is
+The paper states only the result ("up to +71.6 %" for cross-segment traffic), read here as
+throughput: the bytes crossing the Agg tier are the same on both designs. The setting is
 ours, chosen to put the traffic where the single-plane design differs: the Fig 19 job
 (:func:`~hpn.reproduce.measures_hpn.boundary_job`: 4-32 full hosts, half on each side of a
 2-segment boundary, the fabric's routing, NCCL 2.18.3) running the paper's network-bound

@@ -182,7 +182,7 @@ class HpnRouter(HashEcmpRouter):
             raise InputError(
                 "routing", f"no path from node {int(p_src[e.pair])} (flow {i}) to its destination"
             ) from None
-        return _Compiled(count, plane_count, items, up_ids, (g, walk, p_u, nv), Kept(*kept))
+        return _Compiled(count, plane_count, items, up_ids, Kept(*kept))
 
     def _candidate_sports(self, pair_key: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Candidate ``index`` of a pair: a pair-specific walk through the port range."""
@@ -376,10 +376,9 @@ class Kept:
 class _Compiled(_Found):
     """What the compiled candidate rounds found (items in the numpy code's order)."""
 
-    def __init__(self, count, per_plane, items, up_ids, tables, kept: Kept):
+    def __init__(self, count, per_plane, items, up_ids, kept: Kept):
         self.count, self.per_plane, self.items = count, per_plane, [items]
         self.up_ids = up_ids  # the (source NIC, uplink) class of each item, and their number
-        self.tables = tables  # (graph, walk, class per pair, NVLink pair?) of the search
         self.kept = kept
 
     def _by_pair_and_plane(self) -> tuple[np.ndarray, ...]:
