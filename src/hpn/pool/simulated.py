@@ -4,6 +4,12 @@ every duration from the ground-truth `CostModel`.
 Decode runs as operations of many steps (a "turn"): the backend advances a batch by whole
 runs of steps between request completions (constant step time per run) and emits each
 request's tokens in closed form, so the cost is per run, not per token.
+
+A cost model whose step times are not the plain formulas (`CostModel.forms`: a batch term
+evaluated at a fixed value, whole milliseconds) is charged through `CostModel.decode_step`,
+with a run cut where the step time changes; with a time grid (`CostModel.grid`, 1 ms) every
+event time is put on it, so events at the same millisecond tie exactly (and run in the
+order they were scheduled) as in a simulator that counts whole milliseconds.
 """
 
 from __future__ import annotations
@@ -75,6 +81,11 @@ class SimulatedBackend(Backend):
         self._heap: list[tuple[float, int, Callable[..., object], tuple[object, ...]]] = []
         self._seq = 0
         self._slots = [_Slot() for _ in self.instances]
+        self._hz = None if cost.grid is None else round(1.0 / cost.grid)
+
+    def _on_grid(self, t: float) -> float:
+        """`t` on the cost model's time grid (unchanged without one)."""
+        return t if self._hz is None else round(t * self._hz) / self._hz
 
     # --- clock and run loop --------------------------------------------------------------
     def now(self) -> float:
@@ -82,6 +93,8 @@ class SimulatedBackend(Backend):
 
     def call_at(self, t: float, fn: Callable[..., object], *args: object) -> None:
         self._seq += 1
+        if self._hz is not None:
+            t = self._on_grid(t)
         heapq.heappush(self._heap, (max(t, self.t), self._seq, fn, args))
 
     def run(
@@ -203,7 +216,7 @@ class SimulatedBackend(Backend):
         for t0, d, n, off in op.segs:
             if t0 + n * d >= self.t - EPS:
                 k = max(0, math.ceil((self.t - t0) / d - EPS))
-                return t0 + k * d, off + k
+                return self._on_grid(t0 + k * d), off + k
         last = op.segs[-1]
         return op.end, last[2] + last[3]
 
@@ -216,7 +229,7 @@ class SimulatedBackend(Backend):
             if t0 + d > self.t + EPS:
                 break
             last = t0 + min(n, math.floor((self.t - t0) / d + EPS)) * d
-        return last
+        return last if last is None else self._on_grid(last)
 
     def join(self, inst: Instance, reqs: list[Request], index: int = 0) -> bool:
         op = self._slots[inst.iid].op
@@ -253,6 +266,9 @@ class SimulatedBackend(Backend):
 
     def _plan(self, op: _DecodeOp) -> tuple[list[Seg], float]:
         """Runs of steps (start, step time, steps, steps before) and the end time."""
+        forms = self.cost.forms
+        if forms and any(b and b[0].model in forms for b in op.batches):
+            return self._plan_stepwise(op)
         dec = self.cost.dec
         # per batch, a list for speed: [coefficients, (steps left, KV) sorted, next, running, KV]
         state: list[list[Any]] = []
@@ -279,6 +295,69 @@ class SimulatedBackend(Backend):
             n = int(min(k, kb))  # finite: a batch with requests running bounds k
             segs.append((t, d, n, steps))
             t += n * d
+            steps += n
+            finished = False
+            for s in state:
+                if s[3]:
+                    s[4] += n * s[3]
+                    rem = s[1]
+                    while s[2] < len(rem) and rem[s[2]][0] <= steps:
+                        s[4] -= rem[s[2]][1]
+                        s[3] -= 1
+                        s[2] += 1
+                        finished = True
+            if (finished and op.stop) or n == kb:
+                break
+        return segs, t
+
+    def _same_steps(self, model: str, running: int, ctx: int, limit: int) -> int:
+        """Steps from now (at least 1, at most `limit`) over which `model`'s step time stays
+        what it is now, the context growing by `running` tokens a step (the step time is
+        monotone in the context, so a bisection finds where it changes)."""
+        step = self.cost.decode_step
+        d0 = step(model, running, ctx)
+        if limit <= 1 or step(model, running, ctx + (limit - 1) * running) == d0:
+            return max(1, limit)
+        lo, hi = 0, limit - 1  # the same at lo, not at hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if step(model, running, ctx + mid * running) == d0:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    def _plan_stepwise(self, op: _DecodeOp) -> tuple[list[Seg], float]:
+        """`_plan` with every step charged `CostModel.decode_step` at its own context: runs
+        are also cut where a batch's step time changes."""
+        step = self.cost.decode_step
+        state: list[list[Any]] = []
+        for b in op.batches:
+            if b:
+                rem = sorted((r.output_len - r.generated, r.input_len + r.output_len) for r in b)
+                ctx = sum(r.input_len + r.generated for r in b)
+                state.append([b[0].model, rem, 0, len(b), ctx])
+        t, steps, budget_end = op.start, 0, op.budget_end
+        segs: list[Seg] = []
+        while True:
+            d, k = 0.0, math.inf
+            for s in state:
+                if s[3]:
+                    d += step(s[0], s[3], s[4])
+                    k = min(k, s[1][s[2]][0] - steps)
+            if not any(s[3] for s in state):
+                break
+            kb: float = math.inf
+            if budget_end is not None:
+                if steps and t >= budget_end - EPS:
+                    break
+                kb = max(1, math.ceil((budget_end - t) / max(d, EPS) - EPS))
+            n = int(min(k, kb))
+            for s in state:
+                if s[3]:
+                    n = self._same_steps(s[0], s[3], s[4], n)
+            segs.append((t, d, n, steps))
+            t = self._on_grid(t + n * d)
             steps += n
             finished = False
             for s in state:

@@ -24,18 +24,25 @@ on the backend contract:
   requests from its queue only at the top of its loop (`Worker.do_purge`): after each
   prefill batch, decode step or swap, or when an arrival wakes it idle. Until then a
   failed request still counts in its queue's tail run.
+
+Costs: the fitted profile (`costs`) by default; ``costs = "artifact"`` charges the
+simulator's own latency model instead (`hpn.pool.artifact_costs`: its least-squares fits of
+its profiles, read from the artifact folder ``artifact``, decode's batch term at -1, whole
+milliseconds), so that a comparison with the simulator is left with its rules only.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import cast
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
-from hpn.config import Duration, Model
+from hpn.config import Duration, FilePath, Model
+from hpn.errors import InputError
+from hpn.gpus import GPU
 from hpn.pool.backend import Done, Instance
-from hpn.pool.costs import Loader
+from hpn.pool.costs import LatencySource, Loader
 from hpn.pool.policies.base import Policy, PolicyContext
 from hpn.pool.requests import Request
 
@@ -68,6 +75,14 @@ class ServerlessArtifactKnobs(Model):
     qs: int = Field(QS, ge=1, description="queue slots per worker (QS)")
     scale_up_below: int = Field(R, ge=1, description="scale up below this many free slots (R)")
     start_timeout: Duration = Field(START_TIMEOUT, gt=0, description="no-token failure time")
+    costs: Literal["fitted", "artifact"] = Field(
+        "fitted",
+        description="prefill/decode times: fitted (the profile fit) or artifact (the "
+        "authors' simulator's own fits, batch term at -1, whole ms; needs --artifact)",
+    )
+    artifact: FilePath | None = Field(
+        None, description="the Aegaeon artifact's folder (its aegaeon/sim/simdata profiles)"
+    )
 
 
 class ServerlessArtifact(Policy):
@@ -83,6 +98,8 @@ class ServerlessArtifact(Policy):
         qs: int = QS,
         scale_up_below: int = R,
         start_timeout: float = START_TIMEOUT,
+        costs: str = "fitted",
+        artifact: str | None = None,
     ) -> None:
         super().__init__(ctx)
         backend = ctx.backend
@@ -103,6 +120,24 @@ class ServerlessArtifact(Policy):
             "Art aegaeon/sim/worker.py do_swap, sim/__init__.py mem_size",
             SIM_SIZES,
         )
+
+    @classmethod
+    def latency(cls, gpu: GPU, options: dict[str, Any]) -> LatencySource | None:
+        """The simulator's own latency model with ``costs = "artifact"``; else None."""
+        root = options.get("artifact")
+        if options.get("costs", "fitted") != "artifact":
+            if root is not None:
+                raise InputError(
+                    "artifact", "is read only with costs = artifact (--costs artifact)"
+                )
+            return None
+        if root is None:
+            raise InputError(
+                "artifact", "costs = artifact needs the Aegaeon artifact's folder: --artifact DIR"
+            )
+        from hpn.pool.artifact_costs import ArtifactLatency
+
+        return ArtifactLatency(root)
 
     # --- binding -------------------------------------------------------------------------
     def _tail(self, inst: Instance) -> tuple[str | None, int]:
