@@ -221,14 +221,17 @@ class SimulatedBackend(Backend):
         return op.end, last[2] + last[3]
 
     def step_end(self, inst: Instance) -> float | None:
+        """The end of the last step completed before now. A step that ends at this very
+        moment has not: events at one time run in the order they were scheduled, and the
+        steps of an operation come after what was scheduled before it (every arrival)."""
         op = self._slots[inst.iid].op
         if op is None or not op.segs:
             return None
         last = None
         for t0, d, n, _off in op.segs:
-            if t0 + d > self.t + EPS:
+            if t0 + d >= self.t - EPS:
                 break
-            last = t0 + min(n, math.floor((self.t - t0) / d + EPS)) * d
+            last = t0 + min(n, math.ceil((self.t - t0) / d - EPS) - 1) * d
         return last if last is None else self._on_grid(last)
 
     def join(self, inst: Instance, reqs: list[Request], index: int = 0) -> bool:
