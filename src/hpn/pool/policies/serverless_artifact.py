@@ -20,10 +20,16 @@ on the backend contract:
   run is done it swaps to the next head's model: the simulator's model size (14 / 18 /
   26 GB for the 7B / 9B / 13B, `ModelType.mem_size`) at 16 GB/s (`LOAD_BPS`).
 - **Failure:** at every arrival, every request that has no token yet and arrived more than
-  15 s ago fails (scores 0), wherever it waits. A worker drops finished and failed
-  requests from its queue only at the top of its loop (`Worker.do_purge`): after each
-  prefill batch, decode step or swap, or when an arrival wakes it idle. Until then a
-  failed request still counts in its queue's tail run.
+  15 s ago fails (scores 0), wherever it waits; the simulator counts whole milliseconds
+  (``now - arrival > 15000``), so a wait of exactly 15 s is not over. A worker drops
+  finished and failed requests from its queue only at the top of its loop
+  (`Worker.do_purge`): after each prefill batch, decode step or swap, or when an arrival
+  wakes it idle. Until then a failed request still counts in its queue's tail run; once
+  dropped, requests behind it of the head run's model join that run and are prefilled at
+  that top of the loop (`make_batch`).
+- **Same millisecond:** an arrival is handled before a step that ends at the same time
+  (the simulator's events at one time run in the order scheduled): for that arrival the
+  step has not ended (`SimulatedBackend.step_end`) and the stamp is the step's before.
 
 Costs: the fitted profile (`costs`) by default; ``costs = "artifact"`` charges the
 simulator's own latency model instead (`hpn.pool.artifact_costs`: its least-squares fits of
@@ -49,6 +55,7 @@ from hpn.pool.requests import Request
 QS = 4
 R = 1
 START_TIMEOUT = 15.0
+TIE = 1e-9  # s: a wait of exactly 15 s is not over 15 s (Art: whole ms, now - arrival > 15000)
 LOAD_BPS = 16e9  # Art aegaeon/sim/worker.py: swap = model GB / 16 GB/s
 # Art aegaeon/sim/__init__.py ModelType.mem_size, GB, per artifact model
 SIM_SIZES = (("qwen2.5-7b", 14e9), ("yi-1.5-9b", 18e9), ("llama-2-13b", 26e9))
@@ -181,7 +188,7 @@ class ServerlessArtifact(Policy):
         for r in self.live:
             if r.done_t >= 0 or r.failed:
                 continue
-            if r.first_t < 0 and now - r.arrival > self.start_timeout:
+            if r.first_t < 0 and now - r.arrival > self.start_timeout + TIE:
                 self.backend.fail(r)
                 self.failed_at[r.rid] = now
                 continue
@@ -209,15 +216,17 @@ class ServerlessArtifact(Policy):
             target = min(same, key=lambda w: tails[w.iid][1])
         _Queue.of(target).reqs.append(req)
         for w in self.workers:  # Art Scheduler.schedule wakes every worker
-            if w is target or not w.busy:
+            if w is target or not w.busy or w.decoding:
                 self._kick(w)
 
     # --- the worker loop -------------------------------------------------------------------
     def _kick(self, inst: Instance) -> None:
         q = _Queue.of(inst)
         if inst.busy:
-            if inst.decoding and self._head_run(q) and self._pending(self._head_run(q)):
-                self.backend.interrupt(inst)  # new request of the run: prefill at next step
+            # a request of the head run to prefill (new, or behind a failed request that the
+            # next top of the loop purges, Art do_purge then make_batch): at the next step
+            if inst.decoding and self._pending(self._head_run(q, purged=True)):
+                self.backend.interrupt(inst)
             return
         q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
         q.loop_t = self.backend.now()
@@ -236,11 +245,14 @@ class ServerlessArtifact(Policy):
             self.backend.decode(inst, [run], None, self._batch_done, stop_on_finish=True)
 
     @staticmethod
-    def _head_run(q: _Queue) -> list[Request]:
-        if not q.reqs:
+    def _head_run(q: _Queue, purged: bool = False) -> list[Request]:
+        """The same-model run at the head of the queue (``purged``: as it is once the
+        failed requests are dropped)."""
+        reqs = [r for r in q.reqs if not r.failed] if purged else q.reqs
+        if not reqs:
             return []
-        model, run = q.reqs[0].model, []
-        for r in q.reqs:
+        model, run = reqs[0].model, []
+        for r in reqs:
             if r.model != model:
                 break
             run.append(r)
