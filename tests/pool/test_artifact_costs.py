@@ -97,7 +97,9 @@ def test_each_decode_step_is_charged_at_its_own_context(tmp_path, slope):
     steps = set()
     while any(gen[r.rid] < r.output_len for r in reqs):
         live = [r for r in reqs if gen[r.rid] < r.output_len]
-        ms = round(1000 * c.decode_step("m0", len(live), sum(r.input_len + gen[r.rid] for r in live)))
+        ms = round(
+            1000 * c.decode_step("m0", len(live), sum(r.input_len + gen[r.rid] for r in live))
+        )
         steps.add(ms)
         t += ms
         for r in live:

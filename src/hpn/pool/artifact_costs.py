@@ -38,6 +38,7 @@ BATCHES = (1, 2, 4, 8, 16, *range(30, 210, 10))
 DECODE_BATCH_AT = -1  # Art worker.py: decode_est.predict(-1, -1, decode_len_list)
 _WHERE = ("", "simdata", "sim/simdata", "aegaeon/sim/simdata")
 Coef = tuple[float, float, float]
+FIELD = "pool.artifact"  # the [pool] knob naming the folder (errors name it)
 
 
 def execution_dir(root: str | Path) -> Path:
@@ -56,7 +57,7 @@ def execution_dir(root: str | Path) -> Path:
     Raises
     ------
     InputError
-        (``artifact``) when `root` holds no such folder.
+        (`FIELD`) when `root` holds no such folder.
     """
     base = Path(root)
     for sub in _WHERE:
@@ -64,7 +65,7 @@ def execution_dir(root: str | Path) -> Path:
         if d.is_dir():
             return d
     raise InputError(
-        "artifact",
+        FIELD,
         f"{root}: no simulator profiles (expected aegaeon/sim/simdata/execution/<model>/"
         "<gpu>/i<L>b<B>.json under the Aegaeon artifact's folder)",
     )
@@ -96,7 +97,7 @@ def fit(folder: str, max_seq_len: int) -> tuple[Coef, Coef, int]:
     Raises
     ------
     InputError
-        (``artifact``) when fewer than 3 training points are found or one is unreadable.
+        (`FIELD`) when fewer than 3 training points are found or one is unreadable.
     """
     grid = [(n, b) for n in LENS for b in BATCHES if n * b <= max_seq_len and (n + 10) * b < 10240]
     px, py, dx, dy = [], [], [], []
@@ -108,13 +109,13 @@ def fit(folder: str, max_seq_len: int) -> tuple[Coef, Coef, int]:
             data = json.loads(f.read_text())
             pre, dec = float(data["avg_prefill_latency"]), float(data["avg_decode_latency"])
         except (ValueError, KeyError, TypeError) as e:
-            raise InputError("artifact", f"{f}: not a simulator profile ({e})") from None
+            raise InputError(FIELD, f"{f}: not a simulator profile ({e})") from None
         px.append((n * b, n * n * b))
         py.append(pre)
         dx.append((n * b, b))
         dy.append(dec)
     if len(px) < 3:
-        raise InputError("artifact", f"{folder}: {len(px)} profile points; need at least 3")
+        raise InputError(FIELD, f"{folder}: {len(px)} profile points; need at least 3")
     pre_fit = _ols(np.array(px, dtype=float), np.array(py))
     dec_fit = _ols(np.array(dx, dtype=float), np.array(dy))
     return pre_fit, dec_fit, len(px)
@@ -140,17 +141,15 @@ class ArtifactLatency:
         Raises
         ------
         InputError
-            (``artifact``) for a model the simulator does not have or no profiles on `gpu`.
+            (`FIELD`) for a model the simulator does not have or no profiles on `gpu`.
         """
         if model.name not in SIM_MODELS or model.tp != 1:
             known = ", ".join(SIM_MODELS)
-            raise InputError(
-                "artifact", f"the simulator profiles {known} at TP 1, not {model.name}"
-            )
+            raise InputError(FIELD, f"the simulator profiles {known} at TP 1, not {model.name}")
         sim, max_len = SIM_MODELS[model.name]
         folder = self.root / sim / gpu.name.lower()
         if not folder.is_dir():
-            raise InputError("artifact", f"{folder}: no simulator profiles of {sim} on {gpu.name}")
+            raise InputError(FIELD, f"{folder}: no simulator profiles of {sim} on {gpu.name}")
         pre, dec, n = fit(str(folder), max_len)
         return Latency(
             pre,

@@ -265,10 +265,14 @@ def _own_options(names: list[str], options: dict[str, Any]) -> dict[str, dict[st
     for knob, value in options.items():
         owners = [n for n in POLICIES if knob in POLICIES[n].Knobs.model_fields]
         if not owners:
-            raise InputError(knob, "not a knob of any policy (hpn pool policies lists them)")
+            raise InputError(
+                f"pool.{knob}", "not a knob of any policy (hpn pool policies lists them)"
+            )
         run = [n for n in names if n in owners]
         if not run:
-            raise InputError(knob, f"applies to policy {' or '.join(owners)}, which is not run")
+            raise InputError(
+                f"pool.{knob}", f"applies to policy {' or '.join(owners)}, not run here"
+            )
         for n in run:
             out[n][knob] = value
     return out

@@ -130,17 +130,23 @@ class ServerlessArtifact(Policy):
 
     @classmethod
     def latency(cls, gpu: GPU, options: dict[str, Any]) -> LatencySource | None:
-        """The simulator's own latency model with ``costs = "artifact"``; else None."""
+        """The simulator's own latency model with ``costs = "artifact"``; else None.
+
+        Raises
+        ------
+        InputError
+            (``pool.artifact``) for a folder without the simulator's profiles, or one
+            given, or missing, against ``costs``.
+        """
         root = options.get("artifact")
         if options.get("costs", "fitted") != "artifact":
             if root is not None:
-                raise InputError(
-                    "artifact", "is read only with costs = artifact (--costs artifact)"
-                )
+                raise InputError("pool.artifact", "is read only with costs = artifact")
             return None
         if root is None:
             raise InputError(
-                "artifact", "costs = artifact needs the Aegaeon artifact's folder: --artifact DIR"
+                "pool.artifact",
+                "costs = artifact needs the Aegaeon artifact's folder: --artifact DIR",
             )
         from hpn.pool.artifact_costs import ArtifactLatency
 
