@@ -190,13 +190,14 @@ class ServerlessArtifact(Policy):
             if any(r.failed for r in q.reqs):
                 t = self._looped(w)
                 q.reqs = deque(r for r in q.reqs if not (r.failed and self.failed_at[r.rid] <= t))
-        keep = []
+        keep, failed = [], False
         for r in self.live:
             if r.done_t >= 0 or r.failed:
                 continue
             if r.first_t < 0 and now - r.arrival > self.start_timeout + TIE:
                 self.backend.fail(r)
                 self.failed_at[r.rid] = now
+                failed = True
                 continue
             keep.append(r)
         self.live = keep
@@ -222,8 +223,8 @@ class ServerlessArtifact(Policy):
             target = min(same, key=lambda w: tails[w.iid][1])
         _Queue.of(target).reqs.append(req)
         for w in self.workers:  # Art Scheduler.schedule wakes every worker
-            if w is target or not w.busy or w.decoding:
-                self._kick(w)
+            if w is target or not w.busy or (failed and w.decoding):
+                self._kick(w)  # (a decoding worker: for a request behind one failed now)
 
     # --- the worker loop -------------------------------------------------------------------
     def _kick(self, inst: Instance) -> None:
@@ -254,12 +255,13 @@ class ServerlessArtifact(Policy):
     def _head_run(q: _Queue, purged: bool = False) -> list[Request]:
         """The same-model run at the head of the queue (``purged``: as it is once the
         failed requests are dropped)."""
-        reqs = [r for r in q.reqs if not r.failed] if purged else q.reqs
-        if not reqs:
-            return []
-        model, run = reqs[0].model, []
-        for r in reqs:
-            if r.model != model:
+        model, run = None, []
+        for r in q.reqs:
+            if purged and r.failed:
+                continue
+            if model is None:
+                model = r.model
+            elif r.model != model:
                 break
             run.append(r)
         return run
