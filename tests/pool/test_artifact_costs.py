@@ -107,3 +107,16 @@ def test_each_decode_step_is_charged_at_its_own_context(tmp_path, slope):
             want[r.rid].append(t)
     assert len(steps) >= 2  # the step time does change
     assert {k: [round(1000 * x) for x in v] for k, v in sink.t.items()} == want
+
+
+def test_a_decode_step_of_zero_ms_is_refused_not_looped(tmp_path):
+    root = write_profiles(tmp_path, decode=(0.0009, 0.0, 0.0))  # int(0.9 ms) = 0
+    c = CostModel(H100, latency=ArtifactLatency(root))
+    c.add("m0", SEVEN)
+    b = SimulatedBackend(c, Cluster(gpus=1), _Tokens())
+    inst = b.instances[0]
+    b.place(inst, "m0")
+    r = Request(0, "m0", 0.0, 100, 30, 10.0, 0.1)
+    r.generated, r.kv_at = 1, inst
+    with pytest.raises(InputError, match="decode step of m0 takes 0 s"):
+        b.decode(inst, [[r]], None, lambda _d: None)

@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hpn.errors import InputError
 from hpn.pool.backend import Backend, Cluster, Done, Instance, MetricsSink, OnDone
 from hpn.pool.costs import CostModel, decode_latency
 from hpn.pool.requests import Request
@@ -350,11 +351,14 @@ class SimulatedBackend(Backend):
                     k = min(k, s[1][s[2]][0] - steps)
             if not any(s[3] for s in state):
                 break
+            if d <= 0.0:  # a fit can reach 0 (whole ms) at some context: time would stop
+                names = ", ".join(sorted({s[0] for s in state if s[3]}))
+                raise InputError("pool.costs", f"a decode step of {names} takes {d:g} s")
             kb: float = math.inf
             if budget_end is not None:
                 if steps and t >= budget_end - EPS:
                     break
-                kb = max(1, math.ceil((budget_end - t) / max(d, EPS) - EPS))
+                kb = max(1, math.ceil((budget_end - t) / d - EPS))
             n = int(min(k, kb))
             for s in state:
                 if s[3]:
