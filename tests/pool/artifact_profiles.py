@@ -1,6 +1,6 @@
 """A stand-in for the Aegaeon artifact's simulator profiles (``aegaeon/sim/simdata/execution/
 <model>/<gpu>/i<L>b<B>.json``), written from known linear latencies so a fit's coefficients
-are known exactly."""
+are known exactly; and a metrics sink that keeps every token's time."""
 
 from __future__ import annotations
 
@@ -39,3 +39,22 @@ def write_profiles(
             json.dumps({"avg_prefill_latency": pre, "avg_decode_latency": dec})
         )
     return root
+
+
+class TokenSink:
+    """A `backend.MetricsSink` that keeps each request's token times (``t[rid]``)."""
+
+    def __init__(self):
+        self.t: dict[int, list[float]] = {}
+
+    def tokens(self, req, t_first, step, n, gap):
+        self.t.setdefault(req.rid, []).extend(t_first + i * step for i in range(n))
+
+    def switched(self, *a):
+        pass
+
+    def busy(self, *a):
+        pass
+
+    def failed(self, *a):
+        pass

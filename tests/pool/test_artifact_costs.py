@@ -14,7 +14,7 @@ from hpn.pool.costs import CostModel
 from hpn.pool.models import get_model
 from hpn.pool.requests import Request
 from hpn.pool.simulated import SimulatedBackend
-from tests.pool.artifact_profiles import write_profiles
+from tests.pool.artifact_profiles import TokenSink, write_profiles
 
 SEVEN = get_model("qwen2.5-7b")
 H100 = get_gpu("h100")
@@ -58,23 +58,6 @@ def test_missing_profiles_are_one_input_error_naming_artifact(tmp_path, what):
     assert "\n" not in str(e.value)
 
 
-class _Tokens:
-    def __init__(self):
-        self.t = {}
-
-    def tokens(self, req, t_first, step, n, gap):
-        self.t.setdefault(req.rid, []).extend(t_first + i * step for i in range(n))
-
-    def switched(self, *a):
-        pass
-
-    def busy(self, *a):
-        pass
-
-    def failed(self, *a):
-        pass
-
-
 @pytest.mark.parametrize("slope", [2e-6, -2e-6])
 def test_each_decode_step_is_charged_at_its_own_context(tmp_path, slope):
     # step = int(1000 * (a + slope * ctx)) ms moves by a millisecond within the run: the
@@ -83,7 +66,7 @@ def test_each_decode_step_is_charged_at_its_own_context(tmp_path, slope):
     root = write_profiles(tmp_path, decode=(a, slope, 0.0))
     c = CostModel(H100, latency=ArtifactLatency(root))
     c.add("m0", SEVEN)
-    sink = _Tokens()
+    sink = TokenSink()
     b = SimulatedBackend(c, Cluster(gpus=1), sink)
     inst = b.instances[0]
     b.place(inst, "m0")
@@ -113,7 +96,7 @@ def test_a_decode_step_of_zero_ms_is_refused_not_looped(tmp_path):
     root = write_profiles(tmp_path, decode=(0.0009, 0.0, 0.0))  # int(0.9 ms) = 0
     c = CostModel(H100, latency=ArtifactLatency(root))
     c.add("m0", SEVEN)
-    b = SimulatedBackend(c, Cluster(gpus=1), _Tokens())
+    b = SimulatedBackend(c, Cluster(gpus=1), TokenSink())
     inst = b.instances[0]
     b.place(inst, "m0")
     r = Request(0, "m0", 0.0, 100, 30, 10.0, 0.1)

@@ -269,27 +269,35 @@ class SimulatedBackend(Backend):
         self.call_at(op.end, self._decoded, op, op.ver)
 
     def _plan(self, op: _DecodeOp) -> tuple[list[Seg], float]:
-        """Runs of steps (start, step time, steps, steps before) and the end time."""
-        forms = self.cost.forms
-        if forms and any(b and b[0].model in forms for b in op.batches):
-            return self._plan_stepwise(op)
-        dec = self.cost.dec
-        # per batch, a list for speed: [coefficients, (steps left, KV) sorted, next, running, KV]
+        """Runs of steps (start, step time, steps, steps before) and the end time.
+
+        A run is constant in step time: with the plain formulas it is charged at its first
+        step's context; with a model of other forms (`CostModel.forms`) each step is
+        `CostModel.decode_step` at its own context and a run is also cut where that
+        changes (`_same_steps`)."""
+        forms, dec = self.cost.forms, self.cost.dec
+        exact = bool(forms) and any(b and b[0].model in forms for b in op.batches)
+        step = self.cost.decode_step
+        # per batch, a list for speed:
+        # [coefficients, (steps left, KV) sorted, next, running, KV, model]
         state: list[list[Any]] = []
         for b in op.batches:
             if b:
                 rem = sorted((r.output_len - r.generated, r.input_len + r.output_len) for r in b)
                 ctx = sum(r.input_len + r.generated for r in b)
-                state.append([dec[b[0].model], rem, 0, len(b), ctx])
+                state.append([dec[b[0].model], rem, 0, len(b), ctx, b[0].model])
         t, steps, budget_end = op.start, 0, op.budget_end
         segs: list[Seg] = []
         while True:
             d, k = 0.0, math.inf
             for s in state:
                 if s[3]:
-                    d += decode_latency(s[0], s[3], s[4])
+                    d += step(s[5], s[3], s[4]) if exact else decode_latency(s[0], s[3], s[4])
                     k = min(k, s[1][s[2]][0] - steps)
             if d == 0.0:
+                if exact and k < math.inf:  # whole ms can reach 0: time would stop
+                    names = ", ".join(sorted({s[5] for s in state if s[3]}))
+                    raise InputError("pool.costs", f"a decode step of {names} takes 0 s")
                 break
             kb: float = math.inf
             if budget_end is not None:
@@ -297,8 +305,12 @@ class SimulatedBackend(Backend):
                     break
                 kb = max(1, math.ceil((budget_end - t) / d - EPS))
             n = int(min(k, kb))  # finite: a batch with requests running bounds k
+            if exact:
+                for s in state:
+                    if s[3]:
+                        n = self._same_steps(s[5], s[3], s[4], n)
             segs.append((t, d, n, steps))
-            t += n * d
+            t = self._on_grid(t + n * d)
             steps += n
             finished = False
             for s in state:
@@ -330,55 +342,6 @@ class SimulatedBackend(Backend):
             else:
                 hi = mid
         return hi
-
-    def _plan_stepwise(self, op: _DecodeOp) -> tuple[list[Seg], float]:
-        """`_plan` with every step charged `CostModel.decode_step` at its own context: runs
-        are also cut where a batch's step time changes."""
-        step = self.cost.decode_step
-        state: list[list[Any]] = []
-        for b in op.batches:
-            if b:
-                rem = sorted((r.output_len - r.generated, r.input_len + r.output_len) for r in b)
-                ctx = sum(r.input_len + r.generated for r in b)
-                state.append([b[0].model, rem, 0, len(b), ctx])
-        t, steps, budget_end = op.start, 0, op.budget_end
-        segs: list[Seg] = []
-        while True:
-            d, k = 0.0, math.inf
-            for s in state:
-                if s[3]:
-                    d += step(s[0], s[3], s[4])
-                    k = min(k, s[1][s[2]][0] - steps)
-            if not any(s[3] for s in state):
-                break
-            if d <= 0.0:  # a fit can reach 0 (whole ms) at some context: time would stop
-                names = ", ".join(sorted({s[0] for s in state if s[3]}))
-                raise InputError("pool.costs", f"a decode step of {names} takes {d:g} s")
-            kb: float = math.inf
-            if budget_end is not None:
-                if steps and t >= budget_end - EPS:
-                    break
-                kb = max(1, math.ceil((budget_end - t) / d - EPS))
-            n = int(min(k, kb))
-            for s in state:
-                if s[3]:
-                    n = self._same_steps(s[0], s[3], s[4], n)
-            segs.append((t, d, n, steps))
-            t = self._on_grid(t + n * d)
-            steps += n
-            finished = False
-            for s in state:
-                if s[3]:
-                    s[4] += n * s[3]
-                    rem = s[1]
-                    while s[2] < len(rem) and rem[s[2]][0] <= steps:
-                        s[4] -= rem[s[2]][1]
-                        s[3] -= 1
-                        s[2] += 1
-                        finished = True
-            if (finished and op.stop) or n == kb:
-                break
-        return segs, t
 
     def _emit(self, op: _DecodeOp, total: int) -> None:
         """Emit the tokens of the first `total` steps of the operation."""
