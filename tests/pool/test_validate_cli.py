@@ -85,3 +85,38 @@ def test_policy_knobs_on_the_command_line():
     assert p.returncode == 2 and "--target" in p.stderr and "serverless" in p.stderr
     p = hpn(*base, "--policy", "serverless", "--gpus", "4", "--tier", "tape")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_validate_on_the_simulators_own_costs(tmp_path):
+    # the artifact folder's profiles (written from a known line): every decode step is
+    # int(1000 * 10.5 ms) = 10 ms, so the token gaps are exactly 10 ms; the default stays
+    # the fitted profile
+    from tests.pool.artifact_profiles import write_profiles
+
+    d = folder(tmp_path)
+    art = write_profiles(tmp_path / "artifact")
+    args = ["pool", "validate", str(d), "--policy", "serverless-artifact", "--gpus", "4"]
+    r = runner.invoke(app, [*args, "--costs", "artifact", "--artifact", str(art), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)["rows"]
+    assert [x["tbt_p50_s"] for x in rows] == [0.01, 0.01]
+    r = runner.invoke(app, [*args, "--json"])
+    assert all(x["tbt_p50_s"] != 0.01 for x in json.loads(r.output)["rows"])
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--costs", "artifact"], "--artifact DIR"),
+        (["--costs", "artifact", "--artifact", "."], "no simulator profiles"),
+        (["--artifact", "."], "only with costs = artifact"),
+        (["--costs", "artifact", "--policy", "aegaeon"], "applies to policy serverless-artifact"),
+        (["--costs", "sim"], "--costs"),
+    ],
+)
+def test_validate_costs_bad_input_is_one_line_exit_2(tmp_path, extra, needle):
+    d = folder(tmp_path)
+    pol = [] if "--policy" in extra else ["--policy", "serverless-artifact"]
+    p = hpn("pool", "validate", str(d), "--gpus", "4", *pol, *extra)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and p.stdout == "" and len(lines) == 1 and needle in lines[0], p.stderr

@@ -2,6 +2,11 @@
 reference (the Aegaeon authors' simulator's numbers); the service is
 :func:`hpn.pool.validate.validate`.
 
+Its ``[pool]`` fields are followed by every policy knob (generated from each policy's
+``Knobs``, as for ``pool simulate``); a knob applies to the policies run that declare it
+(``--costs artifact --artifact DIR``: serverless-artifact on the authors' simulator's own
+latency model).
+
 Limits: at most 500 workload files, 16 worker processes.
 """
 
@@ -21,8 +26,8 @@ if TYPE_CHECKING:
 MAX_WORKERS = 16
 
 
-class ValidateOptions(Model):
-    """The ``[pool]`` table of ``pool validate``."""
+class _ValidateFields(Model):
+    """The ``[pool]`` table of ``pool validate``: its fields, then the policy knobs."""
 
     folder: FilePath | None = Field(
         None, description="folder of Aegaeon workload CSVs", json_schema_extra={"flag": None}
@@ -44,6 +49,20 @@ class ValidateOptions(Model):
     workers: int = Field(1, ge=1, le=MAX_WORKERS, description="files simulated in parallel")
     ttft_slo: Seconds = Field("10s", description="TTFT SLO")
     tbt_slo: Seconds = Field("100ms", description="TBT SLO")
+
+
+if TYPE_CHECKING:
+    ValidateOptions = _ValidateFields
+else:
+    from hpn.app.pool import _with_knobs
+
+    ValidateOptions = _with_knobs("ValidateOptions", _ValidateFields)
+
+
+def _knobs_given(p: Model) -> dict[str, Any]:
+    """The policy knobs set in ``p`` (fields beyond the command's own)."""
+    own = set(_ValidateFields.model_fields)
+    return {k: v for k, v in p.model_dump().items() if k not in own and v is not None}
 
 
 class ValidateConfig(Model):
@@ -72,6 +91,7 @@ def validate(cfg: ValidateConfig) -> Outcome[ValidateResult]:
         p.workers,
         slo,
         p.requests,
+        _knobs_given(p),
     )
     rows = res.table()
     columns = {k: [r[k] for r in rows] for k in (rows[0] if rows else {})}

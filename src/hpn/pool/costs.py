@@ -17,12 +17,17 @@ engine start-up plus weights at its store's bandwidth) replaces the switch formu
 
 This module is the one home of the serving cost formulas: `prefill_latency` and
 `decode_latency` are used by the ground truth (`CostModel`, which the simulated backend
-charges) and by the estimates policies make (`predictor.Predictor`).
+charges) and by the estimates policies make (`predictor.Predictor`). A policy may put
+another latency source in place of the fitted profile (`LatencySource`, e.g. the Aegaeon
+simulator's own fits, `artifact_costs`): its `Latency` can evaluate the decode batch term
+at a fixed value and truncate every step to whole milliseconds, as that simulator does.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Protocol
 
 from hpn.errors import InputError
 from hpn.gpus import GPU
@@ -105,11 +110,40 @@ class Loader:
 
 @dataclass(frozen=True)
 class Latency:
-    """Coefficients in seconds: prefill (a, b/token, c/token^2), decode (a, b/ctx token, c/seq)."""
+    """Coefficients in seconds: prefill (a, b/token, c/token^2), decode (a, b/ctx token, c/seq).
+
+    ``batch_at``: the value the decode batch term is evaluated at instead of the batch size
+    (None: the batch size); ``whole_ms``: every prefill and decode step truncated towards
+    zero to whole milliseconds (``int(1000 * t)``).
+    """
 
     prefill: tuple[float, float, float]
     decode: tuple[float, float, float]
     source: str
+    batch_at: int | None = None
+    whole_ms: bool = False
+
+    def prefill_s(self, lens: list[int]) -> float:
+        """Seconds to prefill prompts of lengths `lens`."""
+        return self._form(prefill_latency(self.prefill, lens))
+
+    def decode_s(self, batch: int, ctx_sum: float) -> float:
+        """Seconds of one decode step over `batch` sequences holding `ctx_sum` tokens."""
+        b = batch if self.batch_at is None else self.batch_at
+        return self._form(decode_latency(self.decode, b, ctx_sum))
+
+    def _form(self, t: float) -> float:
+        return max(0, math.trunc(1000.0 * t)) / 1000.0 if self.whole_ms else t
+
+
+class LatencySource(Protocol):
+    """Where a cost model takes each model's latency from, in place of the fitted profile."""
+
+    name: str
+
+    def latency(self, model: LLM, gpu: GPU) -> Latency:
+        """The latency of `model` on `gpu` (InputError when there is none)."""
+        ...
 
 
 def _fit(profile: str | None, gpu: GPU) -> dict | None:
@@ -176,6 +210,7 @@ class CostModel:
         switch: str = "optimized",
         eta: float = ETA_PAPER,
         loader: Loader | None = None,
+        latency: LatencySource | None = None,
     ):
         if switch not in SWITCH_MODES:
             raise InputError("switch", f"unknown switch mode {switch!r}; use {SWITCH_MODES}")
@@ -183,9 +218,14 @@ class CostModel:
         self.switch_mode = switch
         self.eta = eta
         self.loader = loader
+        self.source = latency
         self.pre: dict[str, tuple[float, float, float]] = {}
         self.dec: dict[str, tuple[float, float, float]] = {}
         self.models: dict[str, LLM] = {}
+        # set when a model's latency is not the plain formulas (the backend then charges
+        # decode_step step by step); grid: seconds every duration is a multiple of
+        self.forms: dict[str, Latency] = {}
+        self.grid: float | None = None
 
     def add(self, name: str, model: LLM) -> None:
         """Register trace model `name` as an instance of catalog model `model`."""
@@ -195,19 +235,28 @@ class CostModel:
             raise InputError(
                 "model", f"{model.name} at TP={model.tp} does not fit on {self.gpu.name}"
             )
-        lat = latency_for(model, self.gpu)
+        src = self.source
+        lat = latency_for(model, self.gpu) if src is None else src.latency(model, self.gpu)
         self.pre[name] = lat.prefill
         self.dec[name] = lat.decode
         self.models[name] = model
+        if lat.batch_at is not None or lat.whole_ms:
+            self.forms[name] = lat
+            if lat.whole_ms:
+                self.grid = 1e-3
 
     # --- compute -------------------------------------------------------------------------
     def prefill_time(self, model: str, lens: list[int]) -> float:
         """Seconds to prefill one batch of prompts of lengths `lens`."""
-        return prefill_latency(self.pre[model], lens)
+        form = self.forms.get(model)
+        return prefill_latency(self.pre[model], lens) if form is None else form.prefill_s(lens)
 
     def decode_step(self, model: str, batch: int, ctx_sum: float) -> float:
         """Seconds of one decode step over `batch` sequences holding `ctx_sum` tokens."""
-        return decode_latency(self.dec[model], batch, ctx_sum)
+        form = self.forms.get(model)
+        if form is None:
+            return decode_latency(self.dec[model], batch, ctx_sum)
+        return form.decode_s(batch, ctx_sum)
 
     # --- memory and transfers ------------------------------------------------------------
     def memory_budget(self, tp: int) -> float:

@@ -124,7 +124,8 @@ def simulate(
     cls = get_policy(policy)
     g = get_gpu(gpu)
     opts = cls.options(options)
-    cost = CostModel(g, switch=switch, loader=cls.loader(g, switch, opts))
+    loader, latency = cls.loader(g, switch, opts), cls.latency(g, opts)
+    cost = CostModel(g, switch=switch, loader=loader, latency=latency)
     kinds = {name: get_model(kind) for name, kind in zip(trace.names, trace.kinds, strict=True)}
     tps = {m.tp for m in kinds.values()}
     if len(tps) > 1:

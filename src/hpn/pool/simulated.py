@@ -4,6 +4,12 @@ every duration from the ground-truth `CostModel`.
 Decode runs as operations of many steps (a "turn"): the backend advances a batch by whole
 runs of steps between request completions (constant step time per run) and emits each
 request's tokens in closed form, so the cost is per run, not per token.
+
+A cost model whose step times are not the plain formulas (`CostModel.forms`: a batch term
+evaluated at a fixed value, whole milliseconds) is charged through `CostModel.decode_step`,
+with a run cut where the step time changes; with a time grid (`CostModel.grid`, 1 ms) every
+event time is put on it, so events at the same millisecond tie exactly (and run in the
+order they were scheduled) as in a simulator that counts whole milliseconds.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hpn.errors import InputError
 from hpn.pool.backend import Backend, Cluster, Done, Instance, MetricsSink, OnDone
 from hpn.pool.costs import CostModel, decode_latency
 from hpn.pool.requests import Request
@@ -75,6 +82,11 @@ class SimulatedBackend(Backend):
         self._heap: list[tuple[float, int, Callable[..., object], tuple[object, ...]]] = []
         self._seq = 0
         self._slots = [_Slot() for _ in self.instances]
+        self._hz = None if cost.grid is None else round(1.0 / cost.grid)
+
+    def _on_grid(self, t: float) -> float:
+        """`t` on the cost model's time grid (unchanged without one)."""
+        return t if self._hz is None else round(t * self._hz) / self._hz
 
     # --- clock and run loop --------------------------------------------------------------
     def now(self) -> float:
@@ -82,6 +94,8 @@ class SimulatedBackend(Backend):
 
     def call_at(self, t: float, fn: Callable[..., object], *args: object) -> None:
         self._seq += 1
+        if self._hz is not None:
+            t = self._on_grid(t)
         heapq.heappush(self._heap, (max(t, self.t), self._seq, fn, args))
 
     def run(
@@ -203,20 +217,23 @@ class SimulatedBackend(Backend):
         for t0, d, n, off in op.segs:
             if t0 + n * d >= self.t - EPS:
                 k = max(0, math.ceil((self.t - t0) / d - EPS))
-                return t0 + k * d, off + k
+                return self._on_grid(t0 + k * d), off + k
         last = op.segs[-1]
         return op.end, last[2] + last[3]
 
     def step_end(self, inst: Instance) -> float | None:
+        """The end of the last step completed before now. A step that ends at this very
+        moment has not: events at one time run in the order they were scheduled, and the
+        steps of an operation come after what was scheduled before it (every arrival)."""
         op = self._slots[inst.iid].op
         if op is None or not op.segs:
             return None
         last = None
         for t0, d, n, _off in op.segs:
-            if t0 + d > self.t + EPS:
+            if t0 + d >= self.t - EPS:
                 break
-            last = t0 + min(n, math.floor((self.t - t0) / d + EPS)) * d
-        return last
+            last = t0 + min(n, math.ceil((self.t - t0) / d - EPS) - 1) * d
+        return last if last is None else self._on_grid(last)
 
     def join(self, inst: Instance, reqs: list[Request], index: int = 0) -> bool:
         op = self._slots[inst.iid].op
@@ -252,24 +269,35 @@ class SimulatedBackend(Backend):
         self.call_at(op.end, self._decoded, op, op.ver)
 
     def _plan(self, op: _DecodeOp) -> tuple[list[Seg], float]:
-        """Runs of steps (start, step time, steps, steps before) and the end time."""
-        dec = self.cost.dec
-        # per batch, a list for speed: [coefficients, (steps left, KV) sorted, next, running, KV]
+        """Runs of steps (start, step time, steps, steps before) and the end time.
+
+        A run is constant in step time: with the plain formulas it is charged at its first
+        step's context; with a model of other forms (`CostModel.forms`) each step is
+        `CostModel.decode_step` at its own context and a run is also cut where that
+        changes (`_same_steps`)."""
+        forms, dec = self.cost.forms, self.cost.dec
+        exact = bool(forms) and any(b and b[0].model in forms for b in op.batches)
+        step = self.cost.decode_step
+        # per batch, a list for speed:
+        # [coefficients, (steps left, KV) sorted, next, running, KV, model]
         state: list[list[Any]] = []
         for b in op.batches:
             if b:
                 rem = sorted((r.output_len - r.generated, r.input_len + r.output_len) for r in b)
                 ctx = sum(r.input_len + r.generated for r in b)
-                state.append([dec[b[0].model], rem, 0, len(b), ctx])
+                state.append([dec[b[0].model], rem, 0, len(b), ctx, b[0].model])
         t, steps, budget_end = op.start, 0, op.budget_end
         segs: list[Seg] = []
         while True:
             d, k = 0.0, math.inf
             for s in state:
                 if s[3]:
-                    d += decode_latency(s[0], s[3], s[4])
+                    d += step(s[5], s[3], s[4]) if exact else decode_latency(s[0], s[3], s[4])
                     k = min(k, s[1][s[2]][0] - steps)
             if d == 0.0:
+                if exact and k < math.inf:  # whole ms can reach 0: time would stop
+                    names = ", ".join(sorted({s[5] for s in state if s[3]}))
+                    raise InputError("pool.costs", f"a decode step of {names} takes 0 s")
                 break
             kb: float = math.inf
             if budget_end is not None:
@@ -277,8 +305,12 @@ class SimulatedBackend(Backend):
                     break
                 kb = max(1, math.ceil((budget_end - t) / d - EPS))
             n = int(min(k, kb))  # finite: a batch with requests running bounds k
+            if exact:
+                for s in state:
+                    if s[3]:
+                        n = self._same_steps(s[5], s[3], s[4], n)
             segs.append((t, d, n, steps))
-            t += n * d
+            t = self._on_grid(t + n * d)
             steps += n
             finished = False
             for s in state:
@@ -293,6 +325,23 @@ class SimulatedBackend(Backend):
             if (finished and op.stop) or n == kb:
                 break
         return segs, t
+
+    def _same_steps(self, model: str, running: int, ctx: int, limit: int) -> int:
+        """Steps from now (at least 1, at most `limit`) over which `model`'s step time stays
+        what it is now, the context growing by `running` tokens a step (the step time is
+        monotone in the context, so a bisection finds where it changes)."""
+        step = self.cost.decode_step
+        d0 = step(model, running, ctx)
+        if limit <= 1 or step(model, running, ctx + (limit - 1) * running) == d0:
+            return max(1, limit)
+        lo, hi = 0, limit - 1  # the same at lo, not at hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if step(model, running, ctx + mid * running) == d0:
+                lo = mid
+            else:
+                hi = mid
+        return hi
 
     def _emit(self, op: _DecodeOp, total: int) -> None:
         """Emit the tokens of the first `total` steps of the operation."""

@@ -9,7 +9,9 @@ the artifact-metric attainment from it (the authors' simulator reports that metr
 Workloads (`workload`): "simulator" (default) runs each file as the authors' simulator
 does (`traces.artifact_sim`: lengths redrawn from the file's pairs with seed 0, models
 mapped by first appearance, the first 120 s), so rows compare request for request with
-it; "file" replays the file's rows as written.
+it; "file" replays the file's rows as written. Policy knobs (`options`) apply each to the
+policies that declare it, e.g. ``{"costs": "artifact", "artifact": DIR}`` charges
+serverless-artifact the authors' simulator's own latency model (`hpn.pool.artifact_costs`).
 
 Limits: at most `MAX_FILES` files; every file must be an Aegaeon CSV (a folder with none is
 an error).
@@ -212,7 +214,7 @@ def read_reference(path: str | Path, files: list[str], policies: list[str]) -> d
 
 
 def _one(args) -> ValidateRow:
-    path, policy, gpu, gpus, workload, slo, requests = args
+    path, policy, gpu, gpus, workload, slo, requests, options = args
     from hpn.pool.simulate import simulate
     from hpn.pool.traces import load_trace
     from hpn.pool.traces.artifact_sim import as_artifact_simulator
@@ -224,10 +226,19 @@ def _one(args) -> ValidateRow:
     if get_policy(policy).split:
         p, d = split_gpus(gpus, 1)
         res = simulate(
-            trace, policy, gpu=gpu, prefill_gpus=p, decode_gpus=d, slo=slo, observe=seen.extend
+            trace,
+            policy,
+            gpu=gpu,
+            prefill_gpus=p,
+            decode_gpus=d,
+            slo=slo,
+            options=options,
+            observe=seen.extend,
         )
     else:
-        res = simulate(trace, policy, gpu=gpu, gpus=gpus, slo=slo, observe=seen.extend)
+        res = simulate(
+            trace, policy, gpu=gpu, gpus=gpus, slo=slo, options=options, observe=seen.extend
+        )
     diff = None
     ref = None if requests is None else reference_file(requests, Path(path).name, policy)
     if ref is not None:
@@ -248,6 +259,25 @@ def _one(args) -> ValidateRow:
     )
 
 
+def _own_options(names: list[str], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each policy's share of the knobs `options`, checked (defaults filled in)."""
+    out: dict[str, dict[str, Any]] = {n: {} for n in names}
+    for knob, value in options.items():
+        owners = [n for n in POLICIES if knob in POLICIES[n].Knobs.model_fields]
+        if not owners:
+            raise InputError(
+                f"pool.{knob}", "not a knob of any policy (hpn pool policies lists them)"
+            )
+        run = [n for n in names if n in owners]
+        if not run:
+            raise InputError(
+                f"pool.{knob}", f"applies to policy {' or '.join(owners)}, not run here"
+            )
+        for n in run:
+            out[n][knob] = value
+    return out
+
+
 def validate(
     folder: str | Path,
     policies: list[str] | None = None,
@@ -258,6 +288,7 @@ def validate(
     workers: int = 1,
     slo: Slo = Slo(),
     requests: str | Path | None = None,
+    options: dict[str, Any] | None = None,
 ) -> ValidateResult:
     """Every policy on every Aegaeon workload file of `folder` (see the module docstring).
 
@@ -284,6 +315,9 @@ def validate(
         :mod:`hpn.pool.validate_requests`) for the policies it simulates
         (``REQUEST_POLICIES``); rows with one get request-level counts, and its attainment
         as the reference when ``reference`` has none.
+    options
+        Policy knobs, each given to the policies run that declare it (an unknown knob, or
+        one that no policy run declares, is an error).
 
     Returns
     -------
@@ -301,11 +335,16 @@ def validate(
     ref = read_reference(reference, [f.name for f in files], names) if reference else {}
     from hpn.gpus import get_gpu
 
-    g = get_gpu(gpu).name.lower()
+    gpu_type = get_gpu(gpu)
+    g = gpu_type.name.lower()
+    own = _own_options(names, options or {})
+    for n in names:  # a bad knob or a missing artifact folder: refused before any work
+        cls = get_policy(n)
+        cls.latency(gpu_type, cls.options(own[n]))
     if requests is not None and not Path(requests).is_dir():
         raise InputError("requests", f"{requests}: not a folder")
     jobs = [
-        (str(f), p, g, gpus, workload, slo, requests if p in REQUEST_POLICIES else None)
+        (str(f), p, g, gpus, workload, slo, requests if p in REQUEST_POLICIES else None, own[p])
         for f in files
         for p in names
     ]

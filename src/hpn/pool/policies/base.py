@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from hpn.config import Model
 from hpn.gpus import GPU
 from hpn.pool.backend import Backend, Cluster
-from hpn.pool.costs import Loader
+from hpn.pool.costs import LatencySource, Loader
 from hpn.pool.predictor import Predictor
 from hpn.pool.requests import Request
 
@@ -113,6 +113,12 @@ class Policy:
     def loader(cls, gpu: GPU, switch: str, options: dict[str, Any]) -> Loader | None:
         """The system's own scale-up path (engine start-up, checkpoint store), which the
         ground truth then charges; None: the pool's switch model (`costs.CostModel`)."""
+        return None
+
+    @classmethod
+    def latency(cls, gpu: GPU, options: dict[str, Any]) -> LatencySource | None:
+        """Where the ground truth takes prefill and decode times from when a knob asks for
+        other than the fitted profile (e.g. a simulator's own fits); None: the profile."""
         return None
 
     def on_arrival(self, req: Request) -> None:

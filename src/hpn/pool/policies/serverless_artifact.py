@@ -20,28 +20,42 @@ on the backend contract:
   run is done it swaps to the next head's model: the simulator's model size (14 / 18 /
   26 GB for the 7B / 9B / 13B, `ModelType.mem_size`) at 16 GB/s (`LOAD_BPS`).
 - **Failure:** at every arrival, every request that has no token yet and arrived more than
-  15 s ago fails (scores 0), wherever it waits. A worker drops finished and failed
-  requests from its queue only at the top of its loop (`Worker.do_purge`): after each
-  prefill batch, decode step or swap, or when an arrival wakes it idle. Until then a
-  failed request still counts in its queue's tail run.
+  15 s ago fails (scores 0), wherever it waits; the simulator counts whole milliseconds
+  (``now - arrival > 15000``), so a wait of exactly 15 s is not over. A worker drops
+  finished and failed requests from its queue only at the top of its loop
+  (`Worker.do_purge`): after each prefill batch, decode step or swap, or when an arrival
+  wakes it idle. Until then a failed request still counts in its queue's tail run; once
+  dropped, requests behind it of the head run's model join that run and are prefilled at
+  that top of the loop (`make_batch`).
+- **Same millisecond:** an arrival is handled before a step that ends at the same time
+  (the simulator's events at one time run in the order scheduled): for that arrival the
+  step has not ended (`SimulatedBackend.step_end`) and the stamp is the step's before.
+
+Costs: the fitted profile (`costs`) by default; ``costs = "artifact"`` charges the
+simulator's own latency model instead (`hpn.pool.artifact_costs`: its least-squares fits of
+its profiles, read from the artifact folder ``artifact``, decode's batch term at -1, whole
+milliseconds), so that a comparison with the simulator is left with its rules only.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import cast
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
-from hpn.config import Duration, Model
+from hpn.config import Duration, FilePath, Model
+from hpn.errors import InputError
+from hpn.gpus import GPU
 from hpn.pool.backend import Done, Instance
-from hpn.pool.costs import Loader
+from hpn.pool.costs import LatencySource, Loader
 from hpn.pool.policies.base import Policy, PolicyContext
 from hpn.pool.requests import Request
 
 QS = 4
 R = 1
 START_TIMEOUT = 15.0
+TIE = 1e-9  # s: a wait of exactly 15 s is not over 15 s (Art: whole ms, now - arrival > 15000)
 LOAD_BPS = 16e9  # Art aegaeon/sim/worker.py: swap = model GB / 16 GB/s
 # Art aegaeon/sim/__init__.py ModelType.mem_size, GB, per artifact model
 SIM_SIZES = (("qwen2.5-7b", 14e9), ("yi-1.5-9b", 18e9), ("llama-2-13b", 26e9))
@@ -68,6 +82,14 @@ class ServerlessArtifactKnobs(Model):
     qs: int = Field(QS, ge=1, description="queue slots per worker (QS)")
     scale_up_below: int = Field(R, ge=1, description="scale up below this many free slots (R)")
     start_timeout: Duration = Field(START_TIMEOUT, gt=0, description="no-token failure time")
+    costs: Literal["fitted", "artifact"] = Field(
+        "fitted",
+        description="prefill/decode times: fitted (the profile fit) or artifact (the "
+        "authors' simulator's own fits, batch term at -1, whole ms; needs --artifact)",
+    )
+    artifact: FilePath | None = Field(
+        None, description="the Aegaeon artifact's folder (its aegaeon/sim/simdata profiles)"
+    )
 
 
 class ServerlessArtifact(Policy):
@@ -83,6 +105,8 @@ class ServerlessArtifact(Policy):
         qs: int = QS,
         scale_up_below: int = R,
         start_timeout: float = START_TIMEOUT,
+        costs: str = "fitted",
+        artifact: str | None = None,
     ) -> None:
         super().__init__(ctx)
         backend = ctx.backend
@@ -103,6 +127,30 @@ class ServerlessArtifact(Policy):
             "Art aegaeon/sim/worker.py do_swap, sim/__init__.py mem_size",
             SIM_SIZES,
         )
+
+    @classmethod
+    def latency(cls, gpu: GPU, options: dict[str, Any]) -> LatencySource | None:
+        """The simulator's own latency model with ``costs = "artifact"``; else None.
+
+        Raises
+        ------
+        InputError
+            (``pool.artifact``) for a folder without the simulator's profiles, or one
+            given, or missing, against ``costs``.
+        """
+        root = options.get("artifact")
+        if options.get("costs", "fitted") != "artifact":
+            if root is not None:
+                raise InputError("pool.artifact", "is read only with costs = artifact")
+            return None
+        if root is None:
+            raise InputError(
+                "pool.artifact",
+                "costs = artifact needs the Aegaeon artifact's folder: --artifact DIR",
+            )
+        from hpn.pool.artifact_costs import ArtifactLatency
+
+        return ArtifactLatency(root)
 
     # --- binding -------------------------------------------------------------------------
     def _tail(self, inst: Instance) -> tuple[str | None, int]:
@@ -142,13 +190,14 @@ class ServerlessArtifact(Policy):
             if any(r.failed for r in q.reqs):
                 t = self._looped(w)
                 q.reqs = deque(r for r in q.reqs if not (r.failed and self.failed_at[r.rid] <= t))
-        keep = []
+        keep, failed = [], False
         for r in self.live:
             if r.done_t >= 0 or r.failed:
                 continue
-            if r.first_t < 0 and now - r.arrival > self.start_timeout:
+            if r.first_t < 0 and now - r.arrival > self.start_timeout + TIE:
                 self.backend.fail(r)
                 self.failed_at[r.rid] = now
+                failed = True
                 continue
             keep.append(r)
         self.live = keep
@@ -174,15 +223,17 @@ class ServerlessArtifact(Policy):
             target = min(same, key=lambda w: tails[w.iid][1])
         _Queue.of(target).reqs.append(req)
         for w in self.workers:  # Art Scheduler.schedule wakes every worker
-            if w is target or not w.busy:
-                self._kick(w)
+            if w is target or not w.busy or (failed and w.decoding):
+                self._kick(w)  # (a decoding worker: for a request behind one failed now)
 
     # --- the worker loop -------------------------------------------------------------------
     def _kick(self, inst: Instance) -> None:
         q = _Queue.of(inst)
         if inst.busy:
-            if inst.decoding and self._head_run(q) and self._pending(self._head_run(q)):
-                self.backend.interrupt(inst)  # new request of the run: prefill at next step
+            # a request of the head run to prefill (new, or behind a failed request that the
+            # next top of the loop purges, Art do_purge then make_batch): at the next step
+            if inst.decoding and self._pending(self._head_run(q, purged=True)):
+                self.backend.interrupt(inst)
             return
         q.reqs = deque(r for r in q.reqs if r.done_t < 0 and not r.failed)
         q.loop_t = self.backend.now()
@@ -201,12 +252,16 @@ class ServerlessArtifact(Policy):
             self.backend.decode(inst, [run], None, self._batch_done, stop_on_finish=True)
 
     @staticmethod
-    def _head_run(q: _Queue) -> list[Request]:
-        if not q.reqs:
-            return []
-        model, run = q.reqs[0].model, []
+    def _head_run(q: _Queue, purged: bool = False) -> list[Request]:
+        """The same-model run at the head of the queue (``purged``: as it is once the
+        failed requests are dropped)."""
+        model, run = None, []
         for r in q.reqs:
-            if r.model != model:
+            if purged and r.failed:
+                continue
+            if model is None:
+                model = r.model
+            elif r.model != model:
                 break
             run.append(r)
         return run
