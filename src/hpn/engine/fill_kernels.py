@@ -188,24 +188,51 @@ def _grow(key, val):  # pragma: no cover - compiled
     return k2, v2
 
 
-def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
+def _reach_kernel(start, length, links, user, n_users, n_live, stamp, u_row, u_len, u_links):
     # pragma: no cover - compiled
+    # a user with u_len >= 0 crosses the links u_links[u_row[u] : u_row[u] + u_len[u]] (all
+    # its flows' links): that row is walked once in place of its flows' rows
+    nf = len(start)
     total = 0
-    for i in range(len(start)):
-        total += length[i]
+    for i in range(nf):
+        if u_len[user[i]] < 0:
+            total += length[i]
+    for u in range(n_users):
+        if u_len[u] > 0:
+            total += u_len[u]
     total = min(total, len(stamp))  # distinct links: at most every link once
     parent = np.empty(total, np.int64)  # union-find over the local ids of the links
     used = np.empty(total, np.int64)
     n = 0
     first = np.full(n_users, -1, np.int64)  # a link of each user
-    nf = len(start)
+    for u in range(n_users):
+        lo = u_row[u]
+        for j in range(lo, lo + max(u_len[u], 0)):
+            if j + 8 < lo + u_len[u]:
+                _prefetch(stamp, u_links[j + 8])
+            lk = u_links[j]
+            x = stamp[lk]
+            if x < 0:
+                x = n
+                stamp[lk] = n
+                parent[n] = n
+                used[n] = lk
+                n += 1
+            if first[u] < 0:
+                first[u] = x
+            else:
+                a, b = _find(parent, first[u]), _find(parent, x)
+                if a != b:
+                    parent[a] = b
     for i in range(nf):
         if i + 4 < nf:  # a later flow's path row, and a nearer one's links' stamps
             _prefetch(links, start[i + 4])
-        if i + 2 < nf:
+        if i + 2 < nf and u_len[user[i + 2]] < 0:
             for j in range(start[i + 2], start[i + 2] + length[i + 2]):
                 _prefetch(stamp, links[j])
         u = user[i]
+        if u_len[u] >= 0:
+            continue
         for j in range(start[i], start[i] + length[i]):
             lk = links[j]
             x = stamp[lk]
@@ -222,7 +249,11 @@ def _reach_kernel(start, length, links, user, n_users, n_live, stamp):
                 if a != b:
                     parent[a] = b
     mark = np.zeros(n, np.bool_)
-    for i in range(n_live, len(start)):
+    for i in range(n_live, nf):
+        if u_len[user[i]] >= 0:  # every link of the user is in first[u]'s component
+            if length[i] > 0:
+                mark[_find(parent, first[user[i]])] = True
+            continue
         for j in range(start[i], start[i] + length[i]):
             mark[_find(parent, stamp[links[j]])] = True
     for k in range(n):
@@ -305,13 +336,16 @@ def reached(
     n_users: int,
     n_live: int,
     stamp: np.ndarray,
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     compiled: bool | None = None,
 ) -> np.ndarray:
     """For each of the first ``n_live`` flows: whether it is connected to a link of one of
     the others (the seeds). Flow ``i`` crosses ``links[start[i] : start[i] + length[i]]`` and
     belongs to user ``user[i]`` (a coupled group is one user); users sharing a link are
     connected (components of the user-link graph, by union-find over the links). ``stamp``:
-    scratch indexed by link id, all -1 (left so).
+    scratch indexed by link id, all -1 (left so). ``rows`` (the compiled kernel's shortcut,
+    the same result): a user's links as one row, walked once instead of its flows' rows
+    (a coupled group's members repeat links: half the hops on the 8-pod GPT-3 iteration).
 
     Parameters
     ----------
@@ -325,6 +359,10 @@ def reached(
         Flows checked (the rest are the seeds).
     stamp
         Scratch indexed by link id.
+    rows
+        None, or (``row``, ``count``, ``row_links``) per user: a user with ``count[u] >= 0``
+        crosses exactly the links ``row_links[row[u] : row[u] + count[u]]`` (repeats allowed)
+        with the flows it has here; -1: read its flows' rows.
     compiled
         Force the numba kernel (True) or the numpy code (False); None: numba when installed.
 
@@ -337,7 +375,12 @@ def reached(
     i64 = np.int64
     start, length, user = (np.asarray(a, i64) for a in (start, length, user))
     if use:
-        return _kernel("reach")(start, length, np.asarray(links, i64), user, n_users, n_live, stamp)
+        if rows is None:
+            rows = (np.zeros(n_users, i64), np.full(n_users, -1, i64), np.zeros(0, i64))
+        u_row, u_len, u_links = rows
+        return _kernel("reach")(
+            start, length, links, user, n_users, n_live, stamp, u_row, u_len, u_links
+        )
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
 
