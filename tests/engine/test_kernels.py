@@ -70,6 +70,46 @@ def test_compiled_components_equal_scipy(seed, n_flows, n_links):
     np.testing.assert_array_equal(fast, reached(*args, compiled=False))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 30), st.integers(1, 25))
+def test_components_with_user_rows_equal_scipy(seed, n_flows, n_links):
+    """A user's links given as one row (repeats, any order) give the flows' result."""
+    from hpn.engine.fill_kernels import reached
+
+    rng = np.random.default_rng(seed)
+    length = rng.integers(0, 4, n_flows)
+    links = rng.integers(0, n_links, int(length.sum()) + 3)
+    start = rng.integers(0, len(links) - length + 1)
+    n_users = max(n_flows // 3, 1)
+    user = rng.integers(0, n_users, n_flows)
+    n_live = int(rng.integers(0, n_flows + 1))
+    row, count, parts = np.zeros(n_users, np.int64), np.full(n_users, -1, np.int64), []
+    for u in np.flatnonzero(rng.random(n_users) < 0.6):  # these users by rows
+        mine = [links[start[i] : start[i] + length[i]] for i in np.flatnonzero(user == u)]
+        own = np.concatenate(mine) if mine else np.zeros(0, np.int64)
+        own = rng.permutation(np.concatenate([own, own[: int(rng.integers(0, len(own) + 1))]]))
+        row[u], count[u] = sum(len(p) for p in parts), len(own)
+        parts.append(own)
+    u_links = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
+    stamp = np.full(n_links, -1, np.int64)
+    args = (start, length, links, user, n_users, n_live, stamp)
+    fast = reached(*args, (row, count, u_links), compiled=True)
+    np.testing.assert_array_equal(stamp, -1)
+    np.testing.assert_array_equal(fast, reached(*args, compiled=False))
+
+
+def test_group_rows_list_each_groups_distinct_links():
+    from hpn.engine.fill_kernels import group_rows
+
+    # flows 0, 2, 3 in group 0 (interleaved with group 1's flow 1), flow 4 alone
+    links = np.array([5, 6, 5, 7, 6, 5, 1, 2])
+    start, length = np.array([0, 2, 3, 5, 6]), np.array([2, 1, 2, 1, 2])
+    group = np.array([0, 1, 0, 0, -1], np.int32)
+    row, out, size = group_rows(group, start, length, links, 8)
+    assert row.tolist() == [0, 3, 4] and size.tolist() == [3, 1]
+    assert out[:3].tolist() == [5, 6, 7] and out[3:].tolist() == [5]
+
+
 def test_components_by_hand():
     from hpn.engine.fill_kernels import reached
 

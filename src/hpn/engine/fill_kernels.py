@@ -267,6 +267,72 @@ def _reach_kernel(start, length, links, user, n_users, n_live, stamp, u_row, u_l
     return out
 
 
+def _group_rows_kernel(group, start, length, links, n_groups, n_links):
+    # pragma: no cover - compiled
+    size = np.zeros(n_groups + 1, np.int64)  # members per group, then CSR offsets
+    for f in range(len(group)):
+        if group[f] >= 0:
+            size[group[f] + 1] += 1
+    for g in range(n_groups):
+        size[g + 1] += size[g]
+    fill = size[:-1].copy()
+    member = np.empty(size[n_groups], np.int32)  # flows by group (a counting sort)
+    for f in range(len(group)):
+        g = group[f]
+        if g >= 0:
+            member[fill[g]] = f
+            fill[g] += 1
+    last = np.full(n_links, -1, np.int64)  # the last group that listed a link
+    row = np.zeros(n_groups + 1, np.int64)
+    for g in range(n_groups):  # pass 1: distinct links per group
+        row[g + 1] = row[g]
+        for m in range(size[g], size[g + 1]):
+            f = member[m]
+            for j in range(start[f], start[f] + length[f]):
+                if last[links[j]] != g:
+                    last[links[j]] = g
+                    row[g + 1] += 1
+    out = np.empty(row[n_groups], np.int32)
+    last[:] = -1
+    for g in range(n_groups):  # pass 2: the same walk, writing them
+        k = row[g]
+        for m in range(size[g], size[g + 1]):
+            f = member[m]
+            for j in range(start[f], start[f] + length[f]):
+                if last[links[j]] != g:
+                    last[links[j]] = g
+                    out[k] = links[j]
+                    k += 1
+    count = np.empty(n_groups, np.int64)
+    for g in range(n_groups):
+        count[g] = size[g + 1] - size[g]
+    return row, out, count
+
+
+def group_rows(
+    group: np.ndarray, start: np.ndarray, length: np.ndarray, links: np.ndarray, n_links: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each coupled group's distinct links, as rows for :func:`reached` (compiled only).
+
+    Parameters
+    ----------
+    group
+        Coupled group of each flow (-1: none), labels 0..k-1.
+    start, length, links
+        Each flow's path as rows of ``links``.
+    n_links
+        Number of links (ids are below it).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        (CSR offsets per group, k + 1; the links, int32, each group's in the order its
+        members (by id) first cross them; members per group).
+    """
+    n_groups = int(group.max(initial=-1)) + 1
+    return _kernel("group_rows")(group, start, length, links, n_groups, n_links)
+
+
 def _find(parent, x):  # pragma: no cover - compiled
     r = x
     while parent[r] != r:
@@ -283,7 +349,11 @@ def _kernel(name: str):
         g = globals()
         g["_prefetch"] = _k._prefetch
         helpers = ("_push", "_pop", "_grow", "_find")
-        kernels = {"fill": "_fill_kernel", "reach": "_reach_kernel"}
+        kernels = {
+            "fill": "_fill_kernel",
+            "reach": "_reach_kernel",
+            "group_rows": "_group_rows_kernel",
+        }
         _compiled.update(compile_in(g, helpers, kernels))
     return _compiled[name]
 
@@ -376,10 +446,19 @@ def reached(
     start, length, user = (np.asarray(a, i64) for a in (start, length, user))
     if use:
         if rows is None:
-            rows = (np.zeros(n_users, i64), np.full(n_users, -1, i64), np.zeros(0, i64))
+            rows = (np.zeros(n_users, i64), np.full(n_users, -1, i64), np.zeros(0, np.int32))
         u_row, u_len, u_links = rows
         return _kernel("reach")(
-            start, length, links, user, n_users, n_live, stamp, u_row, u_len, u_links
+            start,
+            length,
+            np.asarray(links, i64),
+            user,
+            n_users,
+            n_live,
+            stamp,
+            u_row,
+            u_len,
+            u_links,
         )
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components

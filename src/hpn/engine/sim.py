@@ -244,6 +244,7 @@ class Sim(Rates):
         sending = flows[self.flow.sending[flows]]
         self._count_hops(sending, -1)
         self.path.replace(flows, new, self.lat)
+        self.group_rows = None  # the coupled groups' links, built again when next needed
         self._count_hops(sending, 1)
         self.dirty = True
 
