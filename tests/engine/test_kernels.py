@@ -71,31 +71,35 @@ def test_compiled_components_equal_scipy(seed, n_flows, n_links):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(0, 2**31), st.integers(1, 30), st.integers(1, 25))
-def test_components_with_user_rows_equal_scipy(seed, n_flows, n_links):
-    """A user's links given as one row (repeats, any order) give the flows' result."""
-    from hpn.engine.fill_kernels import reached
+@given(st.integers(0, 2**31), st.integers(1, 40), st.integers(1, 25))
+def test_compiled_components_of_flows_equal_scipy(seed, n_flows, n_links):
+    """Coupled groups whole (every member searched: read by their links, their components
+    kept for the next search with the same whole groups) or not, solo flows, flows both
+    checked and seeds: the fused kernel gives the twin's result, search after search."""
+    from hpn.engine.fill_kernels import group_rows, reach_cache, reached_flows
 
     rng = np.random.default_rng(seed)
     length = rng.integers(0, 4, n_flows)
     links = rng.integers(0, n_links, int(length.sum()) + 3)
-    start = rng.integers(0, len(links) - length + 1)
-    n_users = max(n_flows // 3, 1)
-    user = rng.integers(0, n_users, n_flows)
-    n_live = int(rng.integers(0, n_flows + 1))
-    row, count, parts = np.zeros(n_users, np.int64), np.full(n_users, -1, np.int64), []
-    for u in np.flatnonzero(rng.random(n_users) < 0.6):  # these users by rows
-        mine = [links[start[i] : start[i] + length[i]] for i in np.flatnonzero(user == u)]
-        own = np.concatenate(mine) if mine else np.zeros(0, np.int64)
-        own = rng.permutation(np.concatenate([own, own[: int(rng.integers(0, len(own) + 1))]]))
-        row[u], count[u] = sum(len(p) for p in parts), len(own)
-        parts.append(own)
-    u_links = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
+    start = rng.integers(0, len(links) - length + 1).astype(np.int32)
+    n_groups = int(rng.integers(1, n_flows // 2 + 2))
+    group = np.where(rng.random(n_flows) < 0.7, rng.integers(0, n_groups, n_flows), -1)
+    group = group.astype(np.int32)
     stamp = np.full(n_links, -1, np.int64)
-    args = (start, length, links, user, n_users, n_live, stamp)
-    fast = reached(*args, (row, count, u_links), compiled=True)
-    np.testing.assert_array_equal(stamp, -1)
-    np.testing.assert_array_equal(fast, reached(*args, compiled=False))
+    path = (start, length, links)
+    rows = group_rows(group, *path, n_links)
+    cache = reach_cache(len(rows[2]), n_links)
+    seen = rng.permutation(n_flows)
+    for _ in range(4):
+        if rng.random() < 0.6:  # another set (else the same whole groups again)
+            seen = rng.permutation(n_flows)[: int(rng.integers(1, n_flows + 1))]
+        n_live = int(rng.integers(0, len(seen) + 1))
+        again = rng.choice(seen[:n_live], min(n_live, int(rng.integers(0, 3))), replace=False)
+        flows = np.concatenate([seen, again]).astype(np.int64)  # live, gone, new (also live)
+        args = (flows, n_live, len(seen), group, path, stamp)
+        fast = reached_flows(*args, rows, cache, compiled=True)
+        np.testing.assert_array_equal(stamp, -1)  # scratch left as found
+        np.testing.assert_array_equal(fast, reached_flows(*args, compiled=False))
 
 
 def test_group_rows_list_each_groups_distinct_links():

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpn.engine.fill_kernels import fill_rates, group_rows, reached
+from hpn.engine.fill_kernels import fill_rates, group_rows, reach_cache, reached, reached_flows
 from hpn.engine.maxmin import distinct
 
 if TYPE_CHECKING:
@@ -48,26 +48,21 @@ class Rates:
     arrived: list[np.ndarray]
 
     components = True
-    group_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _rows
+    group_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _reached
+    reach_cache: tuple[np.ndarray, ...] = ()
 
     def _users(self, flows: np.ndarray) -> tuple[np.ndarray, int]:
         """(the user of each of ``flows``: a coupled group is one user, the number of users)."""
-        user, n_users, _ = self._user_groups(flows)
-        return user, n_users
-
-    def _user_groups(self, flows: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-        """:meth:`_users` and the coupled group of each user (the solo flows' users first,
-        group -1)."""
         group = self.t.group[flows]
         grouped = group >= 0
         if not grouped.any():
-            return np.arange(len(flows)), len(flows), np.full(len(flows), -1, np.int64)
+            return np.arange(len(flows)), len(flows)
         ug, ginv = distinct(group[grouped], self.group_stamp)
         solo = np.flatnonzero(~grouped)
         user = np.empty(len(flows), np.int64)
         user[solo] = np.arange(len(solo))
         user[grouped] = len(solo) + ginv
-        return user, len(solo) + len(ug), np.concatenate([np.full(len(solo), -1), ug])
+        return user, len(solo) + len(ug)
 
     def _fill(self, flows, rep, local, avail) -> np.ndarray:
         """Max-min rates of ``flows`` whose hops are (``rep``: position in flows, ``local``:
@@ -77,33 +72,38 @@ class Rates:
 
     def _reached(self, live: np.ndarray, gone: np.ndarray, new: np.ndarray) -> np.ndarray:
         """The flows of ``live`` connected (by shared links, among ``live``, and coupled
-        groups) to a link of a changed flow (``gone``: departed, ``new``: arrived, also in
+        groups) to a link of a changed flow (``gone``: departed; ``new``: arrived, also in
         ``live``). Max-min fairness decomposes over these components: on what the users kept
         below the floor leave, a component that no changed flow touches faces the same
-        problem as before, so its rates stay."""
+        problem as before, so its rates stay. Compiled, one call does it all: a coupled group
+        all of whose members are here is read by its links (built once per run and again
+        after a re-route), and the components of those groups are kept while the next
+        search has the same ones (the same result). Live flows are sending, departed ones
+        are not, so ``live`` and ``gone`` are distinct flows."""
         both = np.concatenate([live, gone, new])  # a changed flow joins its group's members
-        user, n_users, ugroup = self._user_groups(both)
-        start, length = self.path.start[both], self.path.length[both]
-        rows = self._rows(user[: len(live) + len(gone)], n_users, ugroup)
-        hit = reached(start, length, self.path.links, user, n_users, len(live), self.stamp, rows)
-        return live[hit]
-
-    def _rows(self, user: np.ndarray, n_users: int, ugroup: np.ndarray):
-        """For :func:`hpn.engine.fill_kernels.reached` (compiled): the links of every
-        coupled group all of whose members are among the distinct flows whose users are
-        ``user`` (live ones, sending, and departed ones, which are not: no flow is twice),
-        as one row, built once per run (and again after a re-route), so a search reads a
-        group's links once rather than every member's path; None on the numpy twins."""
-        if not self.compiled or not (ugroup >= 0).any():
-            return None
-        if self.group_rows is None:
+        if self.compiled:
             p = self.path
-            self.group_rows = group_rows(self.t.group, p.start, p.length, p.links, len(self.cap))
-        row, g_links, size = self.group_rows
-        grp = np.maximum(ugroup, 0)
-        whole = (ugroup >= 0) & (np.bincount(user, minlength=n_users) == size[grp])
-        count = np.where(whole, row[grp + 1] - row[grp], -1)
-        return row[grp], count, g_links
+            path = (p.start, p.length, p.links)
+            if self.group_rows is None:
+                self.group_rows = group_rows(self.t.group, *path, len(self.cap))
+                self.reach_cache = reach_cache(len(self.group_rows[2]), len(self.cap))
+            n_seen = len(live) + len(gone)
+            hit = reached_flows(
+                both,
+                len(live),
+                n_seen,
+                self.t.group,
+                path,
+                self.stamp,
+                self.group_rows,
+                self.reach_cache,
+                compiled=True,
+            )
+            return live[hit]
+        user, n_users = self._users(both)
+        start, length = self.path.start[both], self.path.length[both]
+        hit = reached(start, length, self.path.links, user, n_users, len(live), self.stamp)
+        return live[hit]
 
     def _full_refill(self) -> bool:
         """Whether this recomputation re-fills every sending flow."""
