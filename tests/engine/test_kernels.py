@@ -70,6 +70,50 @@ def test_compiled_components_equal_scipy(seed, n_flows, n_links):
     np.testing.assert_array_equal(fast, reached(*args, compiled=False))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 40), st.integers(1, 25))
+def test_compiled_components_of_flows_equal_scipy(seed, n_flows, n_links):
+    """Coupled groups whole (every member searched: read by their links, their components
+    kept for the next search with the same whole groups) or not, solo flows, flows both
+    checked and seeds: the fused kernel gives the twin's result, search after search."""
+    from hpn.engine.fill_kernels import group_rows, reach_cache, reached_flows
+
+    rng = np.random.default_rng(seed)
+    length = rng.integers(0, 4, n_flows)
+    links = rng.integers(0, n_links, int(length.sum()) + 3)
+    start = rng.integers(0, len(links) - length + 1).astype(np.int32)
+    n_groups = int(rng.integers(1, n_flows // 2 + 2))
+    group = np.where(rng.random(n_flows) < 0.7, rng.integers(0, n_groups, n_flows), -1)
+    group = group.astype(np.int32)
+    stamp = np.full(n_links, -1, np.int64)
+    path = (start, length, links)
+    rows = group_rows(group, *path, n_links)
+    cache = reach_cache(len(rows[2]), n_links)
+    seen = rng.permutation(n_flows)
+    for _ in range(4):
+        if rng.random() < 0.6:  # another set (else the same whole groups again)
+            seen = rng.permutation(n_flows)[: int(rng.integers(1, n_flows + 1))]
+        n_live = int(rng.integers(0, len(seen) + 1))
+        again = rng.choice(seen[:n_live], min(n_live, int(rng.integers(0, 3))), replace=False)
+        flows = np.concatenate([seen, again]).astype(np.int64)  # live, gone, new (also live)
+        args = (flows, n_live, len(seen), group, path, stamp)
+        fast = reached_flows(*args, rows, cache, compiled=True)
+        np.testing.assert_array_equal(stamp, -1)  # scratch left as found
+        np.testing.assert_array_equal(fast, reached_flows(*args, compiled=False))
+
+
+def test_group_rows_list_each_groups_distinct_links():
+    from hpn.engine.fill_kernels import group_rows
+
+    # flows 0, 2, 3 in group 0 (interleaved with group 1's flow 1), flow 4 alone
+    links = np.array([5, 6, 5, 7, 6, 5, 1, 2])
+    start, length = np.array([0, 2, 3, 5, 6]), np.array([2, 1, 2, 1, 2])
+    group = np.array([0, 1, 0, 0, -1], np.int32)
+    row, out, size = group_rows(group, start, length, links, 8)
+    assert row.tolist() == [0, 3, 4] and size.tolist() == [3, 1]
+    assert out[:3].tolist() == [5, 6, 7] and out[3:].tolist() == [5]
+
+
 def test_components_by_hand():
     from hpn.engine.fill_kernels import reached
 

@@ -291,4 +291,6 @@ class RateIndex:
                 self.flagged[x[~live]] = False
                 x = self.extra = x[live]
             found = np.concatenate([found, x[rate[x] >= floor]])
-        return np.sort(found)
+        # distinct ids, so any sort gives the same array; a stable (tim)sort merges the runs
+        # that equal rates leave (a coupled group's members, by id): ~10x quicksort's speed
+        return np.sort(found, kind="stable")

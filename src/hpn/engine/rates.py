@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpn.engine.fill_kernels import fill_rates, reached
+from hpn.engine.fill_kernels import fill_rates, group_rows, reach_cache, reached, reached_flows
 from hpn.engine.maxmin import distinct
 
 if TYPE_CHECKING:
@@ -42,11 +42,14 @@ class Rates:
     group_stamp: np.ndarray
     now: float
     full: bool
+    compiled: bool
     departed: list[np.ndarray]
     departed_rates: list[np.ndarray]
     arrived: list[np.ndarray]
 
     components = True
+    group_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _reached
+    reach_cache: tuple[np.ndarray, ...] = ()
 
     def _users(self, flows: np.ndarray) -> tuple[np.ndarray, int]:
         """(the user of each of ``flows``: a coupled group is one user, the number of users)."""
@@ -67,12 +70,36 @@ class Rates:
         user, n_users = self._users(flows)
         return fill_rates(user[rep], local, n_users, len(avail), avail)[user]
 
-    def _reached(self, live: np.ndarray, changed: np.ndarray) -> np.ndarray:
+    def _reached(self, live: np.ndarray, gone: np.ndarray, new: np.ndarray) -> np.ndarray:
         """The flows of ``live`` connected (by shared links, among ``live``, and coupled
-        groups) to a link of a ``changed`` flow. Max-min fairness decomposes over these
-        components: on what the users kept below the floor leave, a component that no changed
-        flow touches faces the same problem as before, so its rates stay."""
-        both = np.concatenate([live, changed])  # a changed flow joins its group's members
+        groups) to a link of a changed flow (``gone``: departed; ``new``: arrived, also in
+        ``live``). Max-min fairness decomposes over these components: on what the users kept
+        below the floor leave, a component that no changed flow touches faces the same
+        problem as before, so its rates stay. Compiled, one call does it all: a coupled group
+        all of whose members are here is read by its links (built once per run and again
+        after a re-route), and the components of those groups are kept while the next
+        search has the same ones (the same result). Live flows are sending, departed ones
+        are not, so ``live`` and ``gone`` are distinct flows."""
+        both = np.concatenate([live, gone, new])  # a changed flow joins its group's members
+        if self.compiled:
+            p = self.path
+            path = (p.start, p.length, p.links)
+            if self.group_rows is None:
+                self.group_rows = group_rows(self.t.group, *path, len(self.cap))
+                self.reach_cache = reach_cache(len(self.group_rows[2]), len(self.cap))
+            n_seen = len(live) + len(gone)
+            hit = reached_flows(
+                both,
+                len(live),
+                n_seen,
+                self.t.group,
+                path,
+                self.stamp,
+                self.group_rows,
+                self.reach_cache,
+                compiled=True,
+            )
+            return live[hit]
         user, n_users = self._users(both)
         start, length = self.path.start[both], self.path.length[both]
         hit = reached(start, length, self.path.links, user, n_users, len(live), self.stamp)
@@ -129,7 +156,7 @@ class Rates:
                     keep &= ~np.isin(self.t.group[act], grp)
                 live = act[~keep]
             if live is not None and len(live) and self.components:
-                live = self._reached(live, np.concatenate([gone, new]))
+                live = self._reached(live, gone, new)
             full = live is None or 2 * len(live) > fl.n_act
         self.departed, self.departed_rates, self.arrived = [], [], []
         if full:

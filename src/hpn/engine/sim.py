@@ -160,14 +160,15 @@ def run_sim(
 
 
 def _sorted_unique(ids: np.ndarray) -> np.ndarray:
-    """``np.unique(ids)`` by a sort (numpy 2.4's ``unique`` hashes: several times slower).
+    """``np.unique(ids)`` by a sort (numpy 2.4's ``unique`` hashes: several times slower;
+    a stable sort, as a batch's flows come in runs of consecutive ids).
 
     Examples
     --------
     >>> _sorted_unique(np.array([3, 1, 3, 2])).tolist()
     [1, 2, 3]
     """
-    s = np.sort(ids)
+    s = np.sort(ids, kind="stable")  # ints: the same array; timsort merges sorted runs
     if len(s) > 1:
         s = s[np.concatenate(([True], s[1:] != s[:-1]))]
     return s
@@ -243,6 +244,7 @@ class Sim(Rates):
         sending = flows[self.flow.sending[flows]]
         self._count_hops(sending, -1)
         self.path.replace(flows, new, self.lat)
+        self.group_rows = None  # the coupled groups' links, built again when next needed
         self._count_hops(sending, 1)
         self.dirty = True
 
