@@ -699,9 +699,9 @@ CORPUS += cases("collective", [("--sizes 1M,2M,1M", ("--sizes", "1MiB given twic
 CORPUS += cases(
     "fail",
     [
-        ((LLAMA, *FAULT, "--probe", "1e9h"), ("--probe", "3600")),
-        ((LLAMA, *FAULT, "--probe", "0s"), ("--probe", "greater than 0")),
-        ((LLAMA, *FAULT, "--path-search", "2h"), ("--path-search", "3600")),
+        ((LLAMA, *FAULT, "--probe", "1e9h"), ("--probe", "<= 1h")),
+        ((LLAMA, *FAULT, "--probe", "0s"), ("--probe", "> 0|greater than 0")),
+        ((LLAMA, *FAULT, "--path-search", "2h"), ("--path-search", "<= 1h")),
     ],
 )
 CORPUS += cases(
