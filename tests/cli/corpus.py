@@ -795,6 +795,13 @@ CORPUS += cases(
     ],
 )
 CORPUS += cases("lab fail", [("--rate 1Tbps", ("--rate", "<= 10G"))])
+CORPUS += cases(
+    "reproduce",
+    [
+        ("--only hpn.tab2.tier1,hpn.tab2.tier1", ("--only", "'hpn.tab2.tier1' given twice")),
+        ("--only a*,a*", ("--only", "'a*' given twice")),
+    ],
+)
 
 # the operating system, the store, numbers and file limits (issue 28): tests/cli/corpus_system.py
 from tests.cli import corpus_system as _system  # noqa: E402
