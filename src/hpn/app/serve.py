@@ -44,7 +44,8 @@ class DeviceOptions(Model):
     device: str | None = Field(None, description=_DEVICE)
     memory: int | None = bounded(
         None,
-        "device budget per instance in bytes (CPU default 1 GiB)",
+        "device budget per instance in bytes (CPU default 1 GiB; CUDA default and most: "
+        "90 % of the free memory shared by the instances)",
         unit="B",
         ge=1 << 20,
         le=MEMORY_MAX,
