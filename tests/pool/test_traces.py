@@ -194,3 +194,35 @@ def test_a_bad_cell_names_file_line_column_and_what_was_expected(parse, text, sa
 
 def test_a_good_cell_is_read_stripped():
     assert parse_int(" 42 ", "t.csv:3", "c") == 42 and parse_float(" 0.5", "t.csv:3", "c") == 0.5
+
+
+@pytest.mark.parametrize(
+    ("read", "header", "row", "short"),
+    [
+        (
+            read_aegaeon,
+            "Request Time,Model Name,Input Length,Output Length",
+            "00:00:01.000,m,5,5",
+            "00:00:02.000,m,5",
+        ),
+        (
+            read_azure,
+            "TIMESTAMP,ContextTokens,GeneratedTokens",
+            "2023-11-16 18:15:46,5,5",
+            "2023-11-16 18:15:47,5",
+        ),
+    ],
+)
+def test_csv_readers_frame_rows_alike(tmp_path, read, header, row, short):
+    p = tmp_path / "t.csv"
+    p.write_text(f"{header}\n\n{row}\n   \n{row}\n")  # blank lines skipped
+    assert len(read(p)) == 2
+    p.write_text(f"{header}\n{row}\n\n{short}\n")
+    with pytest.raises(InputError) as e:
+        read(p)
+    n = header.count(",") + 1
+    assert str(e.value) == f"{p}:4: expected {n} columns, got {n - 1}"
+    p.write_text(f"{header},extra\n{row}\n")
+    with pytest.raises(InputError) as e:
+        read(p)
+    assert str(e.value) == f"{p}:1: expected header {header}"

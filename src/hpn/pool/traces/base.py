@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -138,6 +138,40 @@ def split_csv(line: str) -> list[str]:
     import csv
 
     return next(csv.reader([line]), [])
+
+
+def csv_rows(path: str | Path, header: tuple[str, ...]) -> Iterator[tuple[str, list[str]]]:
+    """The rows of a CSV trace whose first line is `header`: each non-blank line's
+    ``file:line`` (for errors) and fields, as many as the header's.
+
+    Parameters
+    ----------
+    path
+        The file.
+    header
+        Its column names, in order.
+
+    Yields
+    ------
+    tuple of str and list of str
+        ``(where, fields)``.
+
+    Raises
+    ------
+    InputError
+        Another header, or a row of another number of fields (naming its line).
+    """
+    lines = read_text(path).splitlines()
+    if not lines or tuple(c.strip() for c in split_csv(lines[0])) != header:
+        raise InputError(f"{path}:1", f"expected header {','.join(header)}")
+    for no, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cols = split_csv(line)
+        where = f"{path}:{no}"
+        if len(cols) != len(header):
+            raise InputError(where, f"expected {len(header)} columns, got {len(cols)}")
+        yield where, cols
 
 
 MAX_TOKENS = 2**20  # tokens in one request's prompt or output: past any model's context
