@@ -272,7 +272,8 @@ class Model(BaseModel):
         return data
 
 
-_BOUND_OPS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+BOUND_OPS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+"""A field bound's keyword and how a message or help states it."""
 
 
 def one_line(err: ValidationError, prefix: str = "") -> InputError:
@@ -292,12 +293,12 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
             field = ".".join(p for p in (prefix, inner.field) if p)  # it names the field already
     msg = msg.removeprefix("Value error, ")
     value = first.get("input")
-    bound = next((b for b in _BOUND_OPS if b in ctx), None)
+    bound = next((b for b in BOUND_OPS if b in ctx), None)
     if bound and isinstance(value, str):  # a unit field's text: the bound in its unit
         kind, limit = ctx.get("kind") or unit_kind(value), ctx[bound]  # "<= 1h", not "3600"
         if kind or not limit:
             shown = FORMATS[kind](limit) if kind and limit else f"{limit:g}"
-            msg = f"must be {_BOUND_OPS[bound]} {shown}"
+            msg = f"must be {BOUND_OPS[bound]} {shown}"
     if isinstance(value, str | int | float | bool) and repr(value) not in msg:
         msg = f"{msg} (got {value!r})"
     return InputError(field or "config", msg)

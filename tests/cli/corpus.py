@@ -784,6 +784,7 @@ CORPUS += cases(
         ("--flap-down 1e9h", ("--flap-down", "<= 24h")),
         ("--link-repair 1e9h", ("--link-repair", "<= 720h")),
         ("--tor-repair 1e9h", ("--tor-repair", "<= 720h")),
+        ("--fleet-links 1e-300", ("--fleet-links", "greater than or equal to 1")),  # a traceback
     ],
 )
 CORPUS += cases(

@@ -424,13 +424,14 @@ MEMORY_MAX = 2**40
 """An engine instance's device budget at most, bytes (an H200 has 141 GB)."""
 
 _SHOW = {"s": _duration, "B": _size, "bps": _bandwidth}
-_OPS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
 def bounds_text(bounds: dict[str, float], unit: str = "") -> str:
     """``{"gt": 0, "le": 3600}`` as help states it: ``> 0, <= 1h``."""
+    from hpn.config import BOUND_OPS  # (with the config models: pydantic is loaded)
+
     show = _SHOW.get(unit) or (lambda v: f"{v:,.6g}")
-    return ", ".join(f"{_OPS[b]} {show(v) if v else 0}" for b, v in bounds.items())
+    return ", ".join(f"{BOUND_OPS[b]} {show(v) if v else 0}" for b, v in bounds.items())
 
 
 def bounded(

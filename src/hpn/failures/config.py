@@ -103,7 +103,7 @@ class ReliabilityCfg(RecoveryCfg, FailoverCfg):
     flaps_per_day: float = Field(
         5000.0, ge=0, le=1e7, description="link flaps per day, cluster-wide"
     )
-    fleet_links: float = Field(200_000.0, gt=0, description="links they spread over [assumed]")
+    fleet_links: float = Field(200_000.0, ge=1, description="links they spread over [assumed]")
     flap_down: Duration = Field("10s", le=DAY, description="outage per flap [assumed] (<= 24h)")
     link_repair: Duration = Field(
         "1h", le=MONTH, description="median link repair [assumed] (<= 720h)"
