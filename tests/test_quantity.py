@@ -82,13 +82,13 @@ def test_app_unit_fields_are_numbers_that_keep_their_text(cls, table, base, name
 @pytest.mark.parametrize(
     "cls,table,base,name,bad,says",
     [
-        (TrafficConfig, "lab", {}, "size", "0", "must be > 0"),
+        (TrafficConfig, "lab", {}, "size", "0", "> 0|greater than 0"),
         (TrafficConfig, "lab", {}, "rate", "2parsecs", "unknown unit"),
-        (FailConfig, "lab", {}, "rate", "0Mbps", "must be > 0"),
+        (FailConfig, "lab", {}, "rate", "0Mbps", "> 0|greater than 0"),
         (ServeConfig, "serve", {"models": "m"}, "tbt_slo", "abc", "as a duration"),
-        (ServeConfig, "serve", {"models": "m"}, "ttft_slo", "0s", "must be > 0"),
+        (ServeConfig, "serve", {"models": "m"}, "ttft_slo", "0s", "> 0|greater than 0"),
         (ServeConfig, "serve", {"models": "m"}, "startup", "-1s", ">= 0"),
-        (ReplayConfig, "replay", {"trace": "t"}, "ttft_slo", "0ms", "must be > 0"),
+        (ReplayConfig, "replay", {"trace": "t"}, "ttft_slo", "0ms", "> 0|greater than 0"),
         (ReplayConfig, "replay", {"trace": "t"}, "duration", "xx", "as a duration"),
     ],
 )
@@ -188,3 +188,50 @@ def test_cli_names_the_flag_and_exits_2_before_any_work(tmp_path):
     for (code, err), says in zip(json.loads(p.stdout), cases.values(), strict=True):
         assert code == 2 and err.startswith("error: ") and says in err, (says, err)
         assert len(err.strip().splitlines()) == 1
+
+
+# --- bounds: a unit field's ``Field(gt=..., le=...)`` is checked (a plain validator would drop
+# it: pydantic applies a field's constraints to the type's float schema first), and the error
+# restates the bound in the unit the value was given in
+
+from hpn.config import Duration, one_line  # noqa: E402
+
+
+class Bounded(Model):
+    slo: Seconds = Field("10s", gt=0, le=3600)
+    maybe: Seconds | None = Field(None, ge=0, le=3600)
+    size: Bytes = Field("1MB", le=2**30)
+    probe: Duration = Field("100ms", gt=0, le=3600)
+
+
+def _why(**given) -> str:
+    with pytest.raises(ValidationError) as e:
+        Bounded(**given)
+    return str(one_line(e.value, "t"))
+
+
+@pytest.mark.parametrize(
+    ("given", "line"),
+    [
+        ({"slo": "1e9h"}, "t.slo: must be <= 1h (got '1e9h')"),
+        ({"slo": "3601s"}, "t.slo: must be <= 1h (got '3601s')"),
+        ({"slo": "0s"}, "t.slo: must be > 0 (got '0s')"),
+        ({"maybe": "2h"}, "t.maybe: must be <= 1h (got '2h')"),
+        ({"size": "2GiB"}, "t.size: must be <= 1GiB (got '2GiB')"),
+        ({"probe": "61min"}, "t.probe: must be <= 1h (got '61min')"),
+        ({"probe": "0ms"}, "t.probe: must be > 0 (got '0ms')"),
+    ],
+)
+def test_bounds_of_unit_fields_are_checked_and_stated_in_units(given, line):
+    assert _why(**given) == line
+
+
+def test_a_value_at_its_bound_passes_and_keeps_its_text():
+    b = Bounded(slo="1h", maybe="60min", size="1GiB", probe="3600s")
+    assert (b.slo, b.maybe, b.size, b.probe) == (3600.0, 3600.0, 2**30, 3600.0)
+    assert b.model_dump(mode="json")["slo"] == "1h" and isinstance(b.slo, Quantity)
+    assert Bounded(slo=b.slo).slo.text == "1h"  # a Quantity passes through as it is
+
+
+def test_a_bare_number_past_a_bound_keeps_pydantic_s_words():
+    assert "less than or equal to 3600" in _why(slo=4000)

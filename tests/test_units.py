@@ -96,3 +96,25 @@ def test_size_list():
 @given(st.floats(min_value=1, max_value=1e16, allow_nan=False))
 def test_bandwidth_format_round_trip(x):
     assert math.isclose(parse_bandwidth(format_bandwidth(x)), x, rel_tol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("2h", "duration"),
+        ("1e9h", "duration"),
+        ("10us", "duration"),
+        ("5min", "duration"),
+        ("4GB", "size"),
+        ("4GiB", "size"),
+        ("100Gbps", "bandwidth"),
+        ("400GB/s", "bandwidth"),
+        ("4G", None),  # a size or a bandwidth
+        ("300", None),
+        ("abc", None),
+    ],
+)
+def test_unit_kind_names_the_quantity_a_unit_is_of(text, kind):
+    from hpn.units import unit_kind
+
+    assert unit_kind(text) == kind

@@ -16,22 +16,24 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     PlainSerializer,
-    PlainValidator,
     ValidationError,
+    WrapValidator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from hpn.errors import InputError
 from hpn.units import (
+    FORMATS,
     format_bandwidth,
     format_duration,
     format_size,
     parse_bandwidth,
     parse_duration,
     parse_size,
+    unit_kind,
 )
 
 _USER: ContextVar[bool] = ContextVar("hpn_user_input", default=False)
@@ -67,6 +69,30 @@ def _with_unit(parse: Any, kind: str, example: str) -> Any:
     return check
 
 
+def _bounds(handler: Any, x: float, kind: str) -> float:
+    """The field's bounds (``Field(le=3600)``, applied to the float schema ``handler``
+    wraps) checked on ``x``; an error is of the value as given (``'1e9h'``), not of its SI
+    number, and names its ``kind`` (``duration``: :func:`one_line` states the bound so)."""
+    try:
+        return float(handler(x))
+    except ValidationError as e:
+        first = e.errors()[0]
+        ctx = {**(first.get("ctx") or {}), "kind": kind}
+        raise PydanticCustomError(first["type"], first["msg"], ctx) from None
+
+
+def _reads(parse: Any, kind: str) -> WrapValidator:
+    """A unit field's validator: ``parse`` the text, then the field's bounds (:func:`_bounds`).
+    A wrap, not a plain validator: pydantic applies a field's constraints to the type's float
+    schema first, which a plain validator would replace (and the bounds be dropped)."""
+
+    def read(value: object, handler: Any) -> float:
+        return _bounds(handler, parse(value), kind)
+
+    read.__name__ = parse.__name__  # the reference names the unit by it
+    return WrapValidator(read)
+
+
 if TYPE_CHECKING:  # a unit field takes text ("400G"); float at run time
     Bandwidth = Any
     Size = Any
@@ -74,21 +100,21 @@ if TYPE_CHECKING:  # a unit field takes text ("400G"); float at run time
 else:
     Bandwidth = Annotated[
         float,
-        BeforeValidator(_with_unit(parse_bandwidth, "bandwidth", "100G or 400Gbps")),
+        _reads(_with_unit(parse_bandwidth, "bandwidth", "100G or 400Gbps"), "bandwidth"),
         PlainSerializer(format_bandwidth, return_type=str, when_used="json"),
     ]
     """bit/s; accepts ``400G``, ``200Gbps``, ``51.2T``."""
 
     Size = Annotated[
         float,
-        BeforeValidator(_with_unit(parse_size, "size", "2MB or 1GiB")),
+        _reads(_with_unit(parse_size, "size", "2MB or 1GiB"), "size"),
         PlainSerializer(format_size, return_type=str, when_used="json"),
     ]
     """bytes; accepts ``4GB``, ``4GiB``, ``2MB``."""
 
     Duration = Annotated[
         float,
-        BeforeValidator(parse_duration),
+        _reads(parse_duration, "duration"),
         PlainSerializer(format_duration, return_type=str, when_used="json"),
     ]
     """seconds; accepts ``10us``, ``2ms``, ``5min``."""
@@ -113,20 +139,23 @@ class Quantity(float):
         return repr(self.text)
 
 
-def _keeps_text(parse: Any, fmt: Any) -> tuple[Any, Any]:
-    """Validator and JSON serializer of a :class:`Quantity` field read by ``parse``."""
+def _keeps_text(parse: Any, fmt: Any, kind: str) -> tuple[Any, Any]:
+    """Validator (a wrap, as :func:`_reads`: the field's bounds apply) and JSON serializer
+    of a :class:`Quantity` field read by ``parse``."""
 
-    def read(value: object) -> Quantity:
-        if isinstance(value, Quantity):
-            return value
-        x = parse(value)
-        return Quantity(x, value if isinstance(value, str) else fmt(x))
+    def read(value: object, handler: Any) -> Quantity:
+        q = value if isinstance(value, Quantity) else None
+        if q is None:
+            x = parse(value)
+            q = Quantity(x, value if isinstance(value, str) else fmt(x))
+        _bounds(handler, float(q), kind)
+        return q
 
     def text(value: float) -> str:
         return value.text if isinstance(value, Quantity) else fmt(value)
 
     read.__name__ = parse.__name__  # the reference names the unit by it
-    return PlainValidator(read), PlainSerializer(text, return_type=str, when_used="json")
+    return WrapValidator(read), PlainSerializer(text, return_type=str, when_used="json")
 
 
 if TYPE_CHECKING:
@@ -134,13 +163,13 @@ if TYPE_CHECKING:
     Bytes = Any
     Rate = Any
 else:
-    Seconds = Annotated[float, *_keeps_text(parse_duration, format_duration)]
+    Seconds = Annotated[float, *_keeps_text(parse_duration, format_duration, "duration")]
     """seconds, kept as written (``300s``, ``100ms``, ``30min``; a bare number is seconds)."""
 
-    Bytes = Annotated[float, *_keeps_text(parse_size, format_size)]
+    Bytes = Annotated[float, *_keeps_text(parse_size, format_size, "size")]
     """bytes, kept as written (``2MB``, ``256kB``, ``1GiB``)."""
 
-    Rate = Annotated[float, *_keeps_text(parse_bandwidth, format_bandwidth)]
+    Rate = Annotated[float, *_keeps_text(parse_bandwidth, format_bandwidth, "bandwidth")]
     """bit/s, kept as written (``2Mbps``, ``100G``)."""
 
 
@@ -243,6 +272,10 @@ class Model(BaseModel):
         return data
 
 
+BOUND_OPS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+"""A field bound's keyword and how a message or help states it."""
+
+
 def one_line(err: ValidationError, prefix: str = "") -> InputError:
     """The first validation error as an InputError naming the field and what is allowed."""
     first = err.errors()[0]
@@ -260,6 +293,12 @@ def one_line(err: ValidationError, prefix: str = "") -> InputError:
             field = ".".join(p for p in (prefix, inner.field) if p)  # it names the field already
     msg = msg.removeprefix("Value error, ")
     value = first.get("input")
+    bound = next((b for b in BOUND_OPS if b in ctx), None)
+    if bound and isinstance(value, str):  # a unit field's text: the bound in its unit
+        kind, limit = ctx.get("kind") or unit_kind(value), ctx[bound]  # "<= 1h", not "3600"
+        if kind or not limit:
+            shown = FORMATS[kind](limit) if kind and limit else f"{limit:g}"
+            msg = f"must be {BOUND_OPS[bound]} {shown}"
     if isinstance(value, str | int | float | bool) and repr(value) not in msg:
         msg = f"{msg} (got {value!r})"
     return InputError(field or "config", msg)

@@ -66,6 +66,21 @@ def _nonneg(x: float, value: object, kind: str, field: str) -> float:
     return x
 
 
+def unit_kind(text: str) -> str | None:
+    """The quantity the unit of ``text`` names: ``"duration"`` (``2h``), ``"size"`` (``4GB``,
+    ``4GiB``) or ``"bandwidth"`` (``100Gbps``, ``400GB/s``); None for a bare number, a bare
+    prefix (``4G``: a size or a bandwidth) or no quantity."""
+    m = _PATTERN.match(text)
+    unit = m.group(2) if m else ""
+    if unit.endswith(("bps", "b/s", "B/s")):
+        return "bandwidth"
+    if unit in _TIME:
+        return "duration"
+    if unit.endswith("B"):
+        return "size"
+    return None
+
+
 def parse_bandwidth(value: object, field: str = "bandwidth") -> float:
     """Bandwidth in bit/s."""
     number, unit = _split(value, "bandwidth", field)
@@ -157,3 +172,7 @@ def format_duration(seconds: float) -> str:
         if abs(seconds) >= scale:
             return f"{seconds / scale:.4g}{unit}"
     return f"{seconds * 1e9:.4g}ns"
+
+
+FORMATS = {"duration": format_duration, "size": format_size, "bandwidth": format_bandwidth}
+"""How each kind of :func:`unit_kind` is written back."""

@@ -699,9 +699,9 @@ CORPUS += cases("collective", [("--sizes 1M,2M,1M", ("--sizes", "1MiB given twic
 CORPUS += cases(
     "fail",
     [
-        ((LLAMA, *FAULT, "--probe", "1e9h"), ("--probe", "3600")),
-        ((LLAMA, *FAULT, "--probe", "0s"), ("--probe", "greater than 0")),
-        ((LLAMA, *FAULT, "--path-search", "2h"), ("--path-search", "3600")),
+        ((LLAMA, *FAULT, "--probe", "1e9h"), ("--probe", "<= 1h")),
+        ((LLAMA, *FAULT, "--probe", "0s"), ("--probe", "> 0|greater than 0")),
+        ((LLAMA, *FAULT, "--path-search", "2h"), ("--path-search", "<= 1h")),
     ],
 )
 CORPUS += cases(
@@ -716,6 +716,93 @@ CORPUS += cases("lab configs", [(("--out", ""), ("out", "at least 1 character"))
 CORPUS += cases("lab export", [(("--out", ""), ("out", "at least 1 character"))])
 CORPUS += cases("demo", [(("--out", ""), ("--out", "empty string"))])
 CORPUS += cases("reproduce", [(("--out", ""), ("--out", "empty string"))])
+
+# absurd durations, sizes and rates, and a repeated claim id (issues 25, 26, 29): each ran (and
+# recorded a run) on the previous main; now refused by its field, naming the bound in units
+SERVERLESS = f"{SIM} --policy serverless"
+for _cmd, _pre in (("pool simulate", SIM), ("pool goodput", "--gpus 8"), ("pool capacity", "")):
+    CORPUS += cases(
+        _cmd,
+        [
+            (f"{_pre} --ttft-slo 1e9h", ("--ttft-slo", "<= 1h")),
+            (f"{_pre} --tbt-slo 2h", ("--tbt-slo", "<= 1h")),
+            (f"{_pre} --tbt-slo 0s", ("--tbt-slo", "> 0")),
+        ],
+    )
+CORPUS += cases(
+    "pool simulate",
+    [
+        (f"{SERVERLESS} --keep-alive 1e9h", ("--keep-alive", "<= 24h")),
+        (f"{SERVERLESS} --startup 1e9h", ("--startup", "<= 1h")),
+        (f"{SERVERLESS} --interval 1e9h", ("--interval", "<= 1h")),
+        (f"{SERVERLESS} --interval 0s", ("--interval", "> 0")),
+        (f"{SERVERLESS} --store-ssd-gbps 1e9", ("--store-ssd-gbps", "1000")),
+        (f"{SIM} --q-max 1e9", ("--q-max", "3600")),
+        (f"{SIM} --policy muxserve --overhead-gb 1e9", ("--overhead-gb", "1000")),
+    ],
+)
+CORPUS += cases("pool goodput", [("--gpus 8 --startup 2h", ("--startup", "<= 1h"))])
+CORPUS += cases("pool capacity", [("--keep-alive 2d", ("--keep-alive", "<= 24h"))])
+CORPUS += cases("pool validate", [("{F} --ttft-slo 1e9h", ("--ttft-slo", "<= 1h"))])
+CORPUS += cases(
+    "pool replay",
+    [
+        (f"{ONE} --ttft-slo 1e9h", ("--ttft-slo", "<= 1h")),
+        (f"{ONE} --tbt-slo 1e9h", ("--tbt-slo", "<= 1h")),
+        (f"{ONE} --duration 1e9h", ("--duration", "<= 24h")),
+    ],
+)
+ADIR = "--models {F}/adir"
+CORPUS += cases(
+    "serve start",
+    [
+        (f"{ADIR} --startup 1e9h", ("--startup", "<= 1h")),
+        (f"{ADIR} --startup -1s", ("--startup", ">= 0")),
+        (f"{ADIR} --ttft-slo 1e9h", ("--ttft-slo", "<= 1h")),
+        (f"{ADIR} --tbt-slo 0s", ("--tbt-slo", "> 0")),
+        (f"{ADIR} --link 1e30", ("--link", "1e+12|1000000000000")),
+        (f"{ADIR} --memory 1000000000000000", ("--memory", "1099511627776")),
+    ],
+)
+CORPUS += cases("serve profile", [(f"{ADIR} --link 1e30", ("--link", "1000000000000"))])
+CORPUS += cases(
+    "collective",
+    [("--alpha 1e9h", ("--alpha", "<= 1s")), ("--alpha 2s", ("--alpha", "<= 1s"))],
+)
+CORPUS += cases(
+    "fail",
+    [
+        ((LLAMA, *FAULT, "--timeout", "1e9h"), ("--timeout", "<= 24h")),
+        ((LLAMA, *FAULT, "--checkpoint-interval", "1e9h"), ("--checkpoint-interval", "<= 720h")),
+        ((LLAMA, *FAULT, "--checkpoint-cost", "2d"), ("--checkpoint-cost", "<= 24h")),
+        ((LLAMA, *FAULT, "--restart", "1e9h"), ("--restart", "<= 24h")),
+    ],
+)
+CORPUS += cases(
+    "reliability",
+    [
+        ("--flap-down 1e9h", ("--flap-down", "<= 24h")),
+        ("--link-repair 1e9h", ("--link-repair", "<= 720h")),
+        ("--tor-repair 1e9h", ("--tor-repair", "<= 720h")),
+        ("--fleet-links 1e-300", ("--fleet-links", "greater than or equal to 1")),  # a traceback
+    ],
+)
+CORPUS += cases(
+    "lab traffic",
+    [
+        ("--size 1e30", ("--size", "<= 1GiB")),
+        ("--rate 1e30bps", ("--rate", "<= 10G")),
+        ("--size 1GB --rate 1Mbps", ("--size", "send time", "10min")),
+    ],
+)
+CORPUS += cases("lab fail", [("--rate 1Tbps", ("--rate", "<= 10G"))])
+CORPUS += cases(
+    "reproduce",
+    [
+        ("--only hpn.tab2.tier1,hpn.tab2.tier1", ("--only", "'hpn.tab2.tier1' given twice")),
+        ("--only a*,a*", ("--only", "'a*' given twice")),
+    ],
+)
 
 # the operating system, the store, numbers and file limits (issue 28): tests/cli/corpus_system.py
 from tests.cli import corpus_system as _system  # noqa: E402

@@ -46,3 +46,28 @@ def test_dashboard_and_sweeps_check_the_same_limits_without_override():
 def test_a_limit_at_its_bound_passes():
     cmd = COMMANDS.get("pool simulate")
     assert cmd.parse({"pool": {**HUGE["pool"], "models": 1000}}).pool.models == 1000
+
+
+# --- bounds of one value (issues 25/26/29): stated in help, checked at parse, at the bound fine
+
+
+@pytest.mark.parametrize(
+    ("name", "table", "field", "at", "past", "stated"),
+    [
+        ("pool simulate", "pool", "ttft_slo", "1h", "3601s", "(> 0, <= 1h)"),
+        ("pool goodput", "pool", "tbt_slo", "60min", "1.01h", "(> 0, <= 1h)"),
+        ("pool simulate", "pool", "keep_alive", "24h", "1441min", "(>= 0, <= 24h, default 0)"),
+        ("pool capacity", "pool", "startup", "1h", "3601s", "(>= 0, <= 1h, default 22.3s)"),
+        ("collective", "collective", "alpha", "1s", "1001ms", "(>= 0, <= 1s)"),
+    ],
+)
+def test_a_bounded_value_is_stated_and_checked_alike(name, table, field, at, past, stated):
+    cmd = COMMANDS.get(name)
+    info = cmd.config.model_fields[table].annotation.model_fields[field]
+    assert stated in info.description
+    extra = {"policy": "serverless"} if field in ("keep_alive", "startup") else {}
+    parsed = getattr(cmd.parse({table: {**extra, field: at}}), table)  # at the bound: fine
+    assert parsed.model_dump(mode="json")[field] == at  # kept as written
+    with pytest.raises(InputError) as e:
+        cmd.parse({table: {**extra, field: past}})
+    assert e.value.field == f"{table}.{field}" and "must be <=" in e.value.message

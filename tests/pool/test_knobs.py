@@ -79,4 +79,4 @@ def test_two_policies_declaring_one_knob_share_its_field(monkeypatch):
     monkeypatch.setitem(POLICIES._summaries, "twin", Twin.summary)
     knobs = _knobs()
     assert knobs["target"].owners == ("serverless", "twin")
-    assert "(default 1, 3)" in knobs["target"].info.description
+    assert "(>= 1, default 1, 3)" in knobs["target"].info.description  # bound, defaults

@@ -26,6 +26,20 @@ def test_monotone_searches_find_the_threshold(k, start):
     assert found == (max(k, start) if max(k, start) <= 300 else None)
 
 
+def test_searches_probe_by_galloping_then_bisecting_in_this_order():
+    # hand-computed: doubling from start until the predicate flips, then halving the gap
+    # (the order matters: goodput's memo and its 'evaluated' table follow it)
+    for search, ok, start, limit, want, probes in (
+        (largest_ok, lambda n: n <= 37, 8, 1024, 37, [8, 16, 32, 64, 48, 40, 36, 38, 37]),
+        (smallest_ok, lambda n: n >= 37, 1, 512, 37, [1, 2, 4, 8, 16, 32, 64, 48, 40, 36, 38, 37]),
+        (largest_ok, lambda n: n <= 0, 4, 64, 0, [4, 2, 1]),
+        (smallest_ok, lambda n: n >= 100, 8, 64, None, [8, 16, 32, 64]),
+    ):
+        seen: list[int] = []
+        assert search(lambda n, ok=ok, seen=seen: seen.append(n) or ok(n), start, limit) == want
+        assert seen == probes
+
+
 def test_dedicated_goodput_is_one_model_per_gpu():
     # light load: dedicated serves exactly as many models as it has instances
     out = goodput("dedicated", 0.05, duration=120, gpus=3, gpu="h800", start=2)

@@ -11,6 +11,7 @@ from hpn.errors import InputError
 from hpn.pool.traces import calibrate_zipf, detect_format, load_trace, market
 from hpn.pool.traces.aegaeon import read_aegaeon
 from hpn.pool.traces.azure import read_azure
+from hpn.pool.traces.base import parse_float, parse_int
 from hpn.pool.traces.servegen import read_servegen
 from hpn.pool.traces.synthetic import zipf_shares
 
@@ -173,3 +174,55 @@ def test_market_gamma_burstier_than_poisson():
     cv = lambda t: np.std(np.diff(t.arrival)) / np.mean(np.diff(t.arrival))  # noqa: E731
     assert cv(p) == pytest.approx(1.0, abs=0.1)
     assert cv(g) > 2.0
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "says"),
+    [
+        (parse_int, "12.5", "t.csv:3: column 'Input Length': expected an integer, got '12.5'"),
+        (parse_int, " 7x", "t.csv:3: column 'Input Length': expected an integer, got ' 7x'"),
+        (parse_int, "-1", "t.csv:3: column 'Input Length': must be in 0..1,048,576, got -1"),
+        (parse_float, "abc", "t.csv:3: column 'Input Length': expected a number, got 'abc'"),
+        (parse_float, "inf", "t.csv:3: column 'Input Length': must be a finite number >= 0.0"),
+    ],
+)
+def test_a_bad_cell_names_file_line_column_and_what_was_expected(parse, text, says):
+    with pytest.raises(InputError) as e:
+        parse(text, "t.csv:3", "Input Length")
+    assert str(e.value) == says
+
+
+def test_a_good_cell_is_read_stripped():
+    assert parse_int(" 42 ", "t.csv:3", "c") == 42 and parse_float(" 0.5", "t.csv:3", "c") == 0.5
+
+
+@pytest.mark.parametrize(
+    ("read", "header", "row", "short"),
+    [
+        (
+            read_aegaeon,
+            "Request Time,Model Name,Input Length,Output Length",
+            "00:00:01.000,m,5,5",
+            "00:00:02.000,m,5",
+        ),
+        (
+            read_azure,
+            "TIMESTAMP,ContextTokens,GeneratedTokens",
+            "2023-11-16 18:15:46,5,5",
+            "2023-11-16 18:15:47,5",
+        ),
+    ],
+)
+def test_csv_readers_frame_rows_alike(tmp_path, read, header, row, short):
+    p = tmp_path / "t.csv"
+    p.write_text(f"{header}\n\n{row}\n   \n{row}\n")  # blank lines skipped
+    assert len(read(p)) == 2
+    p.write_text(f"{header}\n{row}\n\n{short}\n")
+    with pytest.raises(InputError) as e:
+        read(p)
+    n = header.count(",") + 1
+    assert str(e.value) == f"{p}:4: expected {n} columns, got {n - 1}"
+    p.write_text(f"{header},extra\n{row}\n")
+    with pytest.raises(InputError) as e:
+        read(p)
+    assert str(e.value) == f"{p}:1: expected header {header}"

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from hpn.app.base import Command, Outcome
 from hpn.app.common import FabricSpec, RoutingTable, fabric_field, routing_field
+from hpn.app.limits import ALPHA_MAX, bounded
 from hpn.config import Model, Seconds
 from hpn.errors import InputError
 from hpn.gpus import CATALOG
@@ -71,7 +72,7 @@ class CollectiveOptions(Model):
         "NCCL's; alpha model: GPUs per host)",
     )
     conns: int = Field(2, description="connections (QPs) per GPU pair")
-    alpha: Seconds = Field("2us", description="software latency per algorithm step")
+    alpha: Seconds = bounded("2us", "software latency per algorithm step", ge=0, le=ALPHA_MAX)
     jobs: int = Field(1, description="identical jobs at once on consecutive hosts")
     host_order: str = Field(
         "fabric",

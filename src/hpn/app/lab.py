@@ -7,12 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from hpn.app.base import OMIT, Command, Outcome, Result
 from hpn.app.common import FabricSpec, fabric_field
-from hpn.config import Bytes, Model, Rate, positive
+from hpn.app.limits import bounded
+from hpn.config import Bytes, Model, Rate
 from hpn.routing.config import DEFAULT_SEEDS
+
+RATE_MAX = 10e9
+"""A connection's payload rate at most, bit/s: above every lab link (capacity x rate scale,
+at most 400G x 1e-2 = 4 Gbit/s)."""
 
 if TYPE_CHECKING:  # the lab is imported when a command runs (a fast ``hpn --help``)
     from hpn.lab.fail import DirectionSummary, ModelCheck
@@ -93,15 +98,17 @@ class TrafficOptions(LabName):
         description="polarization (Fig 13 job), permutation, all-to-all, incast or rail-ring",
     )
     matrix: str | None = Field(None, description="a traffic matrix file (htsim or CSV) instead")
-    size: Bytes = Field("256kB", description="bytes per pattern flow, split over its connections")
+    size: Bytes = bounded(
+        "256kB", "bytes per pattern flow, split over its connections", unit="B", gt=0, le=2**30
+    )
     connections: int = Field(4, ge=1, le=64, description="connections per pattern flow")
     routing: Literal["ecmp", "hpn"] = Field("ecmp", description="ecmp, or HPN path selection")
-    rate: Rate = Field("2Mbps", description="payload rate of every connection")
+    rate: Rate = bounded(
+        "2Mbps", "payload rate of every connection, bit/s", unit="bps", gt=0, le=RATE_MAX
+    )
     payload: int = Field(1000, ge=64, le=1400, description="UDP payload bytes per packet")
     senders: int = Field(2, ge=1, description="peers each NIC sends to (polarization)")
     seed: int = Field(0, ge=0, description="seed for the pattern and source ports")
-
-    _positive = field_validator("size", "rate")(positive)
 
 
 class TrafficConfig(Model):
@@ -127,12 +134,12 @@ class FailOptions(LabName):
     routing: Literal["ecmp", "hpn"] = Field(
         "ecmp", description="ecmp, or hpn (hosts re-run path selection every --probe s)"
     )
-    rate: Rate = Field("1Mbps", description="payload rate of every connection")
+    rate: Rate = bounded(
+        "1Mbps", "payload rate of every connection, bit/s", unit="bps", gt=0, le=RATE_MAX
+    )
     payload: int = Field(500, ge=64, le=1400, description="UDP payload bytes per packet")
     probe: float = Field(0.1, ge=0.02, le=5, description="re-selection period with hpn, s")
     seed: int = Field(0, ge=0, description="seed for source ports")
-
-    _positive = field_validator("rate")(positive)
 
 
 class FailConfig(Model):

@@ -10,6 +10,11 @@ the dashboard) raises a limit to its ``large`` bound where a bigger run still ma
 Bounds that are validity, not size (``segments >= 1``, ``port 0 or 1``), stay on the config
 models; fabric sizes are bounded by the switch chips' port budgets (:mod:`hpn.topology.budget`).
 :func:`describe` gives the text each command's help and ``docs/reference/cli.md`` show.
+
+A single duration, size or rate no real run comes near (an SLO of ``1e9h``) is refused by its
+field: :func:`bounded` makes a config field whose bounds its help and the reference state
+(the ``*_MAX`` constants below are the app's; the pool's policy knobs and the failure model
+keep theirs with their defaults).
 """
 
 from __future__ import annotations
@@ -32,6 +37,12 @@ def _duration(v: float) -> str:
     from hpn.units import format_duration
 
     return format_duration(v)
+
+
+def _bandwidth(v: float) -> str:
+    from hpn.units import format_bandwidth
+
+    return f"{format_bandwidth(v)}bps"
 
 
 def _size(v: float) -> str:
@@ -247,6 +258,13 @@ def _traffic_size(cfg: Any) -> float | None:
     return float(cfg.traffic.size)  # a Bytes field: parsed at validation
 
 
+def _lab_send(cfg: Any) -> float | None:
+    """Seconds a lab pattern's connections send: bytes per connection / rate (a matrix's
+    sizes are its own)."""
+    t = cfg.lab
+    return None if t.matrix is not None else float(t.size) / t.connections * 8 / float(t.rate)
+
+
 # --- the table ---------------------------------------------------------------------------------
 
 MAX_MODELS = 1_000
@@ -329,6 +347,9 @@ LIMITS: dict[str, tuple[Limit, ...]] = {
         Limit("collective.jobs", "jobs", 64, 1_024),
     ),
     "traffic": (Limit("traffic.size", "flow size", 2**40, None, _traffic_size, "B"),),
+    "lab traffic": (
+        Limit("lab.size", "send time (size / connections / rate)", 600, None, _lab_send, "s"),
+    ),
     "reliability": (
         Limit("reliability.trials", "trials", 100_000, 10_000_000),
         Limit("reliability.months", "months", 120, 1_200),
@@ -386,3 +407,53 @@ def describe(command: str) -> str:
 def overridable(command: str) -> bool:
     """Whether ``--allow-large`` raises one of the command's limits."""
     return any(lim.large is not None for lim in limits_of(command))
+
+
+# --- bounds of one value (checked by the config models; stated in help) -----------------------
+
+HOUR = 3_600.0
+SLO_MAX = HOUR
+"""TTFT and TBT SLOs at most (Aegaeon's are 10 s and 100 ms; an hour per token is no SLO)."""
+STARTUP_MAX = HOUR
+"""An engine start-up at most (vLLM's cold start is tens of seconds, A §2)."""
+ALPHA_MAX = 1.0
+"""Software latency per collective step at most (NCCL's are microseconds)."""
+LINK_MAX = 1e12
+"""A host link at most, bytes/s (PCIe 5.0 x16 is 64 GB/s)."""
+MEMORY_MAX = 2**40
+"""An engine instance's device budget at most, bytes (an H200 has 141 GB)."""
+
+_SHOW = {"s": _duration, "B": _size, "bps": _bandwidth}
+
+
+def bounds_text(bounds: dict[str, float], unit: str = "") -> str:
+    """``{"gt": 0, "le": 3600}`` as help states it: ``> 0, <= 1h``."""
+    from hpn.config import BOUND_OPS  # (with the config models: pydantic is loaded)
+
+    show = _SHOW.get(unit) or (lambda v: f"{v:,.6g}")
+    return ", ".join(f"{BOUND_OPS[b]} {show(v) if v else 0}" for b, v in bounds.items())
+
+
+def bounded(
+    default: Any,
+    description: str,
+    *,
+    unit: str = "s",
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+) -> Any:
+    """A config field with bounds (``gt``, ``ge``, ``lt``, ``le``; ``unit`` as
+    :class:`Limit`'s, or ``"bps"``), stated after its description (``TTFT SLO (> 0, <= 1h)``):
+    what ``--help`` and the reference show."""
+    from pydantic import Field
+
+    given = {k: v for k, v in {"gt": gt, "ge": ge, "lt": lt, "le": le}.items() if v is not None}
+    text = f"{description} ({bounds_text(given, unit)})"
+    return Field(default, description=text, gt=gt, ge=ge, lt=lt, le=le)
+
+
+def slo_field(default: str, what: str) -> Any:
+    """A TTFT or TBT SLO field (``what``: ``TTFT``): > 0, <= :data:`SLO_MAX`."""
+    return bounded(default, f"{what} SLO", gt=0, le=SLO_MAX)

@@ -9,6 +9,7 @@ from pydantic import Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
 from hpn.app.base import Command, Outcome, Result
+from hpn.app.limits import bounds_text, slo_field
 from hpn.config import FilePath, Model, Seconds, allowed_path
 from hpn.errors import InputError
 from hpn.pool.result import PoolResult as SimulateResult
@@ -49,11 +50,7 @@ _POLICY, _GPU, _SPLIT = _policy_help(), _gpu_help(), _split_help()
 def _slo(ttft: float, tbt: float) -> Any:
     from hpn.pool.simulate import Slo
 
-    slo = {"pool.ttft_slo": float(ttft), "pool.tbt_slo": float(tbt)}
-    for name, value in slo.items():
-        if value <= 0:
-            raise InputError(name, f"must be > 0, got {value:g}s")
-    return Slo(*slo.values())
+    return Slo(float(ttft), float(tbt))  # bounded by the fields (slo_field)
 
 
 # --- policy knobs: generated from each policy's ``Knobs`` model ----------------------------
@@ -78,6 +75,12 @@ def _show(value: Any, text: Any) -> str:
 _BOUNDS = ("gt", "ge", "lt", "le")
 
 
+def _unit(metadata: list[Any]) -> str:
+    """``"s"`` for a duration knob (its bounds are then stated as ``<= 1h``), else ``""``."""
+    names = {getattr(getattr(m, "func", None), "__name__", "") for m in metadata}
+    return "s" if "parse_duration" in names else ""
+
+
 def _knobs() -> dict[str, _Knob]:
     """Every knob of every registered policy, by field name (a name two policies declare is
     one field; its type must then agree)."""
@@ -97,9 +100,10 @@ def _knobs() -> dict[str, _Knob]:
         defaults = [getattr(kn, knob) for kn in knobs]
         texts = [kn.model_dump(mode="json")[knob] for kn in knobs]
         shown = ", ".join(dict.fromkeys(map(_show, defaults, texts)))
-        text = f"{', '.join(k.owners)}: {k.info.description or knob} (default {shown})"
         bounds = {b: getattr(m, b) for m in k.info.metadata for b in _BOUNDS if hasattr(m, b)}
         rest = [m for m in k.info.metadata if not any(hasattr(m, b) for b in _BOUNDS)]
+        stated = f"{bounds_text(bounds, _unit(rest))}, " if bounds else ""
+        text = f"{', '.join(k.owners)}: {k.info.description or knob} ({stated}default {shown})"
         inner = Annotated[(k.annotation, *rest)] if rest else k.annotation  # units: "10s"
         extra: dict[str, Any] | None = (
             {"invert": True} if all(v is True for v in defaults) else None
@@ -166,8 +170,8 @@ class _SimulateFields(Model):
         None, description=f"GPUs (policies without a split; {_SPLIT} split them 3:5)"
     )
     gpu: str = Field("h800", description=_GPU)
-    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
-    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = slo_field("10s", "TTFT")
+    tbt_slo: Seconds = slo_field("100ms", "TBT")
     switch: str = Field("optimized", description="model switch: optimized or unoptimized")
     seed: int = Field(
         0, ge=0, le=2**63 - 1, description="random seed (synthetic traces, Azure model assignment)"
@@ -248,8 +252,8 @@ class _GoodputFields(Model):
     )
     gpu: str = Field("h800", description=_GPU)
     duration: Seconds = Field("300s", description="length of each simulated trace")
-    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
-    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = slo_field("10s", "TTFT")
+    tbt_slo: Seconds = slo_field("100ms", "TBT")
     metric: str | None = Field(
         None,
         description="deadline (per-token deadlines) or artifact "
@@ -377,8 +381,8 @@ class _CapacityFields(Model):
     policy: str = Field("aegaeon", description=_POLICY)
     gpu: str | None = Field(None, description="GPU type (default: the mix's, h20 for production)")
     duration: Seconds = Field("30min", description="length of the simulated trace")
-    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
-    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = slo_field("10s", "TTFT")
+    tbt_slo: Seconds = slo_field("100ms", "TBT")
     metric: str = Field("deadline", description="deadline or artifact")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed")
 

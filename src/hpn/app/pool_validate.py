@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from hpn.app.base import Command, FileInput, Outcome
+from hpn.app.limits import slo_field
 from hpn.config import FilePath, Model, Seconds
 
 if TYPE_CHECKING:
@@ -47,8 +48,8 @@ class _ValidateFields(Model):
         "(F.POLICY.requests.csv; F.requests.csv for serverless-artifact)",
     )
     workers: int = Field(1, ge=1, le=MAX_WORKERS, description="files simulated in parallel")
-    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
-    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = slo_field("10s", "TTFT")
+    tbt_slo: Seconds = slo_field("100ms", "TBT")
 
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, TypedDict
 from pydantic import Field, field_validator
 
 from hpn.app.base import Command, FileInput, Outcome, Result
-from hpn.config import Model, Seconds, positive
+from hpn.app.limits import LINK_MAX, MAX_SPAN, MEMORY_MAX, STARTUP_MAX, bounded, slo_field
+from hpn.config import Model, Seconds
 from hpn.errors import InputError
 
 if TYPE_CHECKING:  # imported when a command runs (a fast ``hpn --help``)
@@ -41,11 +42,20 @@ class DeviceOptions(Model):
     """Where instances run (shared by ``serve`` and ``serve profile``)."""
 
     device: str | None = Field(None, description=_DEVICE)
-    memory: int | None = Field(
-        None, ge=1 << 20, description="device budget per instance in bytes (CPU default 1 GiB)"
+    memory: int | None = bounded(
+        None,
+        "device budget per instance in bytes (CPU default 1 GiB; CUDA default and most: "
+        "90 % of the free memory shared by the instances)",
+        unit="B",
+        ge=1 << 20,
+        le=MEMORY_MAX,
     )
-    link: float | None = Field(
-        None, gt=0, description="host link bytes/s (CPU default 1e9; CUDA: unthrottled)"
+    link: float | None = bounded(
+        None,
+        "host link bytes/s (CPU default 1e9; CUDA: unthrottled)",
+        unit="",
+        gt=0,
+        le=LINK_MAX,
     )
     threads: int | None = Field(None, ge=1, le=256, description="CPU threads per instance")
 
@@ -165,8 +175,8 @@ class ServeOptions(DeviceOptions):
     workers: int = Field(2, ge=0, le=64, description="instances (policies without a split)")
     port: int = Field(8000, ge=1, le=65535, description="port on 127.0.0.1")
     profile: str | None = Field(None, description="profile file (default: measure at start)")
-    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
-    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = slo_field("10s", "TTFT")
+    tbt_slo: Seconds = slo_field("100ms", "TBT")
     max_model_len: int | None = Field(
         None, ge=16, description="context tokens at most (default: each model's own)"
     )
@@ -174,20 +184,13 @@ class ServeOptions(DeviceOptions):
     kv_blocks: int | None = Field(
         None, ge=1, description="KV blocks (16 tokens) per instance at most (default: memory)"
     )
-    startup: Seconds | None = Field(
+    startup: Seconds | None = bounded(
         None,
-        description="serverless: engine start-up per scale-up, e.g. 22.3s as the pool "
+        "serverless: engine start-up per scale-up, e.g. 22.3s as the pool "
         "charges (default: the model build alone, as measured)",
+        ge=0,
+        le=STARTUP_MAX,
     )
-
-    _positive = field_validator("ttft_slo", "tbt_slo")(positive)
-
-    @field_validator("startup")
-    @classmethod
-    def _startup(cls, value: float | None) -> float | None:
-        if value is not None and value < 0:
-            raise ValueError("must be >= 0")
-        return value
 
 
 class ServeConfig(Model):
@@ -244,12 +247,12 @@ class ReplayOptions(Model):
     url: str = Field("http://127.0.0.1:8000", description="the server's base URL")
     time_scale: float = Field(1.0, gt=0, description="arrival times x this")
     map: str | None = Field(None, description="trace model -> served model: a=b,c=d")
-    ttft_slo: Seconds = Field("10s", description="TTFT SLO")
-    tbt_slo: Seconds = Field("100ms", description="TBT SLO")
+    ttft_slo: Seconds = slo_field("10s", "TTFT")
+    tbt_slo: Seconds = slo_field("100ms", "TBT")
     max_input: int = Field(1024, ge=1, description="prompt tokens at most")
     max_output: int = Field(256, ge=1, description="output tokens at most")
     trace_models: int = Field(10, ge=1, description="Azure trace: models to spread over")
-    duration: Seconds = Field("300s", description="ServeGen window length")
+    duration: Seconds = bounded("300s", "ServeGen window length", gt=0, le=MAX_SPAN)
     seed: int = Field(0, ge=0, le=2**63 - 1, description="seed (Azure model assignment, ServeGen)")
 
     @field_validator("url")
@@ -273,8 +276,6 @@ class ReplayOptions(Model):
         if twice:
             raise ValueError(f"trace model {twice[0]!r} mapped twice; map each one once")
         return value
-
-    _positive = field_validator("ttft_slo", "tbt_slo", "duration")(positive)
 
 
 class ReplayConfig(Model):

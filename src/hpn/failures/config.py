@@ -14,6 +14,8 @@ from hpn.config import Duration, Model, Size, positive
 from hpn.failures.checkpoint import Recovery
 
 HOUR = 3600.0  # failover timings (withdrawal, probe, search, re-selection) at most
+DAY = 24 * HOUR  # a timeout, checkpoint write, restart or flap at most
+MONTH = 30 * DAY  # a checkpoint interval or repair at most (P: 2-4 h; repairs take hours)
 
 if TYPE_CHECKING:
     from hpn.failures.failover import Failover
@@ -21,10 +23,18 @@ if TYPE_CHECKING:
 
 
 class RecoveryCfg(Model):
-    timeout: Duration = Field("60s", description="a cut-off longer than this crashes the job")
-    checkpoint_interval: Duration = Field("3h", description="checkpoint every (P: 2-4 h)")
-    checkpoint_cost: Duration = Field("100s", description="time to write one (P: ~100 s)")
-    restart: Duration = Field("10min", description="crash to training again [assumed]")
+    timeout: Duration = Field(
+        "60s", le=DAY, description="a cut-off longer than this crashes the job (<= 24h)"
+    )
+    checkpoint_interval: Duration = Field(
+        "3h", le=MONTH, description="checkpoint every (P: 2-4 h; <= 720h)"
+    )
+    checkpoint_cost: Duration = Field(
+        "100s", le=DAY, description="time to write one (P: ~100 s; <= 24h)"
+    )
+    restart: Duration = Field(
+        "10min", le=DAY, description="crash to training again [assumed] (<= 24h)"
+    )
 
     def recovery(self, since: float | None = None) -> Recovery:
         return Recovery(
@@ -39,16 +49,19 @@ class FailoverCfg(Model):
         None, description="routing policy (default: the fabric's, hpn on HPN presets, else ecmp)"
     )
     withdraw: Duration = Field(
-        "140ms", le=HOUR, description="BGP withdrawal to re-routed traffic [lab-measured]"
+        "140ms", le=HOUR, description="BGP withdrawal to re-routed traffic [lab-measured] (<= 1h)"
     )
     probe: Duration = Field(
-        "100ms", gt=0, le=HOUR, description="HPN re-selection probe period [assumed, lab]"
+        "100ms",
+        gt=0,
+        le=HOUR,
+        description="HPN re-selection probe period [assumed, lab] (> 0, <= 1h)",
     )
     path_search: Duration = Field(
-        "200ms", le=HOUR, description="HPN path search after a failed probe [lab-measured]"
+        "200ms", le=HOUR, description="HPN path search after a failed probe [lab-measured] (<= 1h)"
     )
     ecmp_reselect: Duration | None = Field(
-        None, le=HOUR, description="when plain ECMP moves a blackholed flow (default: never)"
+        None, le=HOUR, description="when plain ECMP moves a blackholed flow (default: never; <= 1h)"
     )
 
     def failover(self) -> Failover:
@@ -90,10 +103,14 @@ class ReliabilityCfg(RecoveryCfg, FailoverCfg):
     flaps_per_day: float = Field(
         5000.0, ge=0, le=1e7, description="link flaps per day, cluster-wide"
     )
-    fleet_links: float = Field(200_000.0, gt=0, description="links they spread over [assumed]")
-    flap_down: Duration = Field("10s", description="outage per flap [assumed]")
-    link_repair: Duration = Field("1h", description="median link repair [assumed]")
-    tor_repair: Duration = Field("2h", description="median ToR repair [assumed]")
+    fleet_links: float = Field(200_000.0, ge=1, description="links they spread over [assumed]")
+    flap_down: Duration = Field("10s", le=DAY, description="outage per flap [assumed] (<= 24h)")
+    link_repair: Duration = Field(
+        "1h", le=MONTH, description="median link repair [assumed] (<= 720h)"
+    )
+    tor_repair: Duration = Field(
+        "2h", le=MONTH, description="median ToR repair [assumed] (<= 720h)"
+    )
     repair_sigma: float = Field(1.0, ge=0, le=5, description="lognormal shape of repairs")
     stacked_pair: float = Field(1.0, ge=0, le=1, description="ToR faults killing the pair")
     degraded_loss: float | None = Field(

@@ -52,6 +52,16 @@ def _score(res, metric: str) -> float:
     return res.slo_attainment if metric == "deadline" else res.slo_attainment_artifact
 
 
+def _last(holds: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The last n in [lo, hi) with ``holds(n)``, by bisection, given ``holds(lo)`` (or lo
+    below the range) and not ``holds(hi)`` (or hi past it), ``holds`` monotone decreasing:
+    the step both searches end with, after galloping to ``hi``."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    return lo
+
+
 def largest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int:
     """Largest n in [0, limit] with ok(n), assuming ok is monotone decreasing.
 
@@ -84,11 +94,7 @@ def largest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int:
         else:
             hi = n
             break
-    hi = hi if hi is not None else limit + 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
+    return _last(ok, lo, hi if hi is not None else limit + 1)
 
 
 def smallest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int | None:
@@ -119,11 +125,7 @@ def smallest_ok(ok: Callable[[int], bool], start: int, limit: int) -> int | None
         if n >= limit:
             return None
         n = min(limit, n * 2)
-    hi = n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return hi
+    return _last(lambda m: not ok(m), lo, n) + 1
 
 
 def goodput(

@@ -93,7 +93,9 @@ def select(paper: str = "all", quick: bool = False, only: str | None = None) -> 
     quick
         Only the claims marked quick.
     only
-        Comma-separated claim ids, or a prefix ending in ``*`` (``hpn.fig18.*``).
+        Comma-separated claim ids, or a prefix ending in ``*`` (``hpn.fig18.*``), each
+        once (a repeat is refused, as ``--sizes`` and ``--set`` refuse theirs: a typo for
+        another id more likely than a wish to run one twice; a prefix may overlap an id).
 
     Returns
     -------
@@ -111,9 +113,11 @@ def select(paper: str = "all", quick: bool = False, only: str | None = None) -> 
         raise InputError("--only", "give one or more claim ids, e.g. --only hpn.tab2.tier1")
     ids = {c.id for c in claims}
     picked: set[str] = set()
-    for w in wanted:
+    for k, w in enumerate(wanted):
         if not w:
             raise InputError("--only", f"empty claim id in {only!r}")
+        if w in wanted[:k]:
+            raise InputError("--only", f"claim {w!r} given twice; name each once")
         match = {i for i in ids if i.startswith(w[:-1])} if w.endswith("*") else {w} & ids
         if not match:
             raise InputError("--only", f"unknown claim {w!r}; `hpn reproduce --list` names them")

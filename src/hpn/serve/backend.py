@@ -27,7 +27,7 @@ from hpn.pool.backend import Cluster, Done, Instance, MetricsSink
 from hpn.pool.requests import Request
 from hpn.serve.clock import EngineError, WallClock
 from hpn.serve.decoding import admit, run_decode
-from hpn.serve.device import DeviceSpec, Link
+from hpn.serve.device import DeviceSpec, Link, check_fits, device_free
 from hpn.serve.kv import BLOCK_TOKENS, KVManager
 from hpn.serve.paged import KVStore, swap
 from hpn.serve.runner import Seq, prefill
@@ -109,6 +109,12 @@ class EngineBackend(WallClock):
         self.startup_s = startup_s
         self.hosts = hosts
         self.spec = spec
+        n_blocks, self.block_bytes = kv_blocks(hosts, spec, blocks)
+        if n_blocks < 1:
+            raise ValueError("the device budget leaves no room for one KV block")
+        n, weights = len(self.instances), max(h.nbytes for h in hosts.values())
+        need = n * (n_blocks * self.block_bytes + weights)  # before any thread or pool
+        check_fits(spec, need, f"the KV pools and largest model of {n} instance(s)")
         self.workers = {
             i.iid: Worker(i.iid, spec, hosts, self._worker_error) for i in self.instances
         }
@@ -122,9 +128,6 @@ class EngineBackend(WallClock):
         self.kv_bytes_per_token = {
             m: h.info.kv_bytes_per_token(spec.elem_bytes) for m, h in hosts.items()
         }
-        n_blocks, self.block_bytes = kv_blocks(hosts, spec, blocks)
-        if n_blocks < 1:
-            raise ValueError("the device budget leaves no room for one KV block")
         elems = self.block_bytes // spec.elem_bytes
         self.kv = {
             i.iid: KVManager(
@@ -240,6 +243,9 @@ class EngineBackend(WallClock):
         kv = self._kv_on(inst.iid)
         floor = KV_FLOOR_BLOCKS * BLOCK_TOKENS * self.kv_bytes_per_token[inst.resident]
         if self.spec.memory_bytes - w.weight_bytes() - need - kv < floor:
+            return False
+        free = device_free(self.spec)  # CUDA: the KV pool is allocated whole, not by use
+        if free is not None and need > free:
             return False
         inst.prefetched = model
         w.h2d.submit(w.copy_in, model)

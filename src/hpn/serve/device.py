@@ -16,6 +16,14 @@ Defaults and why:
 - CUDA: no throttle (the real PCIe/NVLink copy from pinned memory), BF16, and 90 % of the
   GPU's free memory shared evenly by the instances on it (Aegaeon keeps ~10 % for
   activations).
+
+On CUDA the budget is also checked against what the device has (:func:`device_free`): a
+``--memory`` whose instances together ask for more than 90 % of the free memory is refused
+at start (:func:`default_spec`), as are KV pools (with the largest model's weights) the
+device cannot hold (:func:`check_fits`, before they are allocated); and a pre-load the
+budget allows but the device has no room for is not started (the budget counts the KV
+blocks in use, while the pool is allocated whole, as vLLM's is). A CPU instance's "device"
+memory is host memory: only its budget counts there, as before.
 """
 
 from __future__ import annotations
@@ -73,8 +81,49 @@ class DeviceSpec:
         return 4 if self.dtype == "float32" else 2
 
 
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def device_free(spec: DeviceSpec) -> int | None:
+    """Bytes the CUDA device of `spec` can still hand out: the driver's free memory
+    (``torch.cuda.mem_get_info``) plus what torch's caching allocator holds unused; None
+    on CPU (no device to ask)."""
+    if spec.kind != "cuda":
+        return None
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(spec.index)
+    cached = torch.cuda.memory_reserved(spec.index) - torch.cuda.memory_allocated(spec.index)
+    return int(free + max(0, cached))
+
+
+def check_fits(spec: DeviceSpec, need: float, what: str) -> None:
+    """Refuse (InputError naming ``--memory``) `need` bytes the CUDA device of `spec` has
+    no room for; nothing on CPU.
+
+    Parameters
+    ----------
+    spec
+        The instances' device.
+    need
+        Bytes about to be allocated on it (all instances together).
+    what
+        What they are for, as the message says it (``"the KV pools of 4 instances"``).
+    """
+    free = device_free(spec)
+    if free is not None and need > free:
+        raise InputError(
+            "memory",
+            f"{what} need {_mib(need)} but cuda:{spec.index} has {_mib(free)} free; "
+            "lower --memory (or --kv-blocks, or the instances)",
+        )
+
+
 def default_spec(kind: str | None = None, instances: int = 1, **over) -> DeviceSpec:
-    """CUDA when present (unless `kind` says otherwise), else CPU, with the defaults above."""
+    """CUDA when present (unless `kind` says otherwise), else CPU, with the defaults above;
+    on CUDA a budget given (``memory_bytes``) is refused past 90 % of the device's free
+    memory shared by the `instances`."""
     import torch
 
     if kind is None:
@@ -83,12 +132,18 @@ def default_spec(kind: str | None = None, instances: int = 1, **over) -> DeviceS
         if not torch.cuda.is_available():
             raise InputError("device", "cuda requested but torch sees no CUDA device")
         free, _ = torch.cuda.mem_get_info()
+        share = int(free * CUDA_MEMORY_FRACTION / max(1, instances))
         base: dict[str, Any] = dict(
-            kind="cuda",
-            memory_bytes=int(free * CUDA_MEMORY_FRACTION / max(1, instances)),
-            link_bps=None,
-            dtype="bfloat16",
+            kind="cuda", memory_bytes=share, link_bps=None, dtype="bfloat16"
         )
+        asked = over.get("memory_bytes")
+        if asked is not None and asked > share:
+            raise InputError(
+                "memory",
+                f"{instances} instance(s) x {_mib(asked)} exceed the device: "
+                f"{CUDA_MEMORY_FRACTION:.0%} of its {_mib(free)} free is {_mib(share)} each; "
+                "lower --memory (or the instances)",
+            )
     else:
         base = {"kind": "cpu"}
     base.update({k: v for k, v in over.items() if v is not None})

@@ -14,6 +14,10 @@ from hpn.config import Bandwidth, Duration, Model
 
 CHIPS = {25.6e12: "25.6T", 51.2e12: "51.2T", 102.4e12: "102.4T"}
 """Single-chip switch generations a fabric can be built from (the port budgets follow)."""
+PORT_MAX = max(CHIPS)
+"""A NIC, NVLink or link speed at most, bit/s: no port is faster than the largest chip."""
+LATENCY_MAX = 1.0
+"""A link's latency at most, s (a datacenter link's is below 10 us)."""
 
 
 class HostFields(Model):
@@ -21,19 +25,31 @@ class HostFields(Model):
 
     gpus_per_host: int = Field(8, ge=1, le=64, description="GPUs (and backend NICs) per host")
     nic_bandwidth: Bandwidth = Field(
-        "400G", description="backend NIC bandwidth per GPU (2 x 200G ports under dual-ToR)"
+        "400G",
+        le=PORT_MAX,
+        description="backend NIC bandwidth per GPU (2 x 200G ports under dual-ToR; <= 102.4T)",
     )
     nvlink_bandwidth: Bandwidth = Field(
-        "400GB/s", description="NVLink bandwidth per GPU, bidirectional (H800: 400 GB/s)"
+        "400GB/s",
+        le=PORT_MAX,
+        description="NVLink bandwidth per GPU, bidirectional (H800: 400 GB/s; <= 102.4T)",
     )
-    nvlink_latency: Duration = Field("25ns", description="GPU <-> NVSwitch latency")
-    link_latency: Duration = Field("500ns", description="latency of every network link")
+    nvlink_latency: Duration = Field(
+        "25ns", le=LATENCY_MAX, description="GPU <-> NVSwitch latency (<= 1s)"
+    )
+    link_latency: Duration = Field(
+        "500ns", le=LATENCY_MAX, description="latency of every network link (<= 1s)"
+    )
     chip: Bandwidth = Field(
         "51.2T", description="switch chip capacity (single-chip switches): 25.6T, 51.2T or 102.4T"
     )
-    uplink_speed: Bandwidth = Field("400G", description="port speed above the ToR downlinks")
+    uplink_speed: Bandwidth = Field(
+        "400G", le=PORT_MAX, description="port speed above the ToR downlinks (<= 102.4T)"
+    )
     frontend: bool = Field(False, description="also build the frontend network (NIC0 per host)")
-    frontend_nic_bandwidth: Bandwidth = Field("400G", description="frontend NIC (2 x 200G)")
+    frontend_nic_bandwidth: Bandwidth = Field(
+        "400G", le=PORT_MAX, description="frontend NIC (2 x 200G; <= 102.4T)"
+    )
 
     @field_validator("nic_bandwidth", "nvlink_bandwidth", "chip", "uplink_speed")
     @classmethod
@@ -103,8 +119,10 @@ class FatTreeSpec(Model):
 
     preset: Literal["fat-tree"] = "fat-tree"
     k: int = Field(8, ge=2, le=256, description="switch radix (even)")
-    speed: Bandwidth = Field("100G", description="speed of every link")
-    link_latency: Duration = Field("500ns", description="latency of every link")
+    speed: Bandwidth = Field("100G", le=PORT_MAX, description="speed of every link (<= 102.4T)")
+    link_latency: Duration = Field(
+        "500ns", le=LATENCY_MAX, description="latency of every link (<= 1s)"
+    )
 
     @field_validator("k")
     @classmethod

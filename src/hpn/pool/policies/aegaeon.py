@@ -78,7 +78,7 @@ def _groups(inst: Instance) -> deque[_Group]:
 class AegaeonKnobs(Model):
     """`aegaeon` (A §4, Alg 1-2)."""
 
-    q_max: float = Field(Q_MAX, gt=0, description="longest decode quota, s (A Eq. 2-3)")
+    q_max: float = Field(Q_MAX, gt=0, le=3_600.0, description="longest decode quota, s (A Eq. 2-3)")
     max_group: int = Field(MAX_GPSIZE, ge=1, description="prefill group size limit")
     prefetch: bool = Field(True, description="pre-load the next model behind the running one")
 

@@ -68,7 +68,12 @@ class MuxServeKnobs(Model):
     """`muxserve`: MuxServe's placer memory accounting."""
 
     kv_fraction: float = Field(KV_FRACTION, ge=0, lt=1, description="GPU memory share for KV")
-    overhead_gb: float = Field(OVERHEAD_GB, ge=0, description="GB charged per model")
+    overhead_gb: float = Field(
+        OVERHEAD_GB,
+        ge=0,
+        le=1_000.0,
+        description="GB charged per model",  # no GPU has 1 TB
+    )
 
 
 class MuxServe(Colocated):

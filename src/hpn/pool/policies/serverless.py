@@ -54,6 +54,10 @@ SSD_BPS = 13.4e9 / 1.175
 # ServerlessLLM (ServerlessLLM/configs/latency_results.json) shows first tokens 29.5-37.6 s
 # after arrival for the first request of each of the eight models that started first.
 STARTUP_S = REINIT_S
+# bounds no real setting comes near (ServerlessLLM's keep-alive and start-ups are seconds
+# to minutes; a keep-alive past a day never scales down in a trace of the default limit)
+HOUR, DAY = 3_600.0, 86_400.0
+SSD_MAX_GBPS = 1_000.0  # PCIe 5.0 x16 is 64 GB/s
 
 
 class _Engine:
@@ -84,11 +88,17 @@ class ServerlessKnobs(Model):
     target: int = Field(TARGET, ge=1, description="target concurrency per instance")
     min_instances: int = Field(MIN_INSTANCES, ge=0, description="instances per model, min")
     max_instances: int = Field(MAX_INSTANCES, ge=1, description="instances per model, max")
-    keep_alive: Duration = Field(KEEP_ALIVE_S, ge=0, description="idle time before scale-down")
-    interval: Duration = Field(INTERVAL_S, gt=0, description="autoscaler and balancer loop")
+    keep_alive: Duration = Field(
+        KEEP_ALIVE_S, ge=0, le=DAY, description="idle time before scale-down"
+    )
+    interval: Duration = Field(
+        INTERVAL_S, gt=0, le=HOUR, description="autoscaler and balancer loop"
+    )
     tier: Literal["dram", "ssd"] = Field("dram", description="checkpoint store tier")
-    startup: Duration = Field(STARTUP_S, ge=0, description="engine start-up per instance")
-    store_ssd_gbps: float = Field(SSD_BPS / 1e9, gt=0, description="store SSD bandwidth, GB/s")
+    startup: Duration = Field(STARTUP_S, ge=0, le=HOUR, description="engine start-up per instance")
+    store_ssd_gbps: float = Field(
+        SSD_BPS / 1e9, gt=0, le=SSD_MAX_GBPS, description="store SSD bandwidth, GB/s"
+    )
 
     @model_validator(mode="after")
     def _range(self) -> ServerlessKnobs:

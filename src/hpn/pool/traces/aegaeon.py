@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hpn.errors import InputError
 from hpn.pool.models import ALIASES, MODELS, artifact_model
-from hpn.pool.traces.base import Trace, parse_int, read_text, require_rows, split_csv
+from hpn.pool.traces.base import Trace, csv_rows, parse_int, require_rows
 
 HEADER = ("Request Time", "Model Name", "Input Length", "Output Length")
 _TIME = re.compile(r"^(\d{2,}):([0-5]\d):([0-5]\d)\.(\d{3})$")
@@ -104,18 +104,9 @@ def read_aegaeon(path: str | Path, max_len: int | None = None) -> Trace:
     Trace
         The requests, by arrival.
     """
-    lines = read_text(path).splitlines()
-    if not lines or tuple(c.strip() for c in split_csv(lines[0])) != HEADER:
-        raise InputError(f"{path}:1", f"expected header {','.join(HEADER)}")
     names: dict[str, int] = {}
     arr, mod, inp, out = [], [], [], []
-    for no, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        cols = split_csv(line)
-        where = f"{path}:{no}"
-        if len(cols) != 4:
-            raise InputError(where, f"expected 4 columns, got {len(cols)}")
+    for where, cols in csv_rows(path, HEADER):
         t = parse_time(cols[0], where)
         name = cols[1].strip()
         if not name:

@@ -16,7 +16,7 @@ import numpy as np
 
 from hpn.errors import InputError
 from hpn.pool.models import artifact_model
-from hpn.pool.traces.base import Trace, parse_int, read_text, require_rows, split_csv
+from hpn.pool.traces.base import Trace, csv_rows, parse_int, require_rows
 from hpn.pool.traces.synthetic import zipf_shares
 
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -80,17 +80,8 @@ def read_azure(
     """
     if models < 1:
         raise InputError("models", f"must be >= 1, got {models}")
-    lines = read_text(path).splitlines()
-    if not lines or tuple(c.strip() for c in split_csv(lines[0])) != HEADER:
-        raise InputError(f"{path}:1", f"expected header {','.join(HEADER)}")
     arr, inp, out = [], [], []
-    for no, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        cols = split_csv(line)
-        where = f"{path}:{no}"
-        if len(cols) != 3:
-            raise InputError(where, f"expected 3 columns, got {len(cols)}")
+    for where, cols in csv_rows(path, HEADER):
         arr.append(parse_timestamp(cols[0], where))
         i = parse_int(cols[1], where, "ContextTokens", 0)
         o = parse_int(cols[2], where, "GeneratedTokens", 0)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from hpn.errors import InputError
+
+_T = TypeVar("_T")
 
 MAX_TRACE_BYTES = 8 * 2**30  # a trace file's size at most (100 M requests, the large bound)
 
@@ -137,7 +140,50 @@ def split_csv(line: str) -> list[str]:
     return next(csv.reader([line]), [])
 
 
+def csv_rows(path: str | Path, header: tuple[str, ...]) -> Iterator[tuple[str, list[str]]]:
+    """The rows of a CSV trace whose first line is `header`: each non-blank line's
+    ``file:line`` (for errors) and fields, as many as the header's.
+
+    Parameters
+    ----------
+    path
+        The file.
+    header
+        Its column names, in order.
+
+    Yields
+    ------
+    tuple of str and list of str
+        ``(where, fields)``.
+
+    Raises
+    ------
+    InputError
+        Another header, or a row of another number of fields (naming its line).
+    """
+    lines = read_text(path).splitlines()
+    if not lines or tuple(c.strip() for c in split_csv(lines[0])) != header:
+        raise InputError(f"{path}:1", f"expected header {','.join(header)}")
+    for no, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cols = split_csv(line)
+        where = f"{path}:{no}"
+        if len(cols) != len(header):
+            raise InputError(where, f"expected {len(header)} columns, got {len(cols)}")
+        yield where, cols
+
+
 MAX_TOKENS = 2**20  # tokens in one request's prompt or output: past any model's context
+
+
+def _cell(text: str, where: str, column: str, read: Callable[[str], _T], what: str) -> _T:
+    """``read(text)`` (``int``, ``float``) of a cell; an InputError naming the file, line
+    and column, and what was expected (``what``: ``"an integer"``), if it cannot."""
+    try:
+        return read(text.strip())
+    except ValueError:
+        raise InputError(where, f"column {column!r}: expected {what}, got {text!r}") from None
 
 
 def parse_int(
@@ -161,10 +207,7 @@ def parse_int(
     int
         The value.
     """
-    try:
-        v = int(text.strip())
-    except ValueError:
-        raise InputError(where, f"column {column!r}: expected an integer, got {text!r}") from None
+    v = _cell(text, where, column, int, "an integer")
     if not minimum <= v <= maximum:
         raise InputError(where, f"column {column!r}: must be in {minimum}..{maximum:,}, got {v:,}")
     return v
@@ -203,10 +246,7 @@ def parse_float(text: str, where: str, column: str, minimum: float = 0.0) -> flo
     float
         The value.
     """
-    try:
-        v = float(text.strip())
-    except ValueError:
-        raise InputError(where, f"column {column!r}: expected a number, got {text!r}") from None
+    v = _cell(text, where, column, float, "a number")
     if not (v >= minimum) or v == float("inf"):
         raise InputError(where, f"column {column!r}: must be a finite number >= {minimum}")
     return v

@@ -86,8 +86,10 @@ class CommCfg(Model):
     nccl: str = Field("2.30.7", description="NCCL release whose tuner runs: 2.30.7 or 2.18.3")
     conns: int = Field(2, ge=1, description="connections (QPs) per GPU pair")
     channels: int | None = Field(None, ge=1, le=64, description="NCCL_MIN/MAX_NCHANNELS")
-    alpha: Duration = Field("2us", description="software latency per step (alpha model)")
-    bucket: Size = Field("1GiB", description="gradient bucket size")
+    alpha: Duration = Field(
+        "2us", le=1.0, description="software latency per step (alpha model; <= 1s)"
+    )
+    bucket: Size = Field("1GiB", le=2**40, description="gradient bucket size (<= 1TiB)")
     grad_reduce: Literal["auto", "fp32", "bf16", "fp16"] = Field(
         "auto",
         description=(
