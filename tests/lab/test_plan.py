@@ -149,3 +149,29 @@ def test_failure_targets():
         with pytest.raises(InputError) as e:
             parse_target(plan, bad)
         assert e.value.field == field
+
+
+def test_a_link_dropped_both_ways_is_one_nft_transaction(monkeypatch):
+    """Both directions of a silent link start in one ``nft -f`` (one namespace, ingress and
+    egress of the same interface); one direction alone is one ingress chain at its receiver."""
+    from hpn.lab import impair, netns
+
+    plan = _plan(segments=2, hosts_per_segment=2, rails=1, aggs_per_plane=2)
+    calls: list[tuple[list[str], str]] = []
+    monkeypatch.setattr(netns, "run", lambda cmd, text=None, **kw: calls.append((cmd, text)))
+    ln = int(plan.links[0])
+    down = ln & ~1  # the even link of the pair and its reverse
+    impair.drop(plan, [down, down ^ 1], loss=1.0)
+    assert len(calls) == 1
+    cmd, text = calls[0]
+    ns, dev = impair._receiver(plan, down)
+    assert cmd[:4] == ["ip", "netns", "exec", ns] and cmd[4:] == ["nft", "-f", "-"]
+    assert text.count("hook ingress") == 1 and text.count("hook egress") == 1
+    assert text.count(f'device "{dev}"') == 2 and f"table netdev {impair.TABLE}{dev}" in text
+    # the egress end is the sender of the reverse link: the same namespace and interface
+    assert impair._receiver(plan, down ^ 1)[1] != dev and plan.ifname[down ^ 1] == dev
+    calls.clear()
+    impair.drop(plan, [down ^ 1], loss=0.3)
+    ((cmd, text),) = calls
+    assert cmd[3] == impair._receiver(plan, down ^ 1)[0]
+    assert "hook egress" not in text and "numgen random mod 10000 < 3000 drop" in text

@@ -3,8 +3,12 @@ every packet (silent), a share of them (gray), in one direction or both.
 
 A drop is a ``netdev`` table on the *receiving* interface's ingress hook, in that interface's
 namespace (``table netdev hpnlab_<if>``): ARP, BGP and data alike, as a broken optic or a
-bad ASIC port would. The carrier stays up, so neither the host's ``ignore_routes_with_linkdown``
-nor zebra's interface tracking sees anything: only BGP's hold timer, or BFD, can.
+bad ASIC port would. A link dropped both ways is one table at one end, its ingress and its
+egress hook, so both directions start (and stop) in the same nftables transaction: two
+``nft`` processes in two namespaces land up to a few tenths of a second apart on a loaded
+machine, longer than BFD's detection time. The carrier stays up, so neither the host's
+``ignore_routes_with_linkdown`` nor zebra's interface tracking sees anything: only BGP's hold
+timer, or BFD, can.
 """
 
 from __future__ import annotations
@@ -38,12 +42,17 @@ def drop(plan: LabPlan, links: list[int], loss: float = 1.0) -> None:
     if not 0 < loss <= 1:
         raise InputError("loss", f"must be in (0, 1], got {loss}")
     rule = "drop" if loss >= 1 else f"numgen random mod 10000 < {round(loss * 10000)} drop"
-    for ln in links:
-        ns, dev = _receiver(plan, int(ln))
-        text = (
-            f"table netdev {TABLE}{dev} {{\n chain in {{ type filter hook ingress device "
-            f'"{dev}" priority 0; {rule}\n }}\n}}\n'
+    chosen = {int(ln) for ln in links}
+    for ln in sorted(chosen):
+        if ln ^ 1 in chosen and ln & 1:
+            continue  # the pair's table, written for its even link, holds both directions
+        ns, dev = _receiver(plan, ln)
+        hooks = ["ingress"] + (["egress"] if ln ^ 1 in chosen else [])
+        chains = "".join(
+            f' chain {h} {{ type filter hook {h} device "{dev}" priority 0; {rule}\n }}\n'
+            for h in hooks
         )
+        text = f"table netdev {TABLE}{dev} {{\n{chains}}}\n"
         netns.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], text)
 
 

@@ -5,7 +5,9 @@ Each flow's socket is opened inside its source host's namespace and bound to (NI
 source port); each receiving host has one socket on port 4791. A packet carries the flow id,
 a sequence number and padding to the payload size. Flows are paced at a fixed rate (the
 sender sleeps between due packets), so the lab's counters see a known byte count and the
-receiver can tell the gaps and the losses per flow. ``events`` run at given times during the
+receiver can tell the gaps and the losses per flow. Arrivals are stamped by the kernel as the
+packet is queued to the socket (``SO_TIMESTAMPNS``), not when this loop reads it, so a gap is
+the network's, not the loop's on a busy machine. ``events`` run at given times during the
 transfer (failures, repairs).
 """
 
@@ -31,6 +33,8 @@ ROCE_PORT = 4791
 HEADER = struct.Struct("!II")  # flow id, sequence number
 WIRE_OVERHEAD = 14 + 20 + 8  # Ethernet, IPv4 and UDP headers per packet on a veth
 MAX_PPS = 20_000
+SO_TIMESTAMPNS = 35  # Linux's value (asm-generic/socket.h); the socket module lacks the name
+TIMESPEC = struct.Struct("qq")
 
 
 @dataclass
@@ -108,6 +112,7 @@ def run_flows(
             with netns.entered(ns):
                 so = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             so.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            so.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             so.bind(("0.0.0.0", ROCE_PORT))
             so.setblocking(False)
             sel.register(so, selectors.EVENT_READ)
@@ -128,6 +133,7 @@ def run_flows(
         log: list[dict] = []
         threads: list[threading.Thread] = []
         t0 = time.monotonic()
+        wall0 = time.time() - (time.monotonic() - t0)  # the kernel stamps in wall-clock time
         end_send = float((pkts - 1).max() * interval) if n else 0.0
 
         def drain(now: float) -> None:
@@ -135,9 +141,10 @@ def run_flows(
                 so = cast(socket.socket, key.fileobj)  # only sockets are registered
                 while True:
                     try:
-                        data = so.recv(65536)
+                        data, anc, _flags, _addr = so.recvmsg(65536, 64)
                     except BlockingIOError:
                         break
+                    now = _stamp(anc, wall0, now)
                     fid, _seq = HEADER.unpack_from(data)
                     if fid >= n:
                         continue
@@ -196,6 +203,15 @@ def run_flows(
         sel.close()
     arr = [np.asarray(a) for a in arrivals]
     return Transfer(payload, sent, errs, recv, first, last, gap, gap_at, duration, log, stall, arr)
+
+
+def _stamp(anc: list, wall0: float, fallback: float) -> float:
+    """A packet's kernel arrival time in seconds since the transfer began."""
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= TIMESPEC.size:
+            sec, ns = TIMESPEC.unpack_from(data)
+            return sec + ns * 1e-9 - wall0
+    return fallback
 
 
 def _socket(plan: LabPlan, src: int, sport: int) -> socket.socket:
