@@ -40,7 +40,8 @@ def release(nccl: str) -> str:
 
 def fabric_for(rec: dict):
     """An HPN-preset fabric for the record's hosts: one NIC per GPU at the host's NIC GB/s
-    shared by its GPUs (4 x 400G on 8 GPUs: 200G each), single-port (no dual ToR)."""
+    shared by its GPUs (4 x 400G on 8 GPUs: 200G each), single-port unless the record's NICs
+    have two ports (``dual_port``: HPN's dual-ToR NIC)."""
     gpu = get_gpu(rec["gpu"])
     per_gpu = rec["nic_gbps"] * rec["nics_used"] / rec["host_gpus"]
     if rec["gpus_per_host"] < rec["host_gpus"]:  # a rank per host: its own NIC
@@ -50,7 +51,7 @@ def fabric_for(rec: dict):
         gpus_per_host=rec["host_gpus"],
         nic_bandwidth=f"{per_gpu:g}G",
         nvlink_bandwidth=f"{gpu.nvlink / 1e9:g}GB/s",
-        dual_tor=False,
+        dual_tor=bool(rec.get("dual_port", False)),
     )
 
 
