@@ -11,6 +11,7 @@ time / model time; < 1: the model is slower), NCCL's own predicted time and what
 record the median ratio below 16 MiB and above 256 MiB. Nothing is fitted to the records.
 
     PYTHONPATH=src .venv/bin/python bench/nccl_public.py [--nccl 2.18.3|2.30.7] [--only ID]
+        [--algo tree|ring|nvlstree]
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def fmt(size: int) -> str:
     return f"{size}"
 
 
-def run(rec: dict, nccl: str | None) -> float | None:
+def run(rec: dict, nccl: str | None, force: str | None = None) -> float | None:
     rel = nccl or release(rec["nccl"])
-    algo = None if rec["algo"] == "auto" else rec["algo"]
+    algo = force or (None if rec["algo"] == "auto" else rec["algo"])
     p = Params(gpu=rec["gpu"], nccl=rel, proto=rec.get("proto", "auto"))
     gpus = rec["hosts"] * rec["gpus_per_host"]
     sizes = [int(r[0]) for r in rec["rows"]]
@@ -73,7 +74,8 @@ def run(rec: dict, nccl: str | None) -> float | None:
     print(
         f"\n## {rec['id']}: {rec['hosts']} x {rec['gpus_per_host']} {rec['gpu']}, "
         f"{rec['nics_used']} x {rec['nic_gbps']}G {rec['network']}, NCCL {rec['nccl']} "
-        f"(tuner {rel}), NCCL_ALGO {rec['algo']}\n   {rec['url']}"
+        f"(tuner {rel}), NCCL_ALGO {rec['algo']}{f' (run: {force})' if force else ''}"
+        f"\n   {rec['url']}"
     )
     print(f"{'size':>6} | {'meas us':>8} {'model us':>8} {'excess':>7} {'nccl us':>8} | "
           f"{'meas bus':>8} {'model bus':>9} {'ratio':>6} | ran")  # fmt: skip
@@ -100,6 +102,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nccl", default=None, help="tuner release for every record")
     ap.add_argument("--only", default=None, help="one record id")
+    ap.add_argument("--algo", default=None, help="NCCL_ALGO for every record (default: its own)")
     a = ap.parse_args()
     t0 = time.perf_counter()
     records = tomllib.loads(DATA.read_text())["record"]
@@ -107,7 +110,7 @@ def main() -> None:
     for rec in records:
         if a.only and rec["id"] != a.only:
             continue
-        med = run(rec, a.nccl)
+        med = run(rec, a.nccl, a.algo)
         if med is not None:
             per["rdma" if rec["network"] in RDMA else "other"].append((rec["id"], med))
     for kind, rows in per.items():
