@@ -6,7 +6,7 @@ Cases (goals on a 2-core machine):
 - ``pod-train-hpn``: the same with ``--routing hpn``: <= 6 s;
 - ``8pod-perm`` / ``8pod-perm-hpn``: permutation over the 122,880 GPUs of 8 HPN pods, 2 MB,
   ECMP / HPN path selection: <= 5 s, <= 600 MB;
-- ``8pod-train``: GPT-3 175B, DP 1,920 on 8 pods (4.9 M flows), ECMP: <= 60 s, <= 2 GB
+- ``8pod-train``: GPT-3 175B, DP 1,920 on 8 pods (9.3 M flows), ECMP: <= 60 s, <= 2 GB
   (``--full``: minutes); ``8pod-train-default``: the same with the fabric's default routing
   (HPN path selection);
 - ``fixed``: a permutation over 16 GPUs of a one-segment pod: what every computing command
