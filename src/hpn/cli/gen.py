@@ -32,13 +32,13 @@ LargeOpt = Annotated[
 ]
 ConfigFileOpt = Annotated[
     Path | None,
-    typer.Option("--config", help="TOML file with the command's tables (\\[fabric], ...)."),
+    typer.Option("--config", help="TOML file with the command's tables ([fabric], ...)."),
 ]
 FabricConfigOpt = Annotated[
     Path | None,
     typer.Option(
         "--config",
-        help="TOML file: the command's tables (\\[fabric], ...) or fabric fields only.",
+        help="TOML file: the command's tables ([fabric], ...) or fabric fields only.",
         rich_help_panel="Fabric",
     ),
 ]
