@@ -26,7 +26,7 @@ VERDICT_COLOURS = {"pass": "#2ca02c", "explained": "#ff7f0e", "fail": "#d62728"}
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.4g}"
     return str(v)
 
 
