@@ -50,6 +50,7 @@ def test_collective_help_shows_the_range_syntax_as_written(tmp_path):
     assert "BEGIN:END:FACTOR" in text
     assert "\N{END WITH LEFTWARDS ARROW ABOVE}" not in text  # rich's :end: emoji
     assert "TOML file: the command's tables ([fabric], ...)" in text
+    assert "[default: allreduce]" in text and "(allreduce)" not in text  # as written
 
 
 @pytest.mark.parametrize("words", COMMANDS, ids=" ".join)
