@@ -51,6 +51,7 @@ def test_collective_help_shows_the_range_syntax_as_written(tmp_path):
     assert "\N{END WITH LEFTWARDS ARROW ABOVE}" not in text  # rich's :end: emoji
     assert "TOML file: the command's tables ([fabric], ...)" in text
     assert "[default: allreduce]" in text and "(allreduce)" not in text  # as written
+    assert "nccl (NCCL's tuner" in text and "Nccl" not in text  # a value is not capitalized
 
 
 @pytest.mark.parametrize("words", COMMANDS, ids=" ".join)
@@ -70,3 +71,4 @@ def test_every_help_text_of_every_command_is_drawn_as_written(words, tmp_path):
 def test_the_artifact_knob_says_what_its_absence_means(tmp_path):
     text = rendered(("pool", "simulate"), tmp_path)
     assert "--costs artifact needs it, fitted costs take none" in text
+    assert "serverless-artifact: no-token failure time" in text  # the policy as named
