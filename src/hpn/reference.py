@@ -163,9 +163,11 @@ def cli_markdown() -> str:
                 names = f"`{p.metavar or p.name}`"
             else:
                 names = ", ".join(f"`{o}`" for o in p.opts) if p.opts else f"`{p.name}`"
-            helptext = " ".join((getattr(p, "help", None) or "").split()).replace("\\[", "[")
+            helptext = " ".join((getattr(p, "help", None) or "").split())
             helptext = helptext.replace("|", "\\|")
             default = "" if p.default in (None, False) or callable(p.default) else f"{p.default}"
+            if helptext.endswith("]") and " [default: " in helptext:  # as help states it
+                helptext, default = helptext[:-1].rsplit(" [default: ", 1)
             rows.append(f"| {names} | {kind} | {default} | {helptext} |")
         if rows:
             out.extend(["| name | kind | default | meaning |", "|---|---|---|---|", *rows, ""])

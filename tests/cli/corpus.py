@@ -739,9 +739,18 @@ CORPUS += cases(
         (f"{SERVERLESS} --store-ssd-gbps 1e9", ("--store-ssd-gbps", "1000")),
         (f"{SIM} --q-max 1e9", ("--q-max", "3600")),
         (f"{SIM} --policy muxserve --overhead-gb 1e9", ("--overhead-gb", "1000")),
+        # issue 29: no upper bound before (a 1e9 h timeout, an exponent of 1e9 ran)
+        (f"{SIM} --policy serverless-artifact --start-timeout 1e9h", ("--start-timeout", "<= 1h")),
+        (f"{SIM} --policy serverless-artifact --start-timeout 0s", ("--start-timeout", "> 0")),
+        (f"{SIM} --zipf 1e9", ("--zipf", "less than or equal to 20")),
+        (f"{SIM} --zipf inf", ("--zipf", "finite")),
     ],
 )
 CORPUS += cases("pool goodput", [("--gpus 8 --startup 2h", ("--startup", "<= 1h"))])
+CORPUS += cases(
+    "pool goodput",
+    [("--gpus 8 --policy serverless-artifact --start-timeout 2h", ("--start-timeout", "<= 1h"))],
+)
 CORPUS += cases("pool capacity", [("--keep-alive 2d", ("--keep-alive", "<= 24h"))])
 CORPUS += cases("pool validate", [("{F} --ttft-slo 1e9h", ("--ttft-slo", "<= 1h"))])
 CORPUS += cases(

@@ -150,14 +150,16 @@ def test_listed_summary_is_the_built_commands_help():
 
 
 def test_cli_package_stays_thin():
-    """``src/hpn/cli/`` (flag plumbing and printing) is at most 1,125 lines (issue 14: 1,000;
+    """``src/hpn/cli/`` (flag plumbing and printing) is at most 1,140 lines (issue 14: 1,000;
     +50 for ``hpn reproduce``, hand-written as its optional positional argument is not a flag;
     +49 for ``labargs``, the ``lab exec NODE -- CMD`` argv form typer cannot declare; +11 for
     reproduce's executors and the one-line report of a failing real system; +6 for the parser
     that refuses an empty ``--out``, which typer would take as the working folder; +9 for building
-    typer's pydantic adapter only for a value it cannot take directly, a start-up cost)."""
+    typer's pydantic adapter only for a value it cannot take directly, a start-up cost; +15 for
+    drawing help text as written, which typer's renderer read as markup and emoji codes, and
+    stating a default as written, which typer put in parentheses)."""
     lines = sum(len(p.read_text().splitlines()) for p in (SRC / "hpn" / "cli").glob("*.py"))
-    assert lines <= 1125, f"src/hpn/cli/ has {lines} lines"
+    assert lines <= 1140, f"src/hpn/cli/ has {lines} lines"
 
 
 _FILES = """

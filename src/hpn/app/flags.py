@@ -169,8 +169,11 @@ def _scalar(ann: Any) -> tuple[type, bool]:
 
 
 def _help(description: str | None) -> str:
+    """A field's description as its flag's help: as written, ending in a period (its first word
+    may be a value or a policy, ``nccl (NCCL's tuner ...)``, ``serverless-artifact: ...``, which
+    a capital would misspell)."""
     text = (description or "").strip()
-    return (text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")) if text else ""
+    return (text + ("" if text.endswith(".") else ".")) if text else ""
 
 
 def _extra(field: Any) -> dict[str, Any]:

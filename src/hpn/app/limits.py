@@ -422,6 +422,10 @@ LINK_MAX = 1e12
 """A host link at most, bytes/s (PCIe 5.0 x16 is 64 GB/s)."""
 MEMORY_MAX = 2**40
 """An engine instance's device budget at most, bytes (an H200 has 141 GB)."""
+ZIPF_MAX = 20.0
+"""A synthetic market's Zipf exponent at most: at 20 the second of two models gets 2^-20 (1e-6)
+of the first's requests (`hpn.pool.traces.synthetic.zipf_shares`), so a larger one changes
+nothing a run can show; `calibrate_zipf` searches the same range."""
 
 _SHOW = {"s": _duration, "B": _size, "bps": _bandwidth}
 

@@ -9,7 +9,7 @@ from pydantic import Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
 from hpn.app.base import Command, Outcome, Result
-from hpn.app.limits import bounds_text, slo_field
+from hpn.app.limits import ZIPF_MAX, bounded, bounds_text, slo_field
 from hpn.config import FilePath, Model, Seconds, allowed_path
 from hpn.errors import InputError
 from hpn.pool.result import PoolResult as SimulateResult
@@ -102,8 +102,11 @@ def _knobs() -> dict[str, _Knob]:
         shown = ", ".join(dict.fromkeys(map(_show, defaults, texts)))
         bounds = {b: getattr(m, b) for m in k.info.metadata for b in _BOUNDS if hasattr(m, b)}
         rest = [m for m in k.info.metadata if not any(hasattr(m, b) for b in _BOUNDS)]
-        stated = f"{bounds_text(bounds, _unit(rest))}, " if bounds else ""
-        text = f"{', '.join(k.owners)}: {k.info.description or knob} ({stated}default {shown})"
+        stated = [bounds_text(bounds, _unit(rest))] if bounds else []
+        if any(v is not None for v in defaults):  # no default: the description says why
+            stated.append(f"default {shown}")
+        said = f" ({', '.join(stated)})" if stated else ""
+        text = f"{', '.join(k.owners)}: {k.info.description or knob}{said}"
         inner = Annotated[(k.annotation, *rest)] if rest else k.annotation  # units: "10s"
         extra: dict[str, Any] | None = (
             {"invert": True} if all(v is True for v in defaults) else None
@@ -153,8 +156,8 @@ class _SimulateFields(Model):
     models: int | None = Field(None, ge=1, description="synthetic market: number of models")
     rate: float = Field(0.1, gt=0, description="synthetic market: req/s per model")
     duration: Seconds = Field("300s", description="synthetic market / ServeGen window")
-    zipf: float | None = Field(
-        None, ge=0, description="synthetic: Zipf popularity exponent (default uniform)"
+    zipf: float | None = bounded(
+        None, "synthetic: Zipf popularity exponent (default uniform)", unit="", ge=0, le=ZIPF_MAX
     )
     cv: float = Field(
         1.0, gt=0, le=10, description="synthetic: inter-arrival CV (1 = Poisson, else Gamma)"

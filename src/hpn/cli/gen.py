@@ -32,13 +32,13 @@ LargeOpt = Annotated[
 ]
 ConfigFileOpt = Annotated[
     Path | None,
-    typer.Option("--config", help="TOML file with the command's tables (\\[fabric], ...)."),
+    typer.Option("--config", help="TOML file with the command's tables ([fabric], ...)."),
 ]
 FabricConfigOpt = Annotated[
     Path | None,
     typer.Option(
         "--config",
-        help="TOML file: the command's tables (\\[fabric], ...) or fabric fields only.",
+        help="TOML file: the command's tables ([fabric], ...) or fabric fields only.",
         rich_help_panel="Fabric",
     ),
 ]
@@ -51,7 +51,8 @@ def _option(f: Flag) -> inspect.Parameter:
         return inspect.Parameter(f.key, _KW, default=False, annotation=Annotated[bool, opt])
     typ = TYPES[f.type]
     ann = list[typ] | None if f.many else typ | None  # type: ignore[valid-type]
-    opt = typer.Option(f.decl, help=f.help, show_default=f.show or False, parser=f.parser)
+    shown = f"{f.help} [default: {f.show}]" if f.show else f.help  # typer: "(text)" for text
+    opt = typer.Option(f.decl, help=shown, show_default=False, parser=f.parser)
     opt.rich_help_panel = f.panel
     return inspect.Parameter(f.key, _KW, default=None, annotation=Annotated[ann, opt])
 

@@ -9,6 +9,7 @@ command a user invokes (or asks ``--help`` of) is built, so only its modules are
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -19,13 +20,26 @@ from hpn import startup
 
 
 def help_renderer() -> None:
-    """Import typer's help renderer (``typer.rich_utils``) on the way to drawing help.
+    """Import typer's help renderer (``typer.rich_utils``) on the way to drawing help, set to
+    draw help text as written (:func:`_literal`).
 
     A command that runs draws no help and never imports the renderer (with rich's console and
     tables, 40-60 ms), so this is called only on the way to drawing help: by
     :class:`LazyGroup` and :class:`HelpCommand`.
     """
-    import typer.rich_utils  # noqa: F401
+    import typer.rich_utils as rich_utils
+
+    rich_utils._make_rich_text = _literal  # type: ignore[assignment]
+
+
+def _literal(*, text: str, style: str = "", markup_mode: Any = None) -> Any:
+    """Help text as written in typer's styles: typer reads it as console markup (``[fabric]``
+    dropped as a tag, ``BEGIN:END:FACTOR`` drawn ``BEGIN🔚FACTOR``) in the one function this
+    replaces (``typer.rich_utils._make_rich_text``, 0.29; ``tests/cli/test_help.py``)."""
+    from rich.text import Text
+    from typer.rich_utils import highlighter
+
+    return highlighter(Text(inspect.cleandoc(text), style=style))
 
 
 class HelpCommand(TyperCommand):
