@@ -4,6 +4,7 @@ semantics, closed forms at zero latency and zero size, refusals."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from hpn.engine import simulate
@@ -11,6 +12,7 @@ from hpn.errors import InputError
 from hpn.topology import build
 from hpn.workload.collectives import Ctx, Params, add_collective, bandwidths, place
 from hpn.workload.collectives import tuning as tu
+from hpn.workload.collectives.tree import link_load
 from tests.conftest import assert_input_error, run_cli
 
 H800 = tu.GPUS.get("H800")
@@ -169,6 +171,38 @@ def test_large_size_closed_forms(seg):
     t2, ch = nccl_run(seg, "allreduce", ranks, 4 * GB, "tree", proto="ll128")
     t1, _ = nccl_run(seg, "allreduce", ranks, 4 * GB, "tree", proto="simple")
     assert t2 / t1 == pytest.approx(128 / 120, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "hosts,per_host,load", [(2, 1, 1.0), (3, 1, 1.5), (4, 1, 2.0), (16, 1, 2.0), (2, 8, 2.0)]
+)
+def test_tree_link_load_is_what_the_flows_carry(seg, hosts, per_host, load):
+    """The busiest GPU link (NIC or NVLink, one direction) of one channel's double tree
+    carries ``load`` bytes per byte of data: 2 (NCCL's bus -> alg ratio .5) wherever a rank is
+    interior (4+ hosts, 3+ GPUs per host); on 2 hosts of 1 GPU each GPU sends each half once."""
+    assert link_load(hosts, per_host) == load
+    ranks = place(seg, hosts * per_host, per_host=per_host).gpus
+    ctx = Ctx(seg)
+    add_collective(ctx, "allreduce", ranks, GB, "tree", Params(model="alpha", channels=1))
+    res = simulate(seg, ctx.dag, "hpn")
+    lk = seg.links
+    out = np.isin(lk.src, ranks.ravel())  # every link a GPU sends on
+    assert res.link_bytes[out].max() / GB == pytest.approx(load, rel=1e-9)
+
+
+@pytest.mark.parametrize("proto,eff", [("simple", 0.92), ("ll128", 0.92 * 120 / 128)])
+def test_two_host_tree_runs_at_the_nic(seg, proto, eff):
+    """2 hosts x 1 GPU, Tree at 4 GiB (no tree correction): each NIC sends the data once, so
+    the time is latency + size / (eff x NIC) (50 GB/s). NCCL's per-channel cap over 2
+    bytes per byte (2 ch x 41.4 x .5 = 41.4, LL128 2 x 36.7 x .5 = 36.7 GB/s) does not bind:
+    it counts bus bytes this tree does not send."""
+    ranks = place(seg, 2, per_host=1).gpus
+    t, ch = nccl_run(seg, "allreduce", ranks, 4 * GB, "tree", proto=proto)
+    c = tu.Comm(2, 2, H800, 50.0)
+    k = tu.cost(c, "allreduce", tu.TREE, tu.PROTOS.index(proto))
+    assert k is not None and k.cap < eff * 50  # NCCL's own floor would bind here
+    assert ch.eff == pytest.approx(eff)
+    assert t == pytest.approx(k.lat * 1e-6 + 4 * GB / (eff * 50e9), rel=1e-6)
 
 
 def test_choices_recorded_and_channels_forced(seg):
