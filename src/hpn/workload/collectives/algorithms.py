@@ -117,6 +117,7 @@ def comm_of(ctx: Ctx, ranks: np.ndarray, p: Params) -> tu.Comm:
         max_channels=ch or tu.MAXCHANNELS,
         nccl=tu.VERSIONS.get(p.nccl),
         nic_path=p.nic_path,
+        cpu=p.cpu,
     )
 
 
