@@ -263,6 +263,8 @@ def test_amd_hosts_pay_nccl_net_overhead_and_ll_caps(nccl):
     assert simple.lat == pytest.approx(8.4 + (30 - net) * 6.0 + net * 14.0)
     far = tu.Comm(448, 56, H800, 50.0, nccl=v, cpu="amd")
     assert tu.cost(far, "allreduce", tu.TREE, tu.LL).bw == pytest.approx(19.0 * 0.5)
+    with pytest.raises(InputError, match="cpu: must be one of intel, amd"):
+        tu.Comm(16, 2, a100, 25.0, nccl=v, cpu="arm")
     one = [tu.Comm(8, 1, H800, 50.0, nccl=v, cpu=cpu) for cpu in ("intel", "amd")]
     for a, p in ((tu.RING, tu.LL), (tu.RING, tu.SIMPLE), (tu.TREE, tu.LL)):
         assert tu.cost(one[0], "allreduce", a, p) == tu.cost(one[1], "allreduce", a, p)

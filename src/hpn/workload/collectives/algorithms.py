@@ -233,8 +233,8 @@ def add_collective(
         e, _ = a.build(ctx, base, r, size if nvls else size / ch.eff, q, start)
         ends.append(e)
         cap = ch.cap_GBps
-        if ch.algo == "tree":  # NCCL's caps per channel are on bus bytes: 2 per byte, not
-            cap *= 2 / link_load(*r.shape)  # 1 where each GPU sends each half once (2 x 1)
+        if ch.algo == "tree":  # NCCL's cap assumes 2 bus bytes per byte (its .5); the
+            cap *= 2 / link_load(*r.shape)  # tree's busiest link carries link_load
         if cap < float("inf") and size > 0:
             ends.append(np.array([ctx.barrier(int(r[0, 0]), size / (cap * 1e9), start)]))
         lat = max(lat, ch.lat_us * 1e-6)

@@ -152,6 +152,8 @@ class Comm:
         return self.ranks // self.nodes
 
     def __post_init__(self) -> None:
+        if self.cpu not in CPUS:
+            raise InputError("cpu", f"must be one of {', '.join(CPUS)}, got {self.cpu!r}")
         if not self.graphs:
             ring = search(self, False)
             g = {RING: ring, TREE: search(self, True, ring.channels)}
