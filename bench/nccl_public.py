@@ -5,13 +5,14 @@ GitHub threads, each with its URL) and runs ``hpn collective``'s model on each r
 hardware: an HPN-preset fabric (rail-optimized, single-port NICs) with the record's GPU type,
 GPUs per host and NIC GB/s per GPU, NCCL's algorithm forced where the record forced it
 (NCCL_ALGO), else NCCL's tuner, and the tuner release nearest the record's NCCL (2.18.3 for
-2.16-2.23, 2.30.7 for 2.24+ and where the record does not say). Per size it prints the
+2.16-2.23, 2.30.7 for 2.24+ and where the record does not say), the record's host CPU vendor
+(``cpu``; Intel where it gives none: ``hpn collective --cpu``'s default). Per size it prints the
 measured time and busbw, the model's, the ratio model busbw / measured busbw (= measured
 time / model time; < 1: the model is slower), NCCL's own predicted time and what ran; per
 record the median ratio below 16 MiB and above 256 MiB. Nothing is fitted to the records.
 
     PYTHONPATH=src .venv/bin/python bench/nccl_public.py [--nccl 2.18.3|2.30.7] [--only ID]
-        [--algo tree|ring|nvlstree]
+        [--algo tree|ring|nvlstree] [--cpu intel|amd]
 """
 
 from __future__ import annotations
@@ -63,10 +64,13 @@ def fmt(size: int) -> str:
     return f"{size}"
 
 
-def run(rec: dict, nccl: str | None, force: str | None = None) -> float | None:
+def run(
+    rec: dict, nccl: str | None, force: str | None = None, cpu: str | None = None
+) -> float | None:
     rel = nccl or release(rec["nccl"])
     algo = force or (None if rec["algo"] == "auto" else rec["algo"])
-    p = Params(gpu=rec["gpu"], nccl=rel, proto=rec.get("proto", "auto"))
+    cpu = cpu or rec.get("cpu", "intel")
+    p = Params(gpu=rec["gpu"], nccl=rel, proto=rec.get("proto", "auto"), cpu=cpu)
     gpus = rec["hosts"] * rec["gpus_per_host"]
     sizes = [int(r[0]) for r in rec["rows"]]
     out = sweep(fabric_for(rec), "allreduce", sizes, gpus, rec["gpus_per_host"], algo, seed=1,
@@ -74,7 +78,7 @@ def run(rec: dict, nccl: str | None, force: str | None = None) -> float | None:
     print(
         f"\n## {rec['id']}: {rec['hosts']} x {rec['gpus_per_host']} {rec['gpu']}, "
         f"{rec['nics_used']} x {rec['nic_gbps']}G {rec['network']}, NCCL {rec['nccl']} "
-        f"(tuner {rel}), NCCL_ALGO {rec['algo']}{f' (run: {force})' if force else ''}"
+        f"(tuner {rel}, {cpu} CPU), NCCL_ALGO {rec['algo']}{f' (run: {force})' if force else ''}"
         f"\n   {rec['url']}"
     )
     print(f"{'size':>6} | {'meas us':>8} {'model us':>8} {'excess':>7} {'nccl us':>8} | "
@@ -103,6 +107,7 @@ def main() -> None:
     ap.add_argument("--nccl", default=None, help="tuner release for every record")
     ap.add_argument("--only", default=None, help="one record id")
     ap.add_argument("--algo", default=None, help="NCCL_ALGO for every record (default: its own)")
+    ap.add_argument("--cpu", default=None, help="host CPU for every record (default: its own)")
     a = ap.parse_args()
     t0 = time.perf_counter()
     records = tomllib.loads(DATA.read_text())["record"]
@@ -110,7 +115,7 @@ def main() -> None:
     for rec in records:
         if a.only and rec["id"] != a.only:
             continue
-        med = run(rec, a.nccl, a.algo)
+        med = run(rec, a.nccl, a.algo, a.cpu)
         if med is not None:
             per["rdma" if rec["network"] in RDMA else "other"].append((rec["id"], med))
     for kind, rows in per.items():

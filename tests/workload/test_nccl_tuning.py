@@ -4,6 +4,7 @@ semantics, closed forms at zero latency and zero size, refusals."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from hpn.engine import simulate
@@ -11,6 +12,7 @@ from hpn.errors import InputError
 from hpn.topology import build
 from hpn.workload.collectives import Ctx, Params, add_collective, bandwidths, place
 from hpn.workload.collectives import tuning as tu
+from hpn.workload.collectives.tree import link_load
 from tests.conftest import assert_input_error, run_cli
 
 H800 = tu.GPUS.get("H800")
@@ -171,6 +173,38 @@ def test_large_size_closed_forms(seg):
     assert t2 / t1 == pytest.approx(128 / 120, rel=0.02)
 
 
+@pytest.mark.parametrize(
+    "hosts,per_host,load", [(2, 1, 1.0), (3, 1, 1.5), (4, 1, 2.0), (16, 1, 2.0), (2, 8, 2.0)]
+)
+def test_tree_link_load_is_what_the_flows_carry(seg, hosts, per_host, load):
+    """The busiest GPU link (NIC or NVLink, one direction) of one channel's double tree
+    carries ``load`` bytes per byte of data: 2 (NCCL's bus -> alg ratio .5) wherever a rank is
+    interior (4+ hosts, 3+ GPUs per host); on 2 hosts of 1 GPU each GPU sends each half once."""
+    assert link_load(hosts, per_host) == load
+    ranks = place(seg, hosts * per_host, per_host=per_host).gpus
+    ctx = Ctx(seg)
+    add_collective(ctx, "allreduce", ranks, GB, "tree", Params(model="alpha", channels=1))
+    res = simulate(seg, ctx.dag, "hpn")
+    lk = seg.links
+    out = np.isin(lk.src, ranks.ravel())  # every link a GPU sends on
+    assert res.link_bytes[out].max() / GB == pytest.approx(load, rel=1e-9)
+
+
+@pytest.mark.parametrize("proto,eff", [("simple", 0.92), ("ll128", 0.92 * 120 / 128)])
+def test_two_host_tree_runs_at_the_nic(seg, proto, eff):
+    """2 hosts x 1 GPU, Tree at 4 GiB (no tree correction): each NIC sends the data once, so
+    the time is latency + size / (eff x NIC) (50 GB/s). NCCL's per-channel cap over 2
+    bytes per byte (2 ch x 41.4 x .5 = 41.4, LL128 2 x 36.7 x .5 = 36.7 GB/s) does not bind:
+    it counts bus bytes this tree does not send."""
+    ranks = place(seg, 2, per_host=1).gpus
+    t, ch = nccl_run(seg, "allreduce", ranks, 4 * GB, "tree", proto=proto)
+    c = tu.Comm(2, 2, H800, 50.0)
+    k = tu.cost(c, "allreduce", tu.TREE, tu.PROTOS.index(proto))
+    assert k is not None and k.cap < eff * 50  # NCCL's own floor would bind here
+    assert ch.eff == pytest.approx(eff)
+    assert t == pytest.approx(k.lat * 1e-6 + 4 * GB / (eff * 50e9), rel=1e-6)
+
+
 def test_choices_recorded_and_channels_forced(seg):
     ranks = place(seg, 32).gpus
     _, ch = nccl_run(seg, "allreduce", ranks, 2**26, "ring", channels=4)
@@ -199,11 +233,53 @@ def test_refusals(seg):
         (["--channels", "65"], ["channels"]),
         (["--channels", "0"], ["channels"]),
         (["--sizes", "1M:4M:1"], ["--sizes", "FACTOR"]),
+        (["--cpu", "arm"], ["cpu", "intel, amd", "arm"]),
     ],
 )
 def test_cli_refusals(args, fragments):
     r = run_cli("collective", "--preset", "hpn", "--segments", "1", "--gpus", "16", *args)
     assert_input_error(r, *fragments)
+
+
+@pytest.mark.parametrize("nccl", ["2.30.7", "2.18.3"])
+def test_amd_hosts_pay_nccl_net_overhead_and_ll_caps(nccl):
+    """getNetOverhead: a ring step across hosts costs at least 1 us on Intel hosts, 2 on AMD
+    (x 3 for Simple), and AMD hosts take NCCL's AMD row of LL caps (22.5 GB/s on 2 hosts,
+    19.0 from 4; Intel 39.0, 20.4). 2 x 8 A100: Ring LL 2.30.7 = 6.6 + 28 x 2.0 + 2 x 2.7
+    (2.18.3 counts 2 x nodes = 4 network steps: 6.6 + 26 x 2.0 + 4 x 2.7); Ring Simple
+    8.4 + 28 x max(3.4, 6.0) + 2 x 14; Ring LL bandwidth 22.5 x 16 / 30. One host: no change."""
+    v = tu.VERSIONS.get(nccl)
+    a100 = tu.GPUS.get("A100")
+    intel, amd = (tu.Comm(16, 2, a100, 25.0, nccl=v, cpu=cpu) for cpu in ("intel", "amd"))
+    net = 4 if v.v218 else 2  # network steps of the ring
+    ll = tu.cost(amd, "allreduce", tu.RING, tu.LL)
+    assert ll.lat == pytest.approx(6.6 + (30 - net) * 2.0 + net * 2.7)
+    assert tu.cost(intel, "allreduce", tu.RING, tu.LL).lat == pytest.approx(
+        6.6 + (30 - net) * 1.0 + net * 2.7
+    )
+    assert ll.bw == pytest.approx(22.5 * 16 / 30)
+    assert tu.cost(intel, "allreduce", tu.RING, tu.LL).bw == pytest.approx(39.0 * 16 / 30)
+    simple = tu.cost(amd, "allreduce", tu.RING, tu.SIMPLE)
+    assert simple.lat == pytest.approx(8.4 + (30 - net) * 6.0 + net * 14.0)
+    far = tu.Comm(448, 56, H800, 50.0, nccl=v, cpu="amd")
+    assert tu.cost(far, "allreduce", tu.TREE, tu.LL).bw == pytest.approx(19.0 * 0.5)
+    with pytest.raises(InputError, match="cpu: must be one of intel, amd"):
+        tu.Comm(16, 2, a100, 25.0, nccl=v, cpu="arm")
+    one = [tu.Comm(8, 1, H800, 50.0, nccl=v, cpu=cpu) for cpu in ("intel", "amd")]
+    for a, p in ((tu.RING, tu.LL), (tu.RING, tu.SIMPLE), (tu.TREE, tu.LL)):
+        assert tu.cost(one[0], "allreduce", a, p) == tu.cost(one[1], "allreduce", a, p)
+
+
+def test_cli_cpu_amd_zero_size_is_amd_latency():
+    """``--cpu amd`` reaches the tuner: an 8 B Ring LL on 2 x 8 A100 predicts AMD's latency,
+    28 us more than Intel's (2.30.7)."""
+    args = ("collective", "--preset", "hpn", "--segments", "1", "--gpus", "16", "--gpu", "A100",
+            "--algo", "ring", "--proto", "ll", "--sizes", "8", "--json")  # fmt: skip
+    t = [
+        run_cli(*args, "--cpu", cpu).json()["results"][0]["predicted_s"] for cpu in ("intel", "amd")
+    ]
+    # and 8 B at the LL caps: 22.5 x 16 / 30 = 12.0 GB/s against 39.0 x 16 / 30 = 20.8
+    assert t[1] - t[0] == pytest.approx(28e-6 + 8 / 12.0e9 - 8 / 20.8e9, rel=1e-9)
 
 
 def test_cli_rows_say_what_ran():

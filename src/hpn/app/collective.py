@@ -55,6 +55,11 @@ class CollectiveOptions(Model):
         description="GPU-NIC PCIe path as NCCL's topology names it: pix, pxb, pxn, phb, sys "
         "(NCCL enables LL128 by default only up to pxb, pxn on SM90+)",
     )
+    cpu: str = Field(
+        "intel",
+        description="the hosts' CPU vendor NCCL's tuner reads: intel or amd (AMD: 2 us of "
+        "network overhead per ring step instead of 1, and NCCL's AMD row of LL caps)",
+    )
     model: str = Field(
         "nccl",
         description="nccl (NCCL's tuner: algorithm, protocol, channels, latency) or alpha "
@@ -135,6 +140,7 @@ def run(cfg: CollectiveConfig) -> Outcome[CollectiveResult]:
         gpu=p.gpu,
         nccl=p.nccl,
         nic_path=p.nic_path,
+        cpu=p.cpu,
     )
     result = sweep(
         fabric,

@@ -6,7 +6,8 @@ number of latency steps. :func:`add_collective` then adds the end barrier, a com
 - NCCL model (default): NCCL's tuner (:mod:`.tuning`) picks algorithm, protocol and channels
   for the communicator and size; the flows carry ``bytes / eff`` (the protocol's and
   algorithm's bandwidth efficiency in NCCL's model), a floor task beside them lasts
-  ``bytes / cap`` (NCCL's per-channel and LL caps) and the end barrier lasts NCCL's latency.
+  ``bytes / cap`` (NCCL's per-channel and LL caps; for Tree over the bus bytes its busiest
+  link really carries, :func:`~.tree.link_load`) and the end barrier lasts NCCL's latency.
   The time is ``latency + max(contended flow time, bytes / cap)``: NCCL's formula with its
   link bandwidth replaced by what the flow engine gives the flows on the shared fabric.
 - alpha model: the end barrier lasts ``steps * alpha`` (step-by-step forms put alpha on
@@ -30,7 +31,7 @@ from hpn.workload.collectives.hd import build_hd
 from hpn.workload.collectives.hier import build_hier, build_nvls, build_nvlstree
 from hpn.workload.collectives.ops import get_op
 from hpn.workload.collectives.ring import build_ring
-from hpn.workload.collectives.tree import build_tree
+from hpn.workload.collectives.tree import build_tree, link_load
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ def comm_of(ctx: Ctx, ranks: np.ndarray, p: Params) -> tu.Comm:
         max_channels=ch or tu.MAXCHANNELS,
         nccl=tu.VERSIONS.get(p.nccl),
         nic_path=p.nic_path,
+        cpu=p.cpu,
     )
 
 
@@ -230,8 +232,11 @@ def add_collective(
         nvls = ch.algo in ("nvls", "nvlstree")
         e, _ = a.build(ctx, base, r, size if nvls else size / ch.eff, q, start)
         ends.append(e)
-        if ch.cap_GBps < float("inf") and size > 0:
-            ends.append(np.array([ctx.barrier(int(r[0, 0]), size / (ch.cap_GBps * 1e9), start)]))
+        cap = ch.cap_GBps
+        if ch.algo == "tree":  # NCCL's cap assumes 2 bus bytes per byte (its .5); the
+            cap *= 2 / link_load(*r.shape)  # tree's busiest link carries link_load
+        if cap < float("inf") and size > 0:
+            ends.append(np.array([ctx.barrier(int(r[0, 0]), size / (cap * 1e9), start)]))
         lat = max(lat, ch.lat_us * 1e-6)
         ctx.choices.append(ch)
     end = ctx.barrier(int(ranks[0, 0]), lat, np.concatenate(ends))

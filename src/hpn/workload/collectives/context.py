@@ -26,6 +26,9 @@ class Params:
     ``nccl``: the NCCL release whose tuner runs (:mod:`~hpn.workload.collectives.versions`).
     ``nic_path``: the GPU <-> NIC PCIe path as NCCL's topology names it (pix, pxb, pxn, phb,
     sys); NCCL enables LL128 by default only up to pxb (pxn on SM90+).
+    ``cpu``: the hosts' CPU vendor NCCL detects (intel, amd): across hosts a ring step costs
+    at least 1 us on Intel, 2 on AMD (``getNetOverhead``), and AMD takes NCCL's AMD row of
+    LL caps.
     ``channels``: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (nccl model) or parallel
     rings/trees (alpha model; default one per GPU of a host); ``conns``: connections (QPs,
     each its own 5-tuple) per GPU pair, the bytes split evenly; ``alpha``: software latency
@@ -49,6 +52,7 @@ class Params:
     flow_channels: int | None = None
     nccl: str = "2.30.7"
     nic_path: str = "pxb"
+    cpu: str = "intel"
 
     def __post_init__(self) -> None:
         if self.channels is not None and not 1 <= self.channels <= 64:
@@ -66,6 +70,10 @@ class Params:
             raise InputError(
                 "nic_path", f"must be one of {', '.join(NIC_PATHS)}, got {self.nic_path!r}"
             )
+        from hpn.workload.collectives.versions import CPUS
+
+        if self.cpu not in CPUS:
+            raise InputError("cpu", f"must be one of {', '.join(CPUS)}, got {self.cpu!r}")
         if self.conns < 1:
             raise InputError("conns", f"must be >= 1, got {self.conns}")
         if not self.alpha >= 0:

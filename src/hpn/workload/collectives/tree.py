@@ -49,6 +49,28 @@ def depth(parent: np.ndarray) -> int:
     return int(d.max())
 
 
+def link_load(h: int, k: int) -> float:
+    """The most bytes one GPU sends over one of its links (its NVLink or its NIC) per byte
+    of data, in one channel of both trees, as :func:`build_tree` lays them out.
+
+    NCCL's Tree bandwidth is ``.5 x`` its bus bandwidth (tuning.cc: ``ratio *= .5``) at every
+    host count: each byte crosses the busiest link twice. That holds where a rank is
+    interior, with two children in one tree (from 4 hosts) or on an in-host chain (3+ GPUs
+    per host): 2. On 2 hosts of 1 GPU each GPU is the root of one tree and the leaf of the
+    other and sends each half once: 1 (3 hosts of 1: 1.5).
+    """
+    trees = dtree(h) if h > 1 else (np.full(1, -1),)
+    nic, nvl = np.zeros(h), np.zeros(k)  # per host's channel GPU; per chain position
+    share = 1 / len(trees)
+    for parent in trees:
+        child = np.flatnonzero(parent >= 0)
+        np.add.at(nic, child, share)  # up to the parent
+        np.add.at(nic, parent[child], share)  # down to each child
+        nvl[:-1] += share  # up the chain (position k - 1 is the channel's GPU)
+        nvl[1:] += share  # down the chain
+    return float(max(nic.max(), nvl.max()))
+
+
 def build_tree(ctx: Ctx, op: str, ranks: np.ndarray, size: float, p: Params, start: int):
     if op != "allreduce":
         raise InputError("algo", f"tree implements allreduce only, not {op}")

@@ -29,6 +29,7 @@ from hpn.workload.collectives.versions import (  # noqa: F401 (re-exported names
     BLACKWELL,
     CNCHAIN,
     CNDIRECT,
+    CPUS,
     FUNCS,
     HOPPER,
     LL,
@@ -143,6 +144,7 @@ class Comm:
     max_channels: int = MAXCHANNELS
     nccl: Version = V2_30_7  # the release whose tuner runs
     nic_path: str = "pxb"  # the GPU <-> NIC PCIe path (NIC_PATHS): LL128's enable rule
+    cpu: str = "intel"  # the hosts' CPU vendor (CPUS): ring step overhead, LL caps
     graphs: dict[int, Graph] = field(default_factory=dict, compare=False)
 
     @property
@@ -150,6 +152,8 @@ class Comm:
         return self.ranks // self.nodes
 
     def __post_init__(self) -> None:
+        if self.cpu not in CPUS:
+            raise InputError("cpu", f"must be one of {', '.join(CPUS)}, got {self.cpu!r}")
         if not self.graphs:
             ring = search(self, False)
             g = {RING: ring, TREE: search(self, True, ring.channels)}
@@ -274,7 +278,7 @@ def cost(c: Comm, op: str, a: int, p: int) -> Cost | None:
         return None
     g = c.graphs.get(a) or c.graphs[RING if a in (CNDIRECT, CNCHAIN, PAT) else TREE]
     arch, i2 = c.gpu.arch, _index2(c)
-    i1 = arch if nodes == 1 else 0  # multi-node: Intel CPUs
+    i1 = arch if nodes == 1 else CPUS.index(c.cpu)  # multi-node: the CPU's row
     ll_max = LL_MAX_BW[i1][i2]
     collnet = a in (CNDIRECT, CNCHAIN)
     inf = float("inf")
@@ -334,7 +338,7 @@ def cost(c: Comm, op: str, a: int, p: int) -> Cost | None:
         if op in ("reduce", "broadcast"):
             lat += step  # sameChannels rings
         else:
-            over = NET_OVERHEAD * (3 if p == SIMPLE else 1) if nodes > 1 else 0.0
+            over = NET_OVERHEAD[c.cpu] * (3 if p == SIMPLE else 1) if nodes > 1 else 0.0
             intra_lat = max(intra_lat, over)
             inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if op == "allreduce" else nodes - 1
             lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat

@@ -22,6 +22,7 @@ from typing import Any
 from hpn.workload.collectives.versions import (
     CNCHAIN,
     CNDIRECT,
+    CPUS,
     LL,
     LL128,
     NET,
@@ -55,7 +56,7 @@ def cost_218(c: Any, op: str, a: int, p: int) -> Cost | None:
     )
     g = c.graphs.get(a) or c.graphs[RING if a in (CNDIRECT, CNCHAIN) else TREE]
     arch, i2 = min(c.gpu.arch, 2), (nodes - 1 if nodes <= 2 else 2)
-    i1 = arch if nodes == 1 else 0  # multi-node: Intel CPUs
+    i1 = arch if nodes == 1 else CPUS.index(c.cpu)  # multi-node: the CPU's row
     ll_max = v.ll_max_bw[i1][i2]
     collnet = a in (CNDIRECT, CNCHAIN)
 
@@ -107,7 +108,7 @@ def cost_218(c: Any, op: str, a: int, p: int) -> Cost | None:
         if op in ("reduce", "broadcast"):
             lat += v.hw_lat[hw][a][p]  # sameChannels rings
         else:
-            over = NET_OVERHEAD * (3 if p == SIMPLE else 1) if nodes > 1 else 0.0
+            over = NET_OVERHEAD[c.cpu] * (3 if p == SIMPLE else 1) if nodes > 1 else 0.0
             intra_lat = max(intra_lat, over)
             inter_steps = (2 * nodes if nodes > 1 else 0) if op == "allreduce" else nodes - 1
             lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat

@@ -24,7 +24,12 @@ TREE, RING, CNDIRECT, CNCHAIN, NVLS, NVLSTREE, PAT = range(7)
 LL, LL128, SIMPLE = range(3)
 NVLINK, PCI, NET = range(3)
 VOLTA, AMPERE, HOPPER, BLACKWELL = range(4)
-NET_OVERHEAD = 1.0  # tuning.cc:228-233, Intel x86 hosts (us)
+# the hosts' CPU vendor, as NCCL's topology detects it (ncclTopoCpuType); in this order its
+# row of llMaxBws on more than one host (index1: 0 Intel, 1 AMD; 2.30.7 tuning.cc:269-271,
+# 2.18.3 144)
+CPUS = ("intel", "amd")
+# getNetOverhead (us): 2.30.7 tuning.cc:228-233, 2.18.3 109-117 (other CPUs: Intel's)
+NET_OVERHEAD = {"intel": 1.0, "amd": 2.0}
 # GPU <-> NIC PCIe path types, nearest first (src/include/graph.h PATH_*; the numbers differ
 # by release, the order does not): same switch, switches below one root port, via another
 # GPU's NVLink (PXN), through the CPU's host bridge, across CPU sockets
