@@ -147,3 +147,28 @@ def test_a_configured_start_up_is_charged_before_the_copy():
     _, events = _timeline(_profile(), tr, Cluster(1, 0, 0, 1), "serverless", {"startup": 0.5})
     loads = [(e["t"], e["ev"]) for e in events if e["ev"].startswith("load")]
     assert loads == [(1.0, "load"), (pytest.approx(2.25), "load-done")]
+
+
+def test_a_kv_swapped_straight_back_in_waits_for_its_swap_out():
+    """A transfer waits for the last transfer of its blocks (A §5.3; the engine's
+    `move_kv` does): out over the d2h link, then in over the h2d link, not both at once."""
+    from hpn.pool.metrics import Recorder
+    from hpn.pool.requests import Request
+    from hpn.pool.simulated import SimulatedBackend
+
+    be = SimulatedBackend(EngineCost(_profile(), {"a": 1000.0}), Cluster(1, 0, 0, 1), Recorder())
+    inst = be.instances[0]
+    r = Request(0, "a", 0.0, 1000, 2, 10.0, 1.0)  # 1e6 bytes at 1e8 B/s: 0.01 s a way
+    q = Request(1, "a", 0.0, 500, 2, 10.0, 1.0)  # another request's KV: 0.005 s
+    landed: list[tuple[str, float]] = []
+
+    def swap(_r):
+        be.move_kv([r], inst, None, lambda d: landed.append(("out", d.t)))
+        be.move_kv([r], None, inst, lambda d: landed.append(("in", d.t)))
+        be.move_kv([q], None, inst, lambda d: landed.append(("other", d.t)))
+
+    be.run([r], swap)
+    # out 0 -> 0.01; in from 0.01 (not 0: the blocks are still leaving) -> 0.02; the other
+    # request's copy in waits for nothing of its own, only the h2d link: 0.02 -> 0.025
+    assert [k for k, _ in landed] == ["out", "in", "other"]
+    assert [t for _, t in landed] == pytest.approx([0.01, 0.02, 0.025])

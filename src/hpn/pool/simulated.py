@@ -82,6 +82,7 @@ class SimulatedBackend(Backend):
         self._heap: list[tuple[float, int, Callable[..., object], tuple[object, ...]]] = []
         self._seq = 0
         self._slots = [_Slot() for _ in self.instances]
+        self._landed: dict[int, float] = {}  # rid: when its last KV move lands
         self._hz = None if cost.grid is None else round(1.0 / cost.grid)
 
     def _on_grid(self, t: float) -> float:
@@ -369,7 +370,10 @@ class SimulatedBackend(Backend):
         self, reqs: list[Request], src: Instance | None, dst: Instance | None, on_done: OnDone
     ) -> None:
         dur = sum(self.cost.kv_transfer_time(r.model, r.input_len + r.generated) for r in reqs)
-        t = self.t
+        # a transfer waits for the last transfer of its blocks (A §5.3): a KV swapped out
+        # and straight back in (a batch whose next turn is its own) comes in after it left
+        landed = self._landed
+        t = max([self.t, *(landed.get(r.rid, 0.0) for r in reqs)])
         if src is not None:
             s = self._slots[src.iid]
             t = max(t, s.d2h_free) + dur
@@ -380,6 +384,7 @@ class SimulatedBackend(Backend):
             s.h2d_free = t
         for r in reqs:
             r.kv_at = dst
+            landed[r.rid] = t
         self.call_at(t, self._moved, dst, tuple(reqs), on_done)
 
     def _moved(self, dst: Instance | None, reqs: tuple[Request, ...], on_done: OnDone) -> None:
