@@ -49,6 +49,7 @@ from hpn.serve.weights import DeviceModel, HostModel
 LENS = (16, 64, 256)
 BATCHES = (1, 4, 8)
 DECODE_STEPS = 10  # mean context over the steps is L + 5, as the fit assumes
+WARM_STEPS = 3  # decode steps after a scale-up that run slower (CPU: 1.9x, 1.5x, 1.3x)
 MAX_POINTS = 64
 
 
@@ -264,15 +265,16 @@ def _kv_copies(kv, seq, spec: DeviceSpec) -> list[tuple[int, float]]:
 
 
 def _warmup(dm: DeviceModel, host: HostModel, spec: DeviceSpec, rng, repeats: int) -> float:
-    """Extra seconds of a decode's first `DECODE_STEPS` steps right after a scale-up (the
+    """Extra seconds of a decode's first `WARM_STEPS` steps right after a scale-up (the
     weights freshly copied in; a decode instance's first forward of the model, its KV
-    prefilled elsewhere) over the same steps once warm (median over repeats)."""
+    prefilled elsewhere) over warm steps of the same decode (median over repeats: the
+    sum of a few steps' differences is noisy when other processes run)."""
     from hpn.serve.paged import kv_pool
     from hpn.serve.runner import DecodeBatch, Seq, prefill
 
     L = PROBE_LEN
     extra = []
-    for _ in range(repeats + 1):
+    for _ in range(2 * repeats + 1):
         seqs = [Seq(0, host.info.name, rng.integers(10, host.info.vocab, L).tolist(), 10**6)]
         kv = kv_pool(
             dm.module.config,
@@ -293,7 +295,7 @@ def _warmup(dm: DeviceModel, host: HostModel, spec: DeviceSpec, rng, repeats: in
             _sync(spec)
             steps.append(time.perf_counter() - t0)
         warm = statistics.median(steps[DECODE_STEPS:])
-        extra.append(max(0.0, sum(steps[:DECODE_STEPS]) - DECODE_STEPS * warm))
+        extra.append(max(0.0, sum(steps[:WARM_STEPS]) - WARM_STEPS * warm))
     return statistics.median(extra[1:])
 
 
