@@ -8,7 +8,9 @@ measured duration against the profile's prediction (the simulator's ground truth
 engine's durations against the profile at the concurrency it ran at (`replay_scale`), and
 per-request arrival / first token / finish, the engine's on the client's clock; each
 request's queue / prefill / decode time and the scale-ups by model against sim@rep (the
-rules' effects, apart from the device's speed).
+rules' effects, apart from the device's speed); and each side's token gaps over --gap s
+by kind (the first decode token, across two decode turns, inside one) with what the
+instance did between the turns.
 """
 
 from __future__ import annotations
@@ -105,11 +107,74 @@ def stages(eng: dict, other: dict, name: str) -> None:
     )
 
 
+def token_gaps(name: str, log: dict, toks: dict[int, list[float]], thr: float) -> None:
+    """Token gaps over `thr` s of one side: the TBT p99, how many, and of what kind (first:
+    the prefill's token to the first decode token; turn: across two decode operations of
+    the request; in-op: inside one); for turn gaps the mean time between the two
+    operations, the new operation's start to its first token, and what the instance did
+    between them (other models' turns, loads, KV moves in)."""
+    decs: dict[int, list[tuple[int, int, dict]]] = {}
+    by_iid: dict[int, list[dict]] = {}
+    for o in operations(log):
+        if o["ev"] != "decode" or "end" not in o:
+            continue
+        by_iid.setdefault(o["iid"], []).append(o)
+        for b, g0, g1 in zip(o["rids"], o["gen0"], o.get("gen1", o["gen0"]), strict=True):
+            for rid, a, z in zip(b, g0, g1, strict=True):
+                decs.setdefault(rid, []).append((a, z, o))
+        for (_i, rid, g, _t), g1 in zip(o["joins"], o.get("joins_gen1", []), strict=False):
+            decs.setdefault(rid, []).append((g, g1, o))
+    allg, kinds, between, to_tok, other = [], {"first": 0, "turn": 0, "in-op": 0}, [], [], []
+    for rid, ts in toks.items():
+        ops = decs.get(rid, [])
+
+        def op_of(j: int, ops=ops) -> dict | None:
+            return next((o for a, z, o in ops if a <= j < z), None)
+
+        for k in range(1, len(ts)):
+            g = ts[k] - ts[k - 1]
+            allg.append(g)
+            if g <= thr:
+                continue
+            oa, ob = op_of(k - 1), op_of(k)
+            if k == 1 or oa is None or ob is None:
+                kinds["first"] += 1
+            elif oa is ob:
+                kinds["in-op"] += 1
+            else:
+                kinds["turn"] += 1
+                between.append(ob["t"] - oa["end"])
+                to_tok.append(ts[k] - ob["t"])
+                other.append(
+                    sum(
+                        min(o["end"], ob["t"]) - max(o["t"], oa["end"])
+                        for o in by_iid.get(ob["iid"], [])
+                        if o["t"] < ob["t"] and o["end"] > oa["end"]
+                    )
+                )
+    if not allg:
+        return
+    allg.sort()
+    p99 = allg[int(0.99 * (len(allg) - 1))]
+    n = sum(kinds.values())
+    line = f"   {name:<8} TBT p99 {p99:.3f} s; {n} of {len(allg)} gaps > {thr} s: " + ", ".join(
+        f"{k} {v}" for k, v in kinds.items()
+    )
+    if between:
+        line += (
+            f"; turn gaps: ops apart {statistics.mean(between):.3f} s (other turns "
+            f"{statistics.mean(other):.3f} s), op start -> token "
+            f"{statistics.mean(to_tok) * 1e3:.1f} ms"
+        )
+    print(line)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("policy")
     ap.add_argument("--requests", type=int, default=0, help="print the first N requests")
+    ap.add_argument("--gap", type=float, default=0.2, help="token gaps over this, s")
     a = ap.parse_args()
     d = Path(a.dir)
     eng = json.loads((d / f"{a.policy}-engine.json").read_text())
@@ -153,6 +218,19 @@ def main() -> int:
     print(
         f"engine clock - client clock {off:.2f} s; arrival lag (HTTP to the scheduler) "
         f"p50 {statistics.median(lag) * 1e3:.0f} ms max {max(lag) * 1e3:.0f} ms"
+    )
+    print("token gaps (engine: its own clock, then the client's; sims: their logs' tokens):")
+    for nm, lg in (("engine", eng), ("sim", sim), ("sim@rep", rep)):
+        if lg is not None and any(r.get("tokens") for r in lg["requests"]):
+            token_gaps(nm, lg, {r["rid"]: r["tokens"] for r in lg["requests"]}, a.gap)
+    c2e = {
+        c["rid"]: e["rid"] for m in creqs for e, c in zip(ereqs.get(m, []), creqs[m], strict=False)
+    }
+    token_gaps(
+        "client",
+        eng,
+        {c2e[c["rid"]]: [t + off for t in c["tokens"] or []] for c in client if c["rid"] in c2e},
+        a.gap,
     )
     srq = {r["rid"]: r for r in sim["requests"]}
     rows = []

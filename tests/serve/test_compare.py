@@ -26,7 +26,8 @@ def _profile():
 def test_engine_cost_reads_the_profile():
     c = EngineCost(_profile(), {"a": 1000.0, "b": 2000.0})
     assert c.switch_time("b") == 0.5 and c.device_copy_time("a") == 0.0
-    assert c.kv_transfer_time("a", 100) == pytest.approx(100 * 1000 / 1e8)
+    # whole blocks of 16 tokens, as the engine copies them: 100 tokens move as 112
+    assert c.kv_transfer_time("a", 100) == pytest.approx(112 * 1000 / 1e8)
     assert c.prefill_time("a", [10]) == pytest.approx(0.002 + 1e-4)
     assert c.memory_budget(1) == 1 << 30
 
@@ -147,3 +148,70 @@ def test_a_configured_start_up_is_charged_before_the_copy():
     _, events = _timeline(_profile(), tr, Cluster(1, 0, 0, 1), "serverless", {"startup": 0.5})
     loads = [(e["t"], e["ev"]) for e in events if e["ev"].startswith("load")]
     assert loads == [(1.0, "load"), (pytest.approx(2.25), "load-done")]
+
+
+def test_a_kv_swapped_straight_back_in_waits_for_its_swap_out():
+    """A transfer waits for the last transfer of its blocks (A §5.3; the engine's
+    `move_kv` does): out over the d2h link, then in over the h2d link, not both at once."""
+    from hpn.pool.metrics import Recorder
+    from hpn.pool.requests import Request
+    from hpn.pool.simulated import SimulatedBackend
+
+    be = SimulatedBackend(EngineCost(_profile(), {"a": 625.0}), Cluster(1, 0, 0, 1), Recorder())
+    inst = be.instances[0]
+    r = Request(0, "a", 0.0, 1600, 2, 10.0, 1.0)  # 1e6 bytes at 1e8 B/s: 0.01 s a way
+    q = Request(1, "a", 0.0, 800, 2, 10.0, 1.0)  # another request's KV: 0.005 s
+    landed: list[tuple[str, float]] = []
+
+    def swap(_r):
+        be.move_kv([r], inst, None, lambda d: landed.append(("out", d.t)))
+        be.move_kv([r], None, inst, lambda d: landed.append(("in", d.t)))
+        be.move_kv([q], None, inst, lambda d: landed.append(("other", d.t)))
+
+    be.run([r], swap)
+    # out 0 -> 0.01; in from 0.01 (not 0: the blocks are still leaving) -> 0.02; the other
+    # request's copy in waits for nothing of its own, only the h2d link: 0.02 -> 0.025
+    assert [k for k, _ in landed] == ["out", "in", "other"]
+    assert [t for _, t in landed] == pytest.approx([0.01, 0.02, 0.025])
+
+
+def test_the_first_decode_after_a_scale_up_warms_up_first():
+    """The profile's `decode_warmup_s` delays the first decode of a model on an instance
+    after its weights were copied in: not a later decode of the same weights, again after
+    the model was scaled down and up. The quota counts from the end of the first step."""
+    from hpn.pool.metrics import Recorder
+    from hpn.pool.requests import Request
+    from hpn.pool.simulated import SimulatedBackend
+
+    prof = {**_profile(), "decode_warmup_s": {"a": 0.03, "b": 0.0}}
+    be = SimulatedBackend(EngineCost(prof, {"a": 1e3, "b": 1e3}), Cluster(1, 0, 0, 1), Recorder())
+    inst = be.instances[0]
+    step = 0.004 + 1e-4  # a + c*B of one request (the context term is 0)
+    r1, r2, r3 = (Request(i, "a", 0.0, 10, 3, 10.0, 1.0) for i in range(3))
+    for r in (r1, r2, r3):
+        r.generated, r.kv_at = 1, inst  # prefilled elsewhere, KV here
+    done: list[float] = []
+
+    def go(_r):
+        # load a (0.25 s); decode r1: warm-up 0.03 + 2 steps; r2 on the same weights: 2
+        # steps; load b (0.5), load a again (0.25): r3 warms up again
+        be.load(inst, "a", lambda d: be.decode(inst, [[r1]], None, then_r2))
+
+    def then_r2(d):
+        done.append(d.t)
+        be.decode(inst, [[r2]], None, then_b)
+
+    def then_b(d):
+        done.append(d.t)
+        be.load(inst, "b", lambda _: be.load(inst, "a", lambda _: be.decode(inst, [[r3]], 0, fin)))
+
+    def fin(d):
+        done.append(d.t)
+
+    be.run([r1], go)
+    t1 = 0.25 + 0.03 + 2 * step
+    t2 = t1 + 2 * step
+    t3 = t2 + 0.5 + 0.25 + 0.03 + step  # budget 0 from the end of the first step: one step
+    assert done == pytest.approx([t1, t2, t3])
+    assert (r1.done_t, r2.done_t) == pytest.approx((t1, t2))  # r2: no warm-up
+    assert r3.generated == 2

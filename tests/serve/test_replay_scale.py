@@ -14,6 +14,7 @@ from hpn.pool.policies.base import Slo
 from hpn.pool.traces.base import Trace
 from hpn.serve.compare import MIN_OPS, predict, replay_scale
 from hpn.serve.replay import _clock_phase
+from hpn.serve.timeline import operations
 from tests.serve.test_compare import _profile, _shared_profile
 
 KVB = {"a": 1e3, "b": 1e3}
@@ -138,3 +139,14 @@ def test_the_replays_own_contention_is_read_back():
         assert c[1] * s[kind] == pytest.approx(1.0, rel=0.05)  # both computing: the grid's
     again = _log({**prof, "replay_scale": {**s, "spread": {}}}, _trace(n=60, seed=1))
     assert replay_scale(again, true, KVB)["decode"] == pytest.approx(1.0, rel=0.05)
+
+
+def test_a_fresh_decodes_warm_up_is_predicted_not_read_as_a_slower_device():
+    """A log whose first decode after each scale-up warmed up (aegaeon: every turn after a
+    switch) reads back as scale 1 when the profile has that warm-up, as the simulator's
+    own log does; without it in the profile the same log reads slower."""
+    prof = {**_profile(), "decode_warmup_s": {"a": 0.02, "b": 0.02}}
+    log = _log(prof, _trace(24), "aegaeon", Cluster(2, 1, 1, 1))
+    assert any(o.get("fresh") for o in operations(log) if o["ev"] == "decode")
+    assert replay_scale(log, prof, KVB)["decode"] == pytest.approx(1.0, rel=0.02)
+    assert replay_scale(log, _profile(), KVB)["decode"] > 1.1

@@ -276,6 +276,12 @@ class CostModel:
         """KV-cache bytes of `tokens` tokens of `model`."""
         return tokens * self.models[model].kv_bytes_per_token
 
+    def decode_warmup(self, model: str) -> float:
+        """Extra seconds of the first decode steps after `model` was scaled up on an
+        instance (0: not modelled for the catalog's GPUs; an engine profile measures it,
+        `hpn.serve.compare.EngineCost`)."""
+        return 0.0
+
     def kv_transfer_time(self, model: str, tokens: float) -> float:
         """Seconds to move the KV of `tokens` tokens over the host link."""
         m = self.models[model]

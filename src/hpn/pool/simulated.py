@@ -3,7 +3,9 @@ every duration from the ground-truth `CostModel`.
 
 Decode runs as operations of many steps (a "turn"): the backend advances a batch by whole
 runs of steps between request completions (constant step time per run) and emits each
-request's tokens in closed form, so the cost is per run, not per token.
+request's tokens in closed form, so the cost is per run, not per token. The first decode
+of a model after its scale-up starts `CostModel.decode_warmup` later (0 for the catalog's
+GPUs); a KV move starts once the request's previous move has landed.
 
 A cost model whose step times are not the plain formulas (`CostModel.forms`: a batch term
 evaluated at a fixed value, whole milliseconds) is charged through `CostModel.decode_step`,
@@ -33,9 +35,10 @@ Seg = tuple[float, float, int, int]
 class _Slot:
     """Backend-private state of one instance: link timers, the running decode, pre-load."""
 
-    __slots__ = ("h2d_free", "d2h_free", "prefetch_ready", "op")
+    __slots__ = ("h2d_free", "d2h_free", "prefetch_ready", "op", "warm")
 
     def __init__(self) -> None:
+        self.warm: str | None = None  # the model decoded since its last scale-up
         self.h2d_free = 0.0
         self.d2h_free = 0.0
         self.prefetch_ready = 0.0
@@ -82,6 +85,7 @@ class SimulatedBackend(Backend):
         self._heap: list[tuple[float, int, Callable[..., object], tuple[object, ...]]] = []
         self._seq = 0
         self._slots = [_Slot() for _ in self.instances]
+        self._landed: dict[int, float] = {}  # rid: when its last KV move lands
         self._hz = None if cost.grid is None else round(1.0 / cost.grid)
 
     def _on_grid(self, t: float) -> float:
@@ -136,6 +140,7 @@ class SimulatedBackend(Backend):
         self.call_at(t, self._loaded, inst, model, on_done)
 
     def _loaded(self, inst: Instance, model: str, on_done: OnDone) -> None:
+        self._slots[inst.iid].warm = None  # fresh weights: the next decode warms up
         inst.resident = model
         inst.models = frozenset((model,))
         inst.busy = False
@@ -157,6 +162,7 @@ class SimulatedBackend(Backend):
     # --- compute -------------------------------------------------------------------------
     def prefill(self, inst: Instance, reqs: list[Request], on_done: OnDone) -> None:
         dur = self.cost.prefill_time(reqs[0].model, [r.input_len for r in reqs])
+        self._slots[inst.iid].warm = reqs[0].model  # a forward of the model ran here
         inst.busy = True
         self._busy(inst, dur)
         self.call_at(self.t + dur, self._prefilled, inst, reqs, on_done)
@@ -184,7 +190,15 @@ class SimulatedBackend(Backend):
             on_done,
             stop_on_finish,
         )
-        op.budget_end = None if budget is None else self.t + self._step(batches) + budget
+        # the first decode after a scale-up warms up first (`CostModel.decode_warmup`);
+        # the quota counts from the end of the first step, as without it
+        slot, model = self._slots[inst.iid], next((b[0].model for b in batches if b), None)
+        warm = 0.0 if model is None or slot.warm == model else self.cost.decode_warmup(model)
+        slot.warm = model
+        if warm > 0:
+            op.start = self.t + warm
+            self._busy(inst, warm)
+        op.budget_end = None if budget is None else op.start + self._step(batches) + budget
         op.ver, op.joins, op.done = 0, [], []
         op.segs, op.end = self._plan(op)
         inst.busy = inst.decoding = True
@@ -369,7 +383,10 @@ class SimulatedBackend(Backend):
         self, reqs: list[Request], src: Instance | None, dst: Instance | None, on_done: OnDone
     ) -> None:
         dur = sum(self.cost.kv_transfer_time(r.model, r.input_len + r.generated) for r in reqs)
-        t = self.t
+        # a transfer waits for the last transfer of its blocks (A §5.3): a KV swapped out
+        # and straight back in (a batch whose next turn is its own) comes in after it left
+        landed = self._landed
+        t = max([self.t, *(landed.get(r.rid, 0.0) for r in reqs)])
         if src is not None:
             s = self._slots[src.iid]
             t = max(t, s.d2h_free) + dur
@@ -380,6 +397,7 @@ class SimulatedBackend(Backend):
             s.h2d_free = t
         for r in reqs:
             r.kv_at = dst
+            landed[r.rid] = t
         self.call_at(t, self._moved, dst, tuple(reqs), on_done)
 
     def _moved(self, dst: Instance | None, reqs: tuple[Request, ...], on_done: OnDone) -> None:

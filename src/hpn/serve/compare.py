@@ -139,7 +139,21 @@ class EngineCost(CostModel):
         return tokens * self.kvb[model]
 
     def kv_transfer_time(self, model: str, tokens: float) -> float:
-        return tokens * self.kvb[model] / self.gpu.host_link
+        """The engine copies whole blocks; with a measured `kv_copy` (profile) a copy
+        costs its base plus its bytes at the measured rate, else bytes / link."""
+        nbytes = -(-int(tokens) // BLOCK_TOKENS) * BLOCK_TOKENS * self.kvb[model]
+        kc = self.profile.get("kv_copy")
+        if kc:
+            return float(kc["base_s"]) + nbytes * float(kc["s_per_byte"])
+        return nbytes / self.gpu.host_link
+
+    def decode_warmup(self, model: str) -> float:
+        """The profile's decode warm-up after a scale-up, at the replay's decode scale; not
+        scaled by contention (on the engine the first steps after a switch cost ~4.3 ms
+        more with no other instance computing and ~4.9 ms with one: a fixed cost, not a
+        share of the step)."""
+        w = (self.profile.get("decode_warmup_s") or {}).get(model, 0.0)
+        return float(w) * self.replay_scale("decode") if w else 0.0
 
     def switch_time(self, model: str) -> float:
         if not self.cold:
@@ -275,9 +289,14 @@ def op_seconds(op: dict, cost: EngineCost, reqs: dict[int, dict]) -> float | Non
         [(rid, a, b - a, 0.0) for rid, a, b in zip(rids, g0, g1, strict=True)]
         for rids, g0, g1 in zip(op["rids"], op["gen0"], op["gen1"], strict=True)
     ]
-    wall = max(op["end"] - op["t"], 1e-12)
+    # a fresh decode warms up before its first step (`CostModel.decode_warmup`): its
+    # steps, and the joiners' fractions, start after that
+    lead = next((b[0] for b in op["rids"] if b), None)
+    warm = cost.decode_warmup(reqs[lead]["model"]) if op.get("fresh") and lead is not None else 0.0
+    t0 = op["t"] + warm
+    wall = max(op["end"] - t0, 1e-12)
     joined = [
-        (i, rid, g, g1 - g, min(max((t - op["t"]) / wall, 0.0), 0.99))
+        (i, rid, g, g1 - g, min(max((t - t0) / wall, 0.0), 0.99))
         for (i, rid, g, t), g1 in zip(op.get("joins", []), op.get("joins_gen1", []), strict=False)
     ]
     span = max((s for b in first for *_, s, _ in b), default=0)
@@ -291,7 +310,7 @@ def op_seconds(op: dict, cost: EngineCost, reqs: dict[int, dict]) -> float | Non
         while len(batches) <= i:
             batches.append([])
         batches[i].append((rid, g, s, float(min(math.ceil(f * span), span - s))))
-    total = 0.0
+    total = warm
     for seqs in batches:
         if not seqs:
             continue

@@ -13,6 +13,13 @@ compute at once. `contention` measures that: the same prefill and decode step wi
 k = 1..n instances computing together, as times relative to the grid's concurrency; the
 simulator's prediction of a replay charges it (`hpn.serve.compare.SharedDeviceBackend`).
 
+Two costs of a decode turn are measured on the engine's own code paths too, at the grid's
+concurrency: a KV copy over the link (`kv_copy`: base + bytes x per_byte, the engine's
+block-by-block copy, whose pacing and thread hand-offs cost more than bytes / link when
+the instances compute), and the decode warm-up (`decode_warmup_s`): the extra seconds of
+a model's first decode steps after its weights were copied in (on CPU the weights and
+the KV are not yet in the caches) over the same steps once warm.
+
 A profile feeds both sides of the check: `predictor` (what a policy estimates with on the
 engine) and `cost_model` (the simulator's ground truth for a prediction of a replay).
 """
@@ -20,6 +27,7 @@ engine) and `cost_model` (the simulator's ground truth for a prediction of a rep
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import statistics
 import tempfile
@@ -41,6 +49,7 @@ from hpn.serve.weights import DeviceModel, HostModel
 LENS = (16, 64, 256)
 BATCHES = (1, 4, 8)
 DECODE_STEPS = 10  # mean context over the steps is L + 5, as the fit assumes
+WARM_STEPS = 3  # decode steps after a scale-up that run slower (CPU: 1.9x, 1.5x, 1.3x)
 MAX_POINTS = 64
 
 
@@ -79,6 +88,8 @@ def measure(
     for name, h in hosts.items():
         shapes.setdefault(shape_key(h), []).append(name)
     rows, switch, switch_cold, fits_by_model = [], {}, {}, {}
+    warmup: dict[str, float] = {}
+    kv_points: list[tuple[int, float]] = []
     for key, names in sorted(shapes.items()):
         host = hosts[names[0]]
         results: list = [None] * concurrent
@@ -93,6 +104,8 @@ def measure(
             t.join()
         sw = statistics.median(r[0] for r in results)
         sw_cold = statistics.median(r[2] for r in results)
+        kv_points += [p for r in results for p in r[3]]
+        warm = statistics.median(r[4] for r in results)
         for i, (L, B, _, _) in enumerate(results[0][1]):
             p = statistics.median(r[1][i][2] for r in results)
             d = statistics.median(r[1][i][3] for r in results)
@@ -100,6 +113,7 @@ def measure(
         for n in names:
             switch[n] = sw
             switch_cold[n] = sw_cold
+            warmup[n] = warm
     fitted = fit_rows(rows, spec)
     first = hosts[sorted(shapes.values())[0][0]]
     for key, names in shapes.items():
@@ -122,6 +136,8 @@ def measure(
         "fits": fits_by_model,
         "switch_s": switch,
         "cold_switch_s": switch_cold,
+        "decode_warmup_s": warmup,
+        "kv_copy": fit_kv(kv_points),
         "weights": {n: h.nbytes for n, h in hosts.items()},
         "layers": {n: h.info.layers for n, h in hosts.items()},
         "contention": contention(first, spec, concurrent, repeats) if concurrent > 1 else None,
@@ -176,7 +192,8 @@ def _measure_shape(
     host: HostModel, spec: DeviceSpec, lens, batches, repeats: int, seed: int, loads: bool = True
 ):
     """(median switch seconds, [(L, B, prefill s, decode step s)], median cold switch
-    seconds) on one instance (`loads=False`: no switch timing, the first two are 0)."""
+    seconds, [(bytes, seconds)] of KV copies, decode warm-up seconds after a scale-up) on
+    one instance (`loads=False`: no switch or warm-up timing, those are 0)."""
     import torch
 
     from hpn.serve.paged import kv_pool
@@ -198,13 +215,14 @@ def _measure_shape(
     else:
         dm.load(link)
     pts = []
+    kv_pts: list[tuple[int, float]] = []  # (bytes, seconds) of one request's KV copy
     for L in lens:
         for B in batches:
             if L + DECODE_STEPS + 1 > host.info.max_len:
                 continue
             pre, steps = [], []
             blocks = blocks_for(L + DECODE_STEPS + 1)
-            for _ in range(repeats + 1):
+            for rep in range(repeats + 1):
                 seqs = [
                     Seq(i, host.info.name, rng.integers(10, host.info.vocab, L).tolist(), 10**6)
                     for i in range(B)
@@ -223,9 +241,74 @@ def _measure_shape(
                         s.take(*tok)
                     _sync(spec)
                     steps.append(time.perf_counter() - t0)
+                if rep and B == batches[0]:
+                    kv_pts += _kv_copies(kv, seqs[0], spec)
             pts.append((L, B, statistics.median(pre[1:]), statistics.median(steps[DECODE_STEPS:])))
+    warm = _warmup(dm, host, spec, rng, repeats) if loads else 0.0
     dm.evict()
-    return statistics.median(took[1:]), pts, statistics.median(cold[1:])
+    return statistics.median(took[1:]), pts, statistics.median(cold[1:]), kv_pts, warm
+
+
+def _kv_copies(kv, seq, spec: DeviceSpec) -> list[tuple[int, float]]:
+    """One request's KV blocks copied out to host memory and back over the instance's
+    link, as the engine's `move_kv` does (`paged.swap`: block by block): (bytes, seconds)
+    of each direction."""
+    import torch
+
+    data = kv.store.data
+    rows = kv.tables[seq.rid][: blocks_for(seq.kv_tokens, kv.block_tokens)]
+    host = torch.empty(len(rows), data.shape[1], dtype=data.dtype, pin_memory=spec.kind == "cuda")
+    nbytes = host.numel() * host.element_size()
+    out = Link(spec).copy([(host[i], data[b]) for i, b in enumerate(rows)])
+    back = Link(spec).copy([(data[b], host[i]) for i, b in enumerate(rows)])
+    return [(nbytes, out), (nbytes, back)]
+
+
+def _warmup(dm: DeviceModel, host: HostModel, spec: DeviceSpec, rng, repeats: int) -> float:
+    """Extra seconds of a decode's first `WARM_STEPS` steps right after a scale-up (the
+    weights freshly copied in; a decode instance's first forward of the model, its KV
+    prefilled elsewhere) over warm steps of the same decode (median over repeats: the
+    sum of a few steps' differences is noisy when other processes run)."""
+    from hpn.serve.paged import kv_pool
+    from hpn.serve.runner import DecodeBatch, Seq, prefill
+
+    L = PROBE_LEN
+    extra = []
+    for _ in range(2 * repeats + 1):
+        seqs = [Seq(0, host.info.name, rng.integers(10, host.info.vocab, L).tolist(), 10**6)]
+        kv = kv_pool(
+            dm.module.config,
+            blocks_for(L + 2 * DECODE_STEPS + 1),
+            spec.torch_device,
+            spec.torch_dtype,
+        )
+        for s, tok in zip(seqs, prefill(dm.module, seqs, kv), strict=True):
+            s.take(*tok)
+        dm.evict()
+        dm.load(Link(dataclasses.replace(spec, link_bps=None)))  # the scale-up
+        db = DecodeBatch(dm.module, seqs, kv)
+        steps = []
+        for _ in range(2 * DECODE_STEPS):
+            t0 = time.perf_counter()
+            for s, tok in zip(db.seqs, db.step(), strict=True):
+                s.take(*tok)
+            _sync(spec)
+            steps.append(time.perf_counter() - t0)
+        warm = statistics.median(steps[DECODE_STEPS:])
+        extra.append(max(0.0, sum(steps[:WARM_STEPS]) - WARM_STEPS * warm))
+    return statistics.median(extra[1:])
+
+
+def fit_kv(points: list[tuple[int, float]]) -> dict | None:
+    """Seconds of one KV copy as base + bytes x per_byte (least squares over `points`,
+    both terms >= 0); None without two sizes."""
+    if len({b for b, _ in points}) < 2:
+        return None
+    from scipy.optimize import nnls
+
+    A = np.array([[1.0, float(b)] for b, _ in points])
+    (base, per_byte), _ = nnls(A, np.array([t for _, t in points]))
+    return {"base_s": float(base), "s_per_byte": float(per_byte), "points": len(points)}
 
 
 def _sync(spec: DeviceSpec) -> None:

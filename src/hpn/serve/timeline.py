@@ -6,7 +6,7 @@
 `traced(cls)` is a subclass of a backend class (`EngineBackend`, `SimulatedBackend`) that
 records every operation it is asked for and its completion: loads (scale-ups, with whether
 a pre-loaded copy served it), evictions (scale-downs), prefills, decodes (steps run), KV
-moves, and every request's arrival, first token and finish. The records are plain dicts,
+moves, and every request's arrival, token times and finish. The records are plain dicts,
 so a replay's engine log and the simulator's prediction of it can be written as JSON and
 lined up (`bench/serve_vs_sim.py --timeline DIR`).
 """
@@ -30,6 +30,7 @@ class Traced(Backend):
         self.events: list[dict] = []
         self.requests: dict[int, Request] = {}
         self._decoding: dict[int, tuple[dict, list[Request]]] = {}  # iid: running decode
+        self.token_times: dict[int, list[float]] = {}  # rid: every token's time
 
     # --- recording -------------------------------------------------------------------------
     def _ev(self, ev: str, inst: Instance | None, **kw) -> None:
@@ -48,6 +49,10 @@ class Traced(Backend):
         for r in reqs:
             self.requests.setdefault(r.rid, r)
         return [r.rid for r in reqs]
+
+    def emit_tokens(self, req, t_first, step, n):
+        self.token_times.setdefault(req.rid, []).extend(t_first + i * step for i in range(n))
+        super().emit_tokens(req, t_first, step, n)
 
     # --- the operations --------------------------------------------------------------------
     def load(self, inst, model, on_done):
@@ -123,6 +128,7 @@ class Traced(Backend):
                 "done_t": r.done_t,
                 "generated": r.generated,
                 "failed": bool(r.failed),
+                "tokens": self.token_times.get(r.rid, []),
             }
             for r in sorted(self.requests.values(), key=lambda q: q.arrival)
         ]
@@ -142,13 +148,22 @@ def traced(cls: type[B]) -> type[B]:
 
 def operations(log: dict) -> list[dict]:
     """The load, prefill and decode records of an event log (`Traced.dump`), each given
-    its completion time (``end``) from the matching ``*-done`` event of its instance."""
+    its completion time (``end``) from the matching ``*-done`` event of its instance; a
+    decode that is its instance's first forward of a model since that model was scaled
+    up is marked ``fresh`` (its steps warm up first: `CostModel.decode_warmup`)."""
     open_: dict[tuple, list[dict]] = {}
+    warm: dict[int, str | None] = {}  # iid: the model run since its last scale-up
     out = []
     for e in log["events"]:
         ev = e["ev"]
+        if ev == "load" and e.get("had") != e.get("model"):
+            warm[e["iid"]] = None
         if ev in ("load", "prefill", "decode"):
             rec = dict(e)
+            if ev == "decode":
+                rec["fresh"] = warm.get(e["iid"], "") is None
+            if ev in ("prefill", "decode"):
+                warm[e["iid"]] = "ran"
             open_.setdefault((ev, e["iid"]), []).append(rec)
             out.append(rec)
         elif ev in ("load-done", "prefill-done", "decode-done"):
