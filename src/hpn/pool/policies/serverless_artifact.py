@@ -50,12 +50,12 @@ from hpn.gpus import GPU
 from hpn.pool.backend import Done, Instance
 from hpn.pool.costs import LatencySource, Loader
 from hpn.pool.policies.base import Policy, PolicyContext
+from hpn.pool.policies.serverless import HOUR
 from hpn.pool.requests import Request
 
 QS = 4
 R = 1
 START_TIMEOUT = 15.0
-TIMEOUT_MAX = 3_600.0  # s: as the pool's SLOs and start-ups (hpn.app.limits.SLO_MAX)
 TIE = 1e-9  # s: a wait of exactly 15 s is not over 15 s (Art: whole ms, now - arrival > 15000)
 LOAD_BPS = 16e9  # Art aegaeon/sim/worker.py: swap = model GB / 16 GB/s
 # Art aegaeon/sim/__init__.py ModelType.mem_size, GB, per artifact model
@@ -83,7 +83,7 @@ class ServerlessArtifactKnobs(Model):
     qs: int = Field(QS, ge=1, description="queue slots per worker (QS)")
     scale_up_below: int = Field(R, ge=1, description="scale up below this many free slots (R)")
     start_timeout: Duration = Field(
-        START_TIMEOUT, gt=0, le=TIMEOUT_MAX, description="no-token failure time"
+        START_TIMEOUT, gt=0, le=HOUR, description="no-token failure time"
     )
     costs: Literal["fitted", "artifact"] = Field(
         "fitted",

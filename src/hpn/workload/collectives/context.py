@@ -70,10 +70,9 @@ class Params:
             raise InputError(
                 "nic_path", f"must be one of {', '.join(NIC_PATHS)}, got {self.nic_path!r}"
             )
-        from hpn.workload.collectives.versions import CPUS
+        from hpn.workload.collectives.versions import check_cpu
 
-        if self.cpu not in CPUS:
-            raise InputError("cpu", f"must be one of {', '.join(CPUS)}, got {self.cpu!r}")
+        check_cpu(self.cpu)
         if self.conns < 1:
             raise InputError("conns", f"must be >= 1, got {self.conns}")
         if not self.alpha >= 0:

@@ -7,6 +7,8 @@ broadcast (down) are pipelined together: per (tree, channel, connection) one cou
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from hpn.errors import InputError
@@ -49,6 +51,7 @@ def depth(parent: np.ndarray) -> int:
     return int(d.max())
 
 
+@cache
 def link_load(h: int, k: int) -> float:
     """The most bytes one GPU sends over one of its links (its NVLink or its NIC) per byte
     of data, in one channel of both trees, as :func:`build_tree` lays them out.

@@ -52,6 +52,7 @@ from hpn.workload.collectives.versions import (  # noqa: F401 (re-exported names
     VOLTA,
     Cost,
     Version,
+    check_cpu,
     log2i,
 )
 from hpn.workload.collectives.versions import (  # noqa: F401 (re-exported names)
@@ -152,8 +153,7 @@ class Comm:
         return self.ranks // self.nodes
 
     def __post_init__(self) -> None:
-        if self.cpu not in CPUS:
-            raise InputError("cpu", f"must be one of {', '.join(CPUS)}, got {self.cpu!r}")
+        check_cpu(self.cpu)
         if not self.graphs:
             ring = search(self, False)
             g = {RING: ring, TREE: search(self, True, ring.channels)}

@@ -30,6 +30,16 @@ VOLTA, AMPERE, HOPPER, BLACKWELL = range(4)
 CPUS = ("intel", "amd")
 # getNetOverhead (us): 2.30.7 tuning.cc:228-233, 2.18.3 109-117 (other CPUs: Intel's)
 NET_OVERHEAD = {"intel": 1.0, "amd": 2.0}
+
+
+def check_cpu(cpu: str) -> None:
+    """Refuse a CPU vendor NCCL's tuner has no row for (one line naming ``cpu``)."""
+    if cpu not in CPUS:
+        from hpn.errors import InputError
+
+        raise InputError("cpu", f"must be one of {', '.join(CPUS)}, got {cpu!r}")
+
+
 # GPU <-> NIC PCIe path types, nearest first (src/include/graph.h PATH_*; the numbers differ
 # by release, the order does not): same switch, switches below one root port, via another
 # GPU's NVLink (PXN), through the CPU's host bridge, across CPU sockets
