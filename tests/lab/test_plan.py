@@ -175,3 +175,40 @@ def test_a_link_dropped_both_ways_is_one_nft_transaction(monkeypatch):
     ((cmd, text),) = calls
     assert cmd[3] == impair._receiver(plan, down ^ 1)[0]
     assert "hook egress" not in text and "numgen random mod 10000 < 3000 drop" in text
+
+
+def test_bfd_pending_until_every_session_is_up_at_its_interval(monkeypatch):
+    """A lab with BFD is converged only once each BGP session's BFD runs at the lab's rate:
+    a session still at the slow (1 s) pre-up rate would find a silent failure in 3 s."""
+    import json
+
+    from hpn.lab import bgp, ops
+
+    plan = _plan(segments=2, hosts_per_segment=2, rails=1, aggs_per_plane=2, control="bgp",
+                 bfd=True, bfd_interval_ms=100)  # fmt: skip
+    f = plan.fabric
+    sw = {plan.namespaces[i]: plan.nodes_in_ns[i][0]
+          for i, r in enumerate(plan.ns_role) if r != "host"}  # fmt: skip
+    state: dict[str, tuple[str, int]] = {}  # a peer address -> (status, its tx ms)
+
+    def vtysh(plan_, ns, command, timeout=30.0):
+        assert command == "show bfd peers json"
+        peers = []
+        for ln in bgp._peers(plan, sw[ns]):
+            status, tx = state.get(plan.link_ip(ln ^ 1), ("up", 100))
+            peers.append({"peer": plan.link_ip(ln ^ 1), "status": status,
+                          "remote-transmit-interval": tx})  # fmt: skip
+        return json.dumps(peers)
+
+    monkeypatch.setattr(ops, "vtysh", vtysh)
+    assert bgp.bfd_pending(plan) == []
+    tor = next(n for n in sw.values() if f.nodes.kind[n] == NodeKind.TOR)
+    ln = bgp._peers(plan, tor)[0]
+    state[plan.link_ip(ln ^ 1)] = ("init", 1000)
+    (slow,) = bgp.bfd_pending(plan)
+    assert slow.startswith(f"{f.node_name(tor)}->") and "(init, 1000 ms)" in slow
+    state[plan.link_ip(ln ^ 1)] = ("up", 1000)  # up, the poll to 100 ms not yet done
+    assert len(bgp.bfd_pending(plan)) == 1
+    state.clear()
+    no_bfd = _plan(segments=2, hosts_per_segment=2, rails=1, aggs_per_plane=2, control="bgp")
+    assert bgp.bfd_pending(no_bfd) == []

@@ -217,3 +217,26 @@ def test_examples_load():
         jobs, _ = load_jobs(f)
         assert all(make_plan(j).micro_batches >= 1 for j in jobs), f
     assert np.isfinite(1.0)
+
+
+def test_comm_cpu_and_nic_path_reach_nccls_tuner(tmp_path):
+    """A job's ``[comm] cpu`` and ``nic_path`` are the knobs of ``hpn collective``: on AMD
+    hosts NCCL charges each in-host step of a multi-host ring at least 2 us (Intel 1 us), so a
+    DP ring of 4 GPUs on each of 2 hosts takes longer."""
+    from hpn.workload.training.dag import job_params
+
+    par = {"tp": 2, "pp": 1, "dp": 8, "global_batch": 8}
+    amd = job(parallel=par, comm={"cpu": "amd", "nic_path": "pix", "dp_algo": "ring"})
+    p = job_params(amd)
+    assert (p.cpu, p.nic_path) == ("amd", "pix")
+    f = build("hpn", segments=1)
+    intel, _ = train(f, [job(parallel=par, comm={"dp_algo": "ring"})], "ecmp", seed=1)
+    slow, _ = train(f, [amd], "ecmp", seed=1)
+    assert slow.iteration_s > intel.iteration_s  # the DP ring's latency: its flows alike
+    assert slow.breakdown["dp_s"] == intel.breakdown["dp_s"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        "[model]\nlayers = 8\nhidden = 1024\nheads = 8\n[parallel]\ntp = 8\npp = 2\ndp = 2\n"
+        'global_batch = 8\n[comm]\ncpu = "arm"\n'
+    )
+    assert_input_error(run_cli("train", str(bad)), "job.comm.cpu", "amd")

@@ -294,8 +294,40 @@ def expected_routes(plan: LabPlan, hops: dict) -> dict[int, dict[str, set[str]]]
     return out
 
 
+def bfd_pending(plan: LabPlan) -> list[str]:
+    """BGP sessions whose BFD session is not yet up at the lab's interval, as
+    ``switch->peer (state, peer's tx ms)``; empty without BFD. A BFD session sends at 1 s or
+    slower until it is up (RFC 5880 6.8.3) and only then polls down to the configured rate:
+    until then a silent failure is found by BGP's 3 s hold time, not by BFD."""
+    if not plan.spec.bfd:
+        return []
+    from hpn.lab.ops import vtysh
+
+    f, out = plan.fabric, []
+    for ns, role in enumerate(plan.ns_role):
+        if role == "host":
+            continue
+        (node,) = plan.nodes_in_ns[ns]
+        want = {
+            plan.link_ip(ln ^ 1): f.node_name(int(f.links.dst[ln])) for ln in _peers(plan, node)
+        }
+        try:
+            peers = json.loads(vtysh(plan, plan.namespaces[ns], "show bfd peers json", 10.0))
+        except (InputError, ValueError):
+            peers = []
+        have = {p.get("peer"): p for p in peers}
+        for ip, name in want.items():
+            p = have.get(ip, {})
+            tx = p.get("remote-transmit-interval")
+            if p.get("status") != "up" or tx is None or tx > plan.spec.bfd_interval_ms:
+                me = f.node_name(node)
+                out.append(f"{me}->{name} ({p.get('status', 'absent')}, {tx} ms)")
+    return out
+
+
 def wait_converged(plan: LabPlan, hops: dict, timeout: float = 60.0) -> float:
-    """Seconds until every switch's kernel holds exactly the expected ECMP routes."""
+    """Seconds until every switch's kernel holds exactly the expected ECMP routes and, with
+    BFD, every session's BFD is up at the configured interval (:func:`bfd_pending`)."""
     t0 = time.monotonic()
     want = expected_routes(plan, hops)
     pending = dict(want)
@@ -305,7 +337,13 @@ def wait_converged(plan: LabPlan, hops: dict, timeout: float = 60.0) -> float:
             if all(have.get(p) == v for p, v in pending[ns].items()):
                 del pending[ns]
         if not pending:
-            return round(time.monotonic() - t0, 3)
+            slow = bfd_pending(plan)
+            if not slow:
+                return round(time.monotonic() - t0, 3)
+            if time.monotonic() - t0 > timeout:
+                raise netns.LabError(f"BFD not up in {timeout:.0f} s: {', '.join(slow[:3])}")
+            time.sleep(0.1)
+            continue
         if time.monotonic() - t0 > timeout:
             ns = next(iter(pending))
             have = kernel_routes(plan.namespaces[ns])

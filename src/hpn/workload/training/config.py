@@ -86,6 +86,12 @@ class CommCfg(Model):
     nccl: str = Field("2.30.7", description="NCCL release whose tuner runs: 2.30.7 or 2.18.3")
     conns: int = Field(2, ge=1, description="connections (QPs) per GPU pair")
     channels: int | None = Field(None, ge=1, le=64, description="NCCL_MIN/MAX_NCHANNELS")
+    cpu: Literal["intel", "amd"] = Field(
+        "intel", description="the hosts' CPU vendor NCCL's tuner reads (as hpn collective --cpu)"
+    )
+    nic_path: Literal["pix", "pxb", "pxn", "phb", "sys"] = Field(
+        "pxb", description="GPU-NIC PCIe path as NCCL names it (as hpn collective --nic-path)"
+    )
     alpha: Duration = Field(
         "2us", le=1.0, description="software latency per step (alpha model; <= 1s)"
     )

@@ -53,6 +53,8 @@ def job_params(cfg) -> Params:
         proto=cc.proto,
         gpu=cfg.gpu.preset,
         nccl=cc.nccl,
+        cpu=cc.cpu,
+        nic_path=cc.nic_path,
         flow_channels=1,  # one flow group per NIC: the flow budget of cluster-scale jobs
     )
 
