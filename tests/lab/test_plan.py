@@ -212,3 +212,48 @@ def test_bfd_pending_until_every_session_is_up_at_its_interval(monkeypatch):
     state.clear()
     no_bfd = _plan(segments=2, hosts_per_segment=2, rails=1, aggs_per_plane=2, control="bgp")
     assert bgp.bfd_pending(no_bfd) == []
+
+
+def test_a_gap_is_the_senders_move_only_where_the_models_hold_ends():
+    """A connection that pauses 0.3 s and resumes before the repair was re-routed by the
+    fabric under ecmp (the model holds a cut-off connection until repair), but moved by its
+    sender under hpn's re-selection (a finite hold)."""
+    import math
+    from types import SimpleNamespace
+
+    from hpn.lab.fail import _compare
+
+    steady = np.arange(0.0, 2.0, 0.01)
+    paused = steady[(steady < 0.55) | (steady > 0.85)]
+    cut_off = steady[(steady < 0.55) | (steady > 1.5)]
+    tr = SimpleNamespace(arrivals=[steady, paused, cut_off])
+    cut = np.array([False, False, True])
+    ecmp = _compare(tr, {"cut": cut, "hold": math.inf, "crossing": 2}, 0.5, 1.5, "link")
+    assert (ecmp["flows_measured"], ecmp["flows_agree"]) == (1, 3) and ecmp["hold_s"] is None
+    hpn = _compare(tr, {"cut": cut, "hold": 0.3, "crossing": 2}, 0.5, 1.5, "link")
+    assert (hpn["flows_measured"], hpn["flows_agree"]) == (2, 2) and hpn["hold_s"] == 0.3
+    assert hpn["measured_gap_s"] == pytest.approx(1.0, abs=0.011)  # the cut-off one's
+
+
+def test_a_failed_switch_loses_every_link_in_its_first_batch(monkeypatch):
+    """Setting a switch's links down starts in the switch's own namespace, all its ports in
+    one ``ip -batch``: each port's veth peer loses carrier with it, so its neighbours skip it
+    at once, not one namespace after another."""
+    from hpn.lab import netns
+    from hpn.lab.fail import parse_target
+    from hpn.lab.linkctl import _set_now
+
+    plan = make_plan(LabSpec(name="x", control="bgp", fabric={"pods": 2}))
+    _, links, _ = parse_target(plan, "core:index=3")
+    calls: list[tuple[list[str], str]] = []
+    monkeypatch.setattr(netns, "ip_batch", lambda cmds, ns=None: calls.append((cmds, ns)))
+    _set_now(plan, links, "down", {})
+    nodes = plan.fabric.nodes
+    core = next(n for n in range(plan.fabric.num_nodes)
+                if nodes.kind[n] == NodeKind.CORE and nodes.index[n] == 3)  # fmt: skip
+    cmds, ns = calls[0]
+    assert ns == plan.ns(core)
+    ports = {plan.ifname[ln] for ln in links if int(plan.fabric.links.src[ln]) == core}
+    ports |= {plan.ifname[ln ^ 1] for ln in links if int(plan.fabric.links.dst[ln]) == core}
+    assert {c.split()[2] for c in cmds} == ports and len(ports) >= 2
+    assert all(cmd.endswith(" down") for batch, _ in calls for cmd in batch)
