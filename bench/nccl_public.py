@@ -8,7 +8,8 @@ GPUs per host and NIC GB/s per GPU, NCCL's algorithm forced where the record for
 2.16-2.23, 2.30.7 for 2.24+ and where the record does not say), the record's host CPU vendor
 (``cpu``; Intel where it gives none: ``hpn collective --cpu``'s default). Per size it prints the
 measured time and busbw, the model's, the ratio model busbw / measured busbw (= measured
-time / model time; < 1: the model is slower), NCCL's own predicted time and what ran; per
+time / model time; < 1: the model is slower), NCCL's own predicted time, the pipeline fill
+in the model's time (``pipeline.fill_us``) and what ran; per
 record the median ratio below 16 MiB and above 256 MiB. Nothing is fitted to the records.
 
     PYTHONPATH=src .venv/bin/python bench/nccl_public.py [--nccl 2.18.3|2.30.7] [--only ID]
@@ -82,7 +83,7 @@ def run(
         f"\n   {rec['url']}"
     )
     print(f"{'size':>6} | {'meas us':>8} {'model us':>8} {'excess':>7} {'nccl us':>8} | "
-          f"{'meas bus':>8} {'model bus':>9} {'ratio':>6} | ran")  # fmt: skip
+          f"{'meas bus':>8} {'model bus':>9} {'ratio':>6} | {'fill':>5} | ran")  # fmt: skip
     ratios = []
     for (size, t_meas, bus_meas), r in zip(rec["rows"], out.results, strict=True):
         t_model = r["time_s"] * 1e6
@@ -92,7 +93,8 @@ def run(
         print(
             f"{fmt(int(size)):>6} | {t_meas:8.1f} {t_model:8.1f} {t_meas - t_model:7.1f} "
             f"{pred:8.1f} | {bus_meas:8.2f} "
-            f"{r['busbw_GBps']:9.2f} {ratio:6.2f} | {r['algo']}/{r['proto']}/{r['channels']}ch"
+            f"{r['busbw_GBps']:9.2f} {ratio:6.2f} | {r.get('fill_s', 0.0) * 1e6:5.1f} "
+            f"| {r['algo']}/{r['proto']}/{r['channels']}ch"
         )
     small = [x for s, x in ratios if s < 16 * M]
     large = [x for s, x in ratios if s > 256 * M]
