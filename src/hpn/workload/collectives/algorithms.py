@@ -8,10 +8,8 @@ number of latency steps. :func:`add_collective` then adds the end barrier, a com
   algorithm's bandwidth efficiency in NCCL's model), a floor task beside them lasts
   ``bytes / cap`` (NCCL's per-channel and LL caps; for Tree over the bus bytes its busiest
   link really carries, :func:`~.tree.link_load`) and the end barrier lasts NCCL's latency.
-  The time is ``latency + max(contended flow time, bytes / cap) + fill``: NCCL's formula with
-  its link bandwidth replaced by what the flow engine gives the flows on the shared fabric,
-  plus the pipeline fill of NCCL's chunking that the streaming flows do not carry
-  (:func:`~.pipeline.fill_us`: Tree beyond its correction factor, NVLSTree).
+  The time is ``latency + max(contended flow time, bytes / cap)``: NCCL's formula with its
+  link bandwidth replaced by what the flow engine gives the flows on the shared fabric.
 - alpha model: the end barrier lasts ``steps * alpha`` (step-by-step forms put alpha on
   each step's flows instead).
 """
@@ -32,7 +30,6 @@ from hpn.workload.collectives.direct import build_direct, build_pxn
 from hpn.workload.collectives.hd import build_hd
 from hpn.workload.collectives.hier import build_hier, build_nvls, build_nvlstree
 from hpn.workload.collectives.ops import get_op
-from hpn.workload.collectives.pipeline import fill_us
 from hpn.workload.collectives.ring import build_ring
 from hpn.workload.collectives.tree import build_tree, link_load
 
@@ -240,9 +237,7 @@ def add_collective(
             cap *= 2 / link_load(*r.shape)  # tree's busiest link carries link_load
         if cap < float("inf") and size > 0:
             ends.append(np.array([ctx.barrier(int(r[0, 0]), size / (cap * 1e9), start)]))
-        fill = fill_us(comm_of(ctx, r, p), base, ch.algo, ch.proto, size, ch.channels)
-        ch = replace(ch, fill_us=fill)
-        lat = max(lat, (ch.lat_us + fill) * 1e-6)
+        lat = max(lat, ch.lat_us * 1e-6)
         ctx.choices.append(ch)
     end = ctx.barrier(int(ranks[0, 0]), lat, np.concatenate(ends))
     return start, end

@@ -136,7 +136,7 @@ def nvlstree_pipeline(c: tu.Comm, nbytes: float, nch: int) -> Pipeline:
 
 def fill_us(c: tu.Comm, op: str, algo: str, proto: str, nbytes: float, nch: int) -> float:
     """The pipeline fill (us) that ``latency + max(flows, bytes / cap)`` does not carry for
-    one AllReduce: NVLSTree's (NCCL's model has no size-dependent term for it); for Tree the
+    one AllReduce (a check, not added to the time: docs/guide/training.md): NVLSTree's (NCCL's model has no size-dependent term for it); for Tree the
     fill beyond what the tree correction factor on the flows already charges; 0 for Ring
     (every ring step already waits for the one before; NCCL counts its per-step latency),
     NVLS in one host (all its stages share the NVLink that streams the message) and the

@@ -24,7 +24,6 @@ class SizeResult(TypedDict):
     proto: str
     channels: int
     predicted_s: NotRequired[float]  # NCCL's own model time (nccl model)
-    fill_s: NotRequired[float]  # the pipeline fill in time_s (nccl model; pipeline.fill_us)
 
 
 @dataclass

@@ -66,8 +66,6 @@ def _one(
     }
     if ch.time_us > 0:
         row["predicted_s"] = ch.time_us * 1e-6
-    if ch.fill_us > 0:
-        row["fill_s"] = ch.fill_us * 1e-6
     if jobs > 1:
         row["per_job_busbw_GBps"] = [b[1] / 1e9 for b in bws]
         row["mean_busbw_GBps"] = float(np.mean([b[1] for b in bws])) / 1e9

@@ -461,8 +461,7 @@ def channels_for(c: Comm, a: int, p: int, nbytes: float) -> int:
 @dataclass(frozen=True)
 class Choice:
     """What NCCL_DEBUG=INFO would tell of one operation: algorithm, protocol, channels, and
-    the model's latency (us), predicted time (us), efficiency and cap (GB/s); ``fill_us``: the
-    pipeline fill the flow model adds (:func:`.pipeline.fill_us`; not NCCL's)."""
+    the model's latency (us), predicted time (us), efficiency and cap (GB/s)."""
 
     algo: str
     proto: str
@@ -471,7 +470,6 @@ class Choice:
     time_us: float
     eff: float
     cap_GBps: float
-    fill_us: float = 0.0
 
     def with_channels(self, n: int) -> Choice:
         return replace(self, channels=n)
