@@ -8,11 +8,11 @@ and what ran (algorithm/protocol/channels). ``--nccl`` picks the tuner's release
 (default here: the paper's, hpn-facts.md) or 2.30.7 (``hpn collective``'s default).
 ``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree; ``--phb`` Fig 17a with the NICs
 behind the CPU's host bridge, where NCCL's default turns LL128 off (``--nic-path``: the
-path of every run). Tree rows add the pipeline fill of
-NCCL's chunking and the time NCCL's tree correction factor charges, NVLSTree rows their fill
-(``pipeline.py``; checks, not part of the time), and where the fill is not already charged
-(``fill_us``: Tree beyond its correction, NVLSTree) the busbw and ratio with it added. Fig 19 runs the fabric's routing and ECMP. Nothing here is fitted to
-the paper.
+path of every run). Tree rows add the pipeline fill of NCCL's chunking and the time NCCL's
+tree correction factor charges, NVLSTree rows their fill (``pipeline.py``; checks, not part
+of the time), and where the fill is not already charged (``fill_us``: Tree beyond its
+correction, NVLSTree) the busbw and ratio with it added. Fig 19 runs the fabric's routing
+and ECMP. Nothing here is fitted to the paper.
 
     .venv/bin/python bench/bench_nccl_curves.py [--nccl 2.18.3|2.30.7] [--no-nvls] [--phb]
         [--nic-path pxb] [--quick]

@@ -95,7 +95,8 @@ def run(
         f"\n   {rec['url']}"
     )
     print(f"{'size':>6} | {'meas us':>8} {'model us':>8} {'excess':>7} {'nccl us':>8} | "
-          f"{'meas bus':>8} {'model bus':>9} {'ratio':>6} | {'fill':>5} {'+fill':>5} | ran")  # fmt: skip
+          f"{'meas bus':>8} {'model bus':>9} {'ratio':>6} | {'fill':>5} {'+fill':>5} "
+          "| ran")  # fmt: skip
     c = comm_for(rec, p)
     ratios = []
     for (size, t_meas, bus_meas), r in zip(rec["rows"], out.results, strict=True):

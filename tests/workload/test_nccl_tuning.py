@@ -190,9 +190,7 @@ def test_tree_link_load_is_what_the_flows_carry(seg, hosts, per_host, load):
     assert res.link_bytes[out].max() / GB == pytest.approx(load, rel=1e-9)
 
 
-@pytest.mark.parametrize(
-    "proto,eff", [("simple", 0.92 * 0.85), ("ll128", 0.92 * 120 / 128 * 0.85)]
-)
+@pytest.mark.parametrize("proto,eff", [("simple", 0.92 * 0.85), ("ll128", 0.92 * 120 / 128 * 0.85)])
 def test_two_host_tree_runs_at_the_nic(seg, proto, eff):
     """2 hosts x 1 GPU, Tree at 4 GiB (no tree correction): each NIC sends the data once, so
     the time is latency + size / (eff x NIC) (50 GB/s; eff with 2.30.7's x .85 for the

@@ -100,10 +100,8 @@ def nvlstree_chunk(c: tu.Comm, nbytes: float, nch: int) -> int:
     release's largest chunk, cut to 256 / 128 / 64 / 32 KiB while the message is below 32 /
     16 / 4 / 1 rounds of ``nch x nHeads`` chunks."""
     ops = nch * min(c.ppn, 32)  # concurrentOps = nChannels x nvls.nHeads
-    if c.nccl.v218:
-        chunk = BUFF_SIZE[tu.SIMPLE] // NCCL_STEPS
-    else:  # min(nvlsChunkSize, nvlsTreeMaxChunkSize)
-        chunk = 65536 if c.nodes >= 4 else 131072
+    # 2.30.7: min(nvlsChunkSize, nvlsTreeMaxChunkSize)
+    chunk = BUFF_SIZE[tu.SIMPLE] // NCCL_STEPS if c.nccl.v218 else 65536 if c.nodes >= 4 else 131072
     n = int(nbytes)
     for k, size in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         if n < k * ops * chunk and chunk > size:
@@ -136,11 +134,11 @@ def nvlstree_pipeline(c: tu.Comm, nbytes: float, nch: int) -> Pipeline:
 
 def fill_us(c: tu.Comm, op: str, algo: str, proto: str, nbytes: float, nch: int) -> float:
     """The pipeline fill (us) that ``latency + max(flows, bytes / cap)`` does not carry for
-    one AllReduce (a check, not added to the time: docs/guide/training.md): NVLSTree's (NCCL's model has no size-dependent term for it); for Tree the
-    fill beyond what the tree correction factor on the flows already charges; 0 for Ring
-    (every ring step already waits for the one before; NCCL counts its per-step latency),
-    NVLS in one host (all its stages share the NVLink that streams the message) and the
-    other operations."""
+    one AllReduce (a check, not added to the time: docs/guide/training.md). NVLSTree: its
+    fill (NCCL's model has no size-dependent term for it); Tree: the fill beyond what the
+    tree correction factor on the flows already charges; 0 for Ring (every ring step already
+    waits for the one before; NCCL counts its per-step latency), NVLS in one host (all its
+    stages share the NVLink that streams the message) and the other operations."""
     if op != "allreduce" or nbytes <= 0 or c.nodes < 2:
         return 0.0
     if algo == "nvlstree":
