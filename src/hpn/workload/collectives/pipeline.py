@@ -1,5 +1,6 @@
-"""How NCCL cuts a Tree AllReduce into steps, and what the pipeline's fill costs: a check
-on the time model (``latency + max(flows, bytes / cap)``), not a term of it.
+"""How NCCL cuts a Tree or NVLSTree AllReduce into steps, and what the pipeline's fill
+costs: a check on the time model (``latency + max(flows, bytes / cap)``), not a term of it
+(as a term it fails Fig 17a at 4 GiB on NCCL 2.18.3: docs/guide/training.md).
 
 Per channel, NCCL moves the data in chunks of one buffer step (``buffSizes[proto] /
 NCCL_STEPS``, halved while the message is short against the tree's depth: ``computeColl``,
