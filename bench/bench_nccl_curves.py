@@ -8,10 +8,11 @@ and what ran (algorithm/protocol/channels). ``--nccl`` picks the tuner's release
 (default here: the paper's, hpn-facts.md) or 2.30.7 (``hpn collective``'s default).
 ``--no-nvls`` adds the run with NCCL_ALGO=^nvls,nvlstree; ``--phb`` Fig 17a with the NICs
 behind the CPU's host bridge, where NCCL's default turns LL128 off (``--nic-path``: the
-path of every run). Tree rows add the pipeline fill of
-NCCL's chunking and the time NCCL's tree correction factor charges (``pipeline.py``; a check,
-not part of the time). Fig 19 runs the fabric's routing and ECMP. Nothing here is fitted to
-the paper.
+path of every run). Tree rows add the pipeline fill of NCCL's chunking and the time NCCL's
+tree correction factor charges, NVLSTree rows their fill (``pipeline.py``; checks, not part
+of the time), and where the fill is not already charged (``fill_us``: Tree beyond its
+correction, NVLSTree) the busbw and ratio with it added. Fig 19 runs the fabric's routing
+and ECMP. Nothing here is fitted to the paper.
 
     .venv/bin/python bench/bench_nccl_curves.py [--nccl 2.18.3|2.30.7] [--no-nvls] [--phb]
         [--nic-path pxb] [--quick]
@@ -31,7 +32,7 @@ from hpn.topology import build
 from hpn.workload.collectives import Ctx, Params, add_collective, bandwidths, place, sweep
 from hpn.workload.collectives import tuning as tu
 from hpn.workload.collectives.context import nvlink_data_fabric
-from hpn.workload.collectives.pipeline import tree_pipeline
+from hpn.workload.collectives.pipeline import fill_us, nvlstree_pipeline, tree_pipeline
 
 M = 2**20
 FIG17A = {  # size: (DCN+, HPN) GB/s (paper Fig 17a)
@@ -50,7 +51,7 @@ def _fmt(size: float) -> str:
 def curve(title: str, op: str, table: dict, algo: str | None, params: Params) -> list[float]:
     print(f"\n## {title} ({op}, 448 GPUs, algo {algo or 'auto'})")
     head = f"{'size':>6} | {'fabric':8} {'model':>7} {'paper':>6} {'ratio':>6}"
-    print(f"{head}  ran  [tree: fill/corr us]")
+    print(f"{head}  ran  [tree: fill/corr us; nvlstree: fill us]  +fill: busbw (ratio) with it")
     comm = tu.Comm(448, 56, tu.GPUS.get(params.gpu), 50.0, nccl=tu.VERSIONS.get(params.nccl))
     ratios = []
     for i, preset in ((1, "hpn"), (0, "dcn-plus")):
@@ -60,10 +61,16 @@ def curve(title: str, op: str, table: dict, algo: str | None, params: Params) ->
             ratio = r["busbw_GBps"] / paper
             ratios.append(ratio)
             ran = f"{r['algo']}/{r['proto']}/{r['channels']}ch"
+            size, nch = float(r["size_bytes"]), r["channels"]
             if r["algo"] == "tree" and op == "allreduce":
-                proto = tu.PROTOS.index(r["proto"])
-                pl = tree_pipeline(comm, proto, float(r["size_bytes"]), r["channels"])
+                pl = tree_pipeline(comm, tu.PROTOS.index(r["proto"]), size, nch)
                 ran += f"  [{pl.fill_us:.1f}/{pl.correction_us:.1f}]"
+            if r["algo"] == "nvlstree" and op == "allreduce":
+                ran += f"  [{nvlstree_pipeline(comm, size, nch).fill_us:.1f}]"
+            fill = fill_us(comm, op, r["algo"], r["proto"], size, nch)
+            if fill:
+                bus = r["busbw_GBps"] * r["time_s"] / (r["time_s"] + fill * 1e-6)
+                ran += f"  +fill {fill:.1f} us: {bus:.1f} ({bus / paper:.2f})"
             print(
                 f"{_fmt(r['size_bytes']):>6} | {preset:8} {r['busbw_GBps']:7.1f} {paper:6.1f} "
                 f"{ratio:6.2f}  {ran}"

@@ -8,7 +8,9 @@ GPUs per host and NIC GB/s per GPU, NCCL's algorithm forced where the record for
 2.16-2.23, 2.30.7 for 2.24+ and where the record does not say), the record's host CPU vendor
 (``cpu``; Intel where it gives none: ``hpn collective --cpu``'s default). Per size it prints the
 measured time and busbw, the model's, the ratio model busbw / measured busbw (= measured
-time / model time; < 1: the model is slower), NCCL's own predicted time and what ran; per
+time / model time; < 1: the model is slower), NCCL's own predicted time, the pipeline fill
+the time model leaves out (``pipeline.fill_us``, a check) and the ratio with it, and what
+ran; per
 record the median ratio below 16 MiB and above 256 MiB. Nothing is fitted to the records.
 
     PYTHONPATH=src .venv/bin/python bench/nccl_public.py [--nccl 2.18.3|2.30.7] [--only ID]
@@ -26,6 +28,8 @@ from pathlib import Path
 from hpn.gpus import get_gpu
 from hpn.topology import build
 from hpn.workload.collectives import Params, sweep
+from hpn.workload.collectives import tuning as tu
+from hpn.workload.collectives.pipeline import fill_us
 
 DATA = Path(__file__).parent / "data" / "nccl_public.toml"
 M = 2**20
@@ -57,6 +61,15 @@ def fabric_for(rec: dict):
     )
 
 
+def comm_for(rec: dict, p: Params) -> tu.Comm:
+    """The communicator NCCL's tuner sees for the record (for the pipeline-fill check)."""
+    per_gpu = rec["nic_gbps"] * rec["nics_used"] / rec["host_gpus"]
+    if rec["gpus_per_host"] < rec["host_gpus"]:
+        per_gpu = rec["nic_gbps"]
+    n = rec["hosts"] * rec["gpus_per_host"]
+    return tu.Comm(n, rec["hosts"], tu.GPUS.get(p.gpu), per_gpu / 8, nccl=tu.VERSIONS.get(p.nccl))
+
+
 def fmt(size: int) -> str:
     for unit, div in (("G", 2**30), ("M", M), ("K", 2**10)):
         if size >= div:
@@ -82,17 +95,21 @@ def run(
         f"\n   {rec['url']}"
     )
     print(f"{'size':>6} | {'meas us':>8} {'model us':>8} {'excess':>7} {'nccl us':>8} | "
-          f"{'meas bus':>8} {'model bus':>9} {'ratio':>6} | ran")  # fmt: skip
+          f"{'meas bus':>8} {'model bus':>9} {'ratio':>6} | {'fill':>5} {'+fill':>5} "
+          "| ran")  # fmt: skip
+    c = comm_for(rec, p)
     ratios = []
     for (size, t_meas, bus_meas), r in zip(rec["rows"], out.results, strict=True):
         t_model = r["time_s"] * 1e6
         ratio = t_meas / t_model
         ratios.append((int(size), ratio))
         pred = r.get("predicted_s", 0.0) * 1e6
+        fill = fill_us(c, "allreduce", r["algo"], r["proto"], float(size), r["channels"])
         print(
             f"{fmt(int(size)):>6} | {t_meas:8.1f} {t_model:8.1f} {t_meas - t_model:7.1f} "
             f"{pred:8.1f} | {bus_meas:8.2f} "
-            f"{r['busbw_GBps']:9.2f} {ratio:6.2f} | {r['algo']}/{r['proto']}/{r['channels']}ch"
+            f"{r['busbw_GBps']:9.2f} {ratio:6.2f} | {fill:5.1f} {t_meas / (t_model + fill):5.2f} "
+            f"| {r['algo']}/{r['proto']}/{r['channels']}ch"
         )
     small = [x for s, x in ratios if s < 16 * M]
     large = [x for s, x in ratios if s > 256 * M]

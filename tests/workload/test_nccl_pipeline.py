@@ -1,10 +1,16 @@
-"""NCCL's chunking of a Tree AllReduce (enqueue.cc computeColl) and the pipeline fill,
-hand-computed at 448 GPUs (56 hosts of 8 H800, 16 channels)."""
+"""NCCL's chunking of Tree and NVLSTree AllReduces (enqueue.cc computeColl) and the pipeline
+fill, hand-computed (mostly at 448 GPUs: 56 hosts of 8 H800, 16 channels)."""
 
 import pytest
 
 from hpn.workload.collectives import tuning as tu
-from hpn.workload.collectives.pipeline import tree_chunk, tree_pipeline
+from hpn.workload.collectives.pipeline import (
+    fill_us,
+    nvlstree_chunk,
+    nvlstree_pipeline,
+    tree_chunk,
+    tree_pipeline,
+)
 
 M = 2**20
 
@@ -62,3 +68,53 @@ def test_short_message_moves_one_partial_chunk():
 def test_one_host_has_no_network_fill():
     p = tree_pipeline(comm("2.18.3", nodes=1), tu.LL128, 4 * M, 16)
     assert p.hops == 0 and p.fill_us == 0.0
+
+
+def test_nvlstree_chunks_by_release():
+    """computeColl's NVLSTree chunk: 2.30.7 from min(nvlsChunkSize 128 KiB, 64 KiB from 4
+    hosts); 2.18.3 from the 512 KiB Simple step; cut below 32 / 16 / 4 / 1 rounds of
+    16 channels x 8 heads x chunk (2 hosts: 32 KiB below 8 MiB, 64 KiB below 64 MiB)."""
+    two = comm("2.30.7", nodes=2)
+    assert [nvlstree_chunk(two, s * M, 16) for s in (4, 8, 63, 64, 4096)] == [
+        32768, 65536, 65536, 131072, 131072
+    ]  # fmt: skip
+    assert nvlstree_chunk(comm("2.30.7"), 4096 * M, 16) == 65536
+    old = comm("2.18.3")
+    assert [nvlstree_chunk(old, s * M, 16) for s in (256, 1024, 2048)] == [131072, 262144, 524288]
+
+
+def test_nvlstree_fill_hand_computed():
+    """2 hosts x 8 H100, 16 MiB on 16 channels: 64 KiB chunks, 2 rounds. A per-rail tree of 2
+    hosts has one edge, crossed up and down (2 hops); per hop a NIC direction carries half
+    of its one channel's load (link_load 1) x 16 channels = 8 chunks at 50 GB/s = 10.49 us.
+    NVLink streams: a round's scatter (16 x 8 chunks), reduce and multicast (16 each) take
+    16 x 10 x 64 KiB / (18 x 20.6 GB/s) = 28.3 us > 10.49, so both hops are fill."""
+    c = tu.Comm(16, 2, tu.GPUS.get("H100"), 50.0)
+    p = nvlstree_pipeline(c, 16 * M, 16)
+    assert (p.chunk, p.chunks, p.hops) == (65536, 2, 2)
+    assert p.fill_us == pytest.approx(2 * 8 * 65536 / 50e3)
+    # network-bound (NICs at 2 GB/s): 1 hop + the NVLink stages
+    slow = tu.Comm(16, 2, tu.GPUS.get("H100"), 2.0)
+    nvl = 16 * 10 * 65536 / (1e3 * 18 * 20.6)
+    assert nvlstree_pipeline(slow, 16 * M, 16).fill_us == pytest.approx(8 * 65536 / 2e3 + nvl)
+    # 56 hosts: 2 x 6 hops, 16 chunks per NIC direction (link_load 2)
+    deep = nvlstree_pipeline(comm("2.30.7"), 1024 * M, 16)
+    assert deep.hops == 12 and deep.fill_us == pytest.approx(12 * 16 * 65536 / 50e3)
+
+
+def test_fill_term_of_each_algorithm():
+    """What a fill term would add: NVLSTree's fill; Tree's beyond the correction factor's
+    charge (1 MiB LL128 at 56 hosts: 10.6 - 10.1 us; 4 MiB: none); nothing for Ring, in one
+    host, or other operations."""
+    c = comm("2.18.3")
+    t = tree_pipeline(c, tu.LL128, 1 * M, 16)
+    assert fill_us(c, "allreduce", "tree", "ll128", 1 * M, 16) == pytest.approx(
+        t.fill_us - t.correction_us
+    )
+    assert fill_us(c, "allreduce", "tree", "ll128", 4 * M, 16) == 0.0
+    assert fill_us(c, "allreduce", "nvlstree", "simple", 1024 * M, 16) == pytest.approx(
+        nvlstree_pipeline(c, 1024 * M, 16).fill_us
+    )
+    assert fill_us(c, "allreduce", "ring", "simple", 1024 * M, 16) == 0.0
+    assert fill_us(c, "allgather", "nvlstree", "simple", 1024 * M, 16) == 0.0
+    assert fill_us(comm("2.18.3", nodes=1), "allreduce", "nvls", "simple", 1024 * M, 16) == 0.0

@@ -190,12 +190,13 @@ def test_tree_link_load_is_what_the_flows_carry(seg, hosts, per_host, load):
     assert res.link_bytes[out].max() / GB == pytest.approx(load, rel=1e-9)
 
 
-@pytest.mark.parametrize("proto,eff", [("simple", 0.92), ("ll128", 0.92 * 120 / 128)])
+@pytest.mark.parametrize("proto,eff", [("simple", 0.92 * 0.85), ("ll128", 0.92 * 120 / 128 * 0.85)])
 def test_two_host_tree_runs_at_the_nic(seg, proto, eff):
     """2 hosts x 1 GPU, Tree at 4 GiB (no tree correction): each NIC sends the data once, so
-    the time is latency + size / (eff x NIC) (50 GB/s). NCCL's per-channel cap over 2
-    bytes per byte (2 ch x 41.4 x .5 = 41.4, LL128 2 x 36.7 x .5 = 36.7 GB/s) does not bind:
-    it counts bus bytes this tree does not send."""
+    the time is latency + size / (eff x NIC) (50 GB/s; eff with 2.30.7's x .85 for the
+    one-GPU tree pattern). NCCL's per-channel cap over 2 bytes per byte (2 ch x 41.4 x .5 x
+    .85 = 35.2, LL128 2 x 36.7 x .5 x .85 = 31.2 GB/s) does not bind: it counts bus bytes
+    this tree does not send."""
     ranks = place(seg, 2, per_host=1).gpus
     t, ch = nccl_run(seg, "allreduce", ranks, 4 * GB, "tree", proto=proto)
     c = tu.Comm(2, 2, H800, 50.0)
@@ -305,3 +306,24 @@ def test_alpha_model_ring_unchanged():
     assert r.code == 0, r.err
     got = [x["time_s"] for x in r.json()["results"]]
     assert got == pytest.approx([0.00026203168, 0.00083102752, 0.00950144032], rel=1e-12)
+
+
+def test_one_gpu_tree_pattern_factor():
+    """2.30.7 (since 2.26.2) multiplies Tree's bus bandwidth by .85 when the tree graph's
+    pattern is NCCL_TOPO_PATTERN_TREE (tuning.cc:336), which a host with one GPU of the
+    communicator gets (search.cc:1133). 56 hosts x 1 H800: 2 graph channels x 24 GB/s x .92
+    (under the 2 x 36.0 per-channel Tree cap) x .85, times Tree's bus -> alg .5; 8 GPUs per
+    host and 2.18.3 keep no such factor."""
+    one = comm(56, 1)
+    assert tu.tree_pattern(one) == tu.PATTERN_TREE
+    assert tu.tree_pattern(comm(56, 8)) == tu.PATTERN_BALANCED_TREE
+    g = one.graphs[tu.TREE]
+    for p in (tu.SIMPLE, tu.LL128):
+        k = tu.cost(one, "allreduce", tu.TREE, p)
+        x = 0.92 * (1.0 if p == tu.SIMPLE else 120 / 128) * 0.85
+        assert k.eff == pytest.approx(x)
+    k = tu.cost(one, "allreduce", tu.TREE, tu.SIMPLE)
+    assert k.bw == pytest.approx(g.channels * g.bw_inter * 0.92 * 0.85 * 0.5)
+    assert tu.cost(comm(56, 8), "allreduce", tu.TREE, tu.SIMPLE).eff == pytest.approx(0.92)
+    old = comm(56, 1, nccl=tu.VERSIONS.get("2.18.3"))
+    assert tu.cost(old, "allreduce", tu.TREE, tu.SIMPLE).eff == pytest.approx(0.92)

@@ -234,6 +234,18 @@ def nvls_graph(c: Comm) -> Graph:
     return Graph(n, s, s)
 
 
+PATTERN_BALANCED_TREE, PATTERN_TREE = 1, 3  # graph.h:164-166 (v2.30.7-1)
+
+
+def tree_pattern(c: Comm) -> int:
+    """The tree graph's pattern (``comm->maxTreePattern``, init.cc:1447): NCCL searches a
+    balanced tree and makes it ``NCCL_TOPO_PATTERN_TREE`` ("all NIC traffic going to/from the
+    same GPU") when a host has one GPU of the communicator (v2.30.7-1 search.cc:1133). Not
+    modelled: SM90's fallback to that pattern when pass 1 finds no balanced tree
+    (search.cc:1216-1218); the reduced search here always finds one."""
+    return PATTERN_TREE if c.ppn == 1 else PATTERN_BALANCED_TREE
+
+
 def comm_channels(c: Comm) -> int:
     """``comm->nChannels``: the ring/tree channels, doubled (connect.cc:460), doubled again
     on SM90+ across hosts above 45 GB/s (481: below 16 channels; 2.18.3 connect.cc:405: on
@@ -306,6 +318,8 @@ def cost(c: Comm, op: str, a: int, p: int) -> Cost | None:
         if a == TREE and p == LL128:
             x = 7.0 / 9.0 if nodes == 1 else 120.0 / 128.0
             bus, eff = min(bus * x, g.channels * PER_CH_TREE_LL128[arch][i2]), eff * x
+        if a == TREE and tree_pattern(c) == PATTERN_TREE:
+            bus, eff = bus * 0.85, eff * 0.85
         if a == PAT:
             bus, eff = bus * 0.75, eff * 0.75
         if collnet and p != SIMPLE:
