@@ -182,7 +182,7 @@ def test_bfd_pending_until_every_session_is_up_at_its_interval(monkeypatch):
     a session still at the slow (1 s) pre-up rate would find a silent failure in 3 s."""
     import json
 
-    from hpn.lab import bgp, ops
+    from hpn.lab import bgp
 
     plan = _plan(segments=2, hosts_per_segment=2, rails=1, aggs_per_plane=2, control="bgp",
                  bfd=True, bfd_interval_ms=100)  # fmt: skip
@@ -191,7 +191,7 @@ def test_bfd_pending_until_every_session_is_up_at_its_interval(monkeypatch):
           for i, r in enumerate(plan.ns_role) if r != "host"}  # fmt: skip
     state: dict[str, tuple[str, int]] = {}  # a peer address -> (status, its tx ms)
 
-    def vtysh(plan_, ns, command, timeout=30.0):
+    def vty(plan_, ns, command, timeout=30.0, node=""):
         assert command == "show bfd peers json"
         peers = []
         for ln in bgp._peers(plan, sw[ns]):
@@ -200,7 +200,7 @@ def test_bfd_pending_until_every_session_is_up_at_its_interval(monkeypatch):
                           "remote-transmit-interval": tx})  # fmt: skip
         return json.dumps(peers)
 
-    monkeypatch.setattr(ops, "vtysh", vtysh)
+    monkeypatch.setattr(bgp, "vty", vty)
     assert bgp.bfd_pending(plan) == []
     tor = next(n for n in sw.values() if f.nodes.kind[n] == NodeKind.TOR)
     ln = bgp._peers(plan, tor)[0]

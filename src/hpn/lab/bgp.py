@@ -294,6 +294,24 @@ def expected_routes(plan: LabPlan, hops: dict) -> dict[int, dict[str, set[str]]]
     return out
 
 
+VTYSH = "vtysh"
+
+
+def vty(plan: LabPlan, ns: str, command: str, timeout: float = 30.0, node: str = "") -> str:
+    """``vtysh -c command`` against the daemons of switch namespace ``ns``, through their own
+    vty sockets; a refusal or no answer is one line naming ``node`` (default ``ns``)."""
+    sock = netns.state_dir(plan.prefix) / ns
+    args = [VTYSH, "--vty_socket", str(sock), "-c", command]
+    try:
+        r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        who = node or ns
+        raise InputError("vtysh", f"no answer from {who}'s daemons in {timeout:g} s") from None
+    if r.returncode:
+        raise InputError("vtysh", (r.stderr or r.stdout).strip().splitlines()[-1][:300])
+    return r.stdout
+
+
 def bfd_pending(plan: LabPlan) -> list[str]:
     """BGP sessions whose BFD session is not yet up at the lab's interval, as
     ``switch->peer (state, peer's tx ms)``; empty without BFD. A BFD session sends at 1 s or
@@ -301,8 +319,6 @@ def bfd_pending(plan: LabPlan) -> list[str]:
     until then a silent failure is found by BGP's 3 s hold time, not by BFD."""
     if not plan.spec.bfd:
         return []
-    from hpn.lab.ops import vtysh
-
     f, out = plan.fabric, []
     for ns, role in enumerate(plan.ns_role):
         if role == "host":
@@ -312,7 +328,7 @@ def bfd_pending(plan: LabPlan) -> list[str]:
             plan.link_ip(ln ^ 1): f.node_name(int(f.links.dst[ln])) for ln in _peers(plan, node)
         }
         try:
-            peers = json.loads(vtysh(plan, plan.namespaces[ns], "show bfd peers json", 10.0))
+            peers = json.loads(vty(plan, plan.namespaces[ns], "show bfd peers json", 10.0))
         except (InputError, ValueError):
             peers = []
         have = {p.get("peer"): p for p in peers}

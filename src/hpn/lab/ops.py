@@ -17,9 +17,9 @@ from typing import Any, TypedDict
 
 from hpn.errors import InputError
 from hpn.lab import netns
+from hpn.lab.bgp import VTYSH
 from hpn.lab.plan import LabPlan
 
-VTYSH = "vtysh"
 MAX_CAPTURE_S = 60.0
 MAX_CAPTURE_PACKETS = 100_000
 EXEC_TIMEOUT_S = 120.0
@@ -104,15 +104,9 @@ def vtysh(plan: LabPlan, node: str, command: str | None = None, timeout: float =
     ns = node_ns(plan, node)
     if plan.ns_role[plan.namespaces.index(ns)] == "host":
         raise InputError("node", f"{node} is a host: FRR runs on the switches only")
-    sock = netns.state_dir(plan.prefix) / ns
-    args = [VTYSH, "--vty_socket", str(sock), "-c", command or "show running-config"]
-    try:
-        r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise InputError("vtysh", f"no answer from {node}'s daemons in {timeout:g} s") from None
-    if r.returncode:
-        raise InputError("vtysh", (r.stderr or r.stdout).strip().splitlines()[-1][:300])
-    return r.stdout
+    from hpn.lab.bgp import vty
+
+    return vty(plan, ns, command or "show running-config", timeout, node)
 
 
 def bgp_sessions(plan: LabPlan) -> list[Session]:
