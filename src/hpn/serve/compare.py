@@ -198,15 +198,13 @@ class SharedDeviceBackend(SimulatedBackend):
         self._jit: dict[int, float] = {}  # each running decode's draw
 
     def _draw(self, kind: str) -> float:
-        """One operation's speed relative to its kind's scale, drawn from the replay's
-        measured spread (1 without one)."""
-        q = self._spread.get(kind)
-        if not q:
+        """One operation's speed relative to its window's scale: one of the replay's
+        equal-count groups of single operations (`replay_scale`'s ``spread``), drawn
+        uniformly, so the draws' mean is the replay's (1 without a spread)."""
+        g = self._spread.get(kind)
+        if not g:
             return 1.0
-        u = self._rng.random() * (len(q) - 1)
-        i = int(u)
-        j = min(i + 1, len(q) - 1)
-        return float(q[i] + (q[j] - q[i]) * (u - i))
+        return float(g[int(self._rng.integers(len(g)))])
 
     def _plan(self, op):
         self.engine_cost.jitter = self._jit.get(op.inst.iid, 1.0)
@@ -241,7 +239,11 @@ class SharedDeviceBackend(SimulatedBackend):
             self._computing(d.inst.iid, False)
             on_done(d)
 
-        super().load(inst, model, done)
+        cost.jitter = self._draw("load")  # the cold scale-up's own speed (`switch_time`)
+        try:
+            super().load(inst, model, done)
+        finally:
+            cost.jitter = 1.0
 
     def prefill(self, inst, reqs, on_done) -> None:
         self._computing(inst.iid, True)
@@ -263,13 +265,14 @@ class SharedDeviceBackend(SimulatedBackend):
             self._computing(d.inst.iid, False)
             on_done(d)
 
+        self._jit[inst.iid] = self._draw("decode")  # kept through the operation's re-plans
         super().decode(inst, batches, budget, done, stop_on_finish)
 
 
 CALIBRATED = ("prefill", "decode", "load")
 MIN_OPS = 5  # operations of a kind needed to read its scale from a replay
 MIN_SHARE = 0.05  # share of a kind's predicted seconds at k computing needed to fit k
-SPREAD_QUANTILES = 21  # quantiles kept of the single operations' spread
+SPREAD_GROUPS = 20  # equal-count groups kept of the single operations' spread
 
 
 def op_seconds(op: dict, cost: EngineCost, reqs: dict[int, dict]) -> float | None:
@@ -429,20 +432,21 @@ def replay_scale(
         c[~fit] = prof_f[~fit] * speed
         curve[kind] = (c / speed).tolist()
     sums: dict[tuple[str, int], list[float]] = {}  # (kind, window or -1): [meas, pred, n]
-    per_op: dict[str, list[float]] = {}  # measured / predicted of each operation
+    per_op: dict[str, list[tuple[float, float, int]]] = {}  # (measured, predicted, window)
     for kind, rs in rows.items():
         f = np.array(curve[kind])
         for o, p, w in rs:
             keys = [(kind, -1)]
+            win = max(0, int((o["t"] - offset) // window)) if window else -1
             if window:
-                keys.append((kind, max(0, int((o["t"] - offset) // window))))
+                keys.append((kind, win))
             q = p * float(w @ f)
             for key in keys:
                 acc = sums.setdefault(key, [0.0, 0.0, 0])
                 acc[0] += o["end"] - o["t"]
                 acc[1] += q
                 acc[2] += 1
-            per_op.setdefault(kind, []).append((o["end"] - o["t"]) / q)
+            per_op.setdefault(kind, []).append((o["end"] - o["t"], q, win))
 
     def ratio(key, default: float) -> float:
         m, p, n = sums.get(key, (0.0, 0.0, 0))
@@ -450,10 +454,8 @@ def replay_scale(
 
     out: dict = {kind: ratio((kind, -1), 1.0) for kind in CALIBRATED}
     out["contention"] = {kind: [round(x, 4) for x in c] for kind, c in curve.items()}
-    # the spread of single operations around their kind's scale, as quantiles
-    qs = np.linspace(0.0, 1.0, SPREAD_QUANTILES)
     out["spread"] = {
-        kind: (np.quantile(np.array(r) / np.mean(r), qs).round(4).tolist())
+        kind: spread([m / (q * ratio((kind, w), out[kind])) for m, q, w in r])
         for kind, r in per_op.items()
         if len(r) >= MIN_OPS
     }
@@ -464,6 +466,18 @@ def replay_scale(
             kind: [ratio((kind, w), out[kind]) for w in range(last + 1)] for kind in CALIBRATED
         }
     return out
+
+
+def spread(ratios: list[float], groups: int = SPREAD_GROUPS) -> list[float]:
+    """Single operations' speeds (each measured / predicted at its window's scale) as the
+    means of `groups` equal-count groups, sorted, scaled so their plain mean is 1: a group
+    drawn uniformly (`SharedDeviceBackend._draw`) keeps the operations' tail at its weight
+    (quantiles interpolated across a heavy tail do not: the segment up to the slowest
+    operation takes 1 / (quantiles - 1) of the draws, not 1 / n; a replay under load
+    drew prefills at a mean of 1.44)."""
+    r = np.sort(np.asarray(ratios, dtype=float))
+    g = np.array([c.mean() for c in np.array_split(r, min(groups, len(r)))])
+    return (g / max(float(g.mean()), 1e-12)).round(4).tolist()
 
 
 def requests_of(trace: Trace, slo: Slo) -> list[Request]:
