@@ -156,7 +156,7 @@ def test_a_fresh_decodes_warm_up_is_predicted_not_read_as_a_slower_device():
 def test_the_spread_keeps_the_operations_mean_and_its_tail():
     """Equal-count group means, scaled to mean 1: 7 operations at 1x and one at 9x (mean
     2) in 4 groups are 1, 1, 1, 5 -> 0.5, 0.5, 0.5, 2.5; a uniform draw's mean is the
-    operations' (quantiles interpolated up to the 9x drew a mean of 1.21 here)."""
+    operations' (21 quantiles interpolated up to the 9x drew a mean of 0.79 here)."""
     assert spread([1.0] * 7 + [9.0], groups=4) == [0.5, 0.5, 0.5, 2.5]
     assert spread([3.0, 1.0], groups=20) == [0.5, 1.5]  # fewer operations than groups
 
@@ -191,3 +191,18 @@ def test_each_decode_and_cold_scale_up_takes_a_draw_from_the_spread():
         prof = {**_profile(), "replay_scale": {**one, "spread": {"load": [draw]}}}
         res = predict(tr, "serverless", Cluster(1, 0, 0, 1), prof, {"a": 1e3}, Slo(10.0, 1.0))
         assert res.ttft_p50_s == pytest.approx(first)
+
+
+def test_a_draw_seed_repeats_and_other_seeds_draw_otherwise():
+    """`predict(draw=k)` seeds the spread's draws: the same seed gives the same prediction,
+    other seeds other decode speeds (two groups, 0.5x and 1.5x: 8 requests' TBT)."""
+    tr = _trace(8)
+    one = {"prefill": 1.0, "decode": 1.0, "load": 1.0}
+    prof = {**_profile(), "replay_scale": {**one, "spread": {"decode": [0.5, 1.5]}}}
+
+    def tbt(draw):
+        res = predict(tr, "dedicated", Cluster(2, 0, 0, 1), prof, KVB, Slo(1.0, 0.1), draw=draw)
+        return res.tbt_p50_s
+
+    assert tbt(0) == tbt(0)
+    assert len({tbt(k) for k in range(5)}) > 1

@@ -188,13 +188,13 @@ class SharedDeviceBackend(SimulatedBackend):
     boundary. Weight copies of a warm scale-up and KV copies are paced by the link, not
     counted."""
 
-    def __init__(self, cost: EngineCost, cluster: Cluster, sink):
+    def __init__(self, cost: EngineCost, cluster: Cluster, sink, draw: int = 0):
         super().__init__(cost, cluster, sink)
         self.engine_cost = cost
         self.computing: set[int] = set()
         cost.active = 0
         self._spread = (cost.profile.get("replay_scale") or {}).get("spread") or {}
-        self._rng = np.random.default_rng(0)
+        self._rng = np.random.default_rng(draw)  # `draw`: the seed of the spread's draws
         self._jit: dict[int, float] = {}  # each running decode's draw
 
     def _draw(self, kind: str) -> float:
@@ -500,9 +500,12 @@ def predict(
     drain: float = 300.0,
     timeline: list | None = None,
     options: dict | None = None,
+    draw: int = 0,
 ) -> PoolResult:
     """Simulate `trace` (model names = served models) on the profiled device; with a
-    `timeline` list, append the simulated backend's event log (`hpn.serve.timeline`)."""
+    `timeline` list, append the simulated backend's event log (`hpn.serve.timeline`);
+    `draw` seeds the operations' draws from a ``replay_scale`` spread (one sample of the
+    replay's noise: a policy on a cliff moves with it)."""
     wall = time.perf_counter()
     from hpn.serve.engine import cold_start, startup_s
 
@@ -517,7 +520,8 @@ def predict(
     spread = (profile.get("replay_scale") or {}).get("spread")
     shared = cost.shared or spread
     base: type[SimulatedBackend] = SharedDeviceBackend if shared else SimulatedBackend
-    backend = (base if timeline is None else traced(base))(cost, cluster, sink)
+    cls_b = base if timeline is None else traced(base)
+    backend = cls_b(cost, cluster, sink, draw) if shared else cls_b(cost, cluster, sink)
     cost.clock = backend.now
     rates = rates or {m: 1.0 for m in trace.names}
     pred = predictor(profile, kv_bytes_per_token, cold, startup)
