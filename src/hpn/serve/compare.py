@@ -188,14 +188,18 @@ class SharedDeviceBackend(SimulatedBackend):
     boundary. Weight copies of a warm scale-up and KV copies are paced by the link, not
     counted."""
 
-    def __init__(self, cost: EngineCost, cluster: Cluster, sink, draw: int = 0):
+    def __init__(self, cost: EngineCost, cluster: Cluster, sink):
         super().__init__(cost, cluster, sink)
         self.engine_cost = cost
         self.computing: set[int] = set()
         cost.active = 0
         self._spread = (cost.profile.get("replay_scale") or {}).get("spread") or {}
-        self._rng = np.random.default_rng(draw)  # `draw`: the seed of the spread's draws
+        self._rng = np.random.default_rng(0)
         self._jit: dict[int, float] = {}  # each running decode's draw
+
+    def reseed(self, draw: int) -> None:
+        """Seed the spread's draws (`predict`'s ``draw``; 0 at construction)."""
+        self._rng = np.random.default_rng(draw)
 
     def _draw(self, kind: str) -> float:
         """One operation's speed relative to its window's scale: one of the replay's
@@ -520,8 +524,9 @@ def predict(
     spread = (profile.get("replay_scale") or {}).get("spread")
     shared = cost.shared or spread
     base: type[SimulatedBackend] = SharedDeviceBackend if shared else SimulatedBackend
-    cls_b = base if timeline is None else traced(base)
-    backend = cls_b(cost, cluster, sink, draw) if shared else cls_b(cost, cluster, sink)
+    backend = (base if timeline is None else traced(base))(cost, cluster, sink)
+    if isinstance(backend, SharedDeviceBackend):
+        backend.reseed(draw)
     cost.clock = backend.now
     rates = rates or {m: 1.0 for m in trace.names}
     pred = predictor(profile, kv_bytes_per_token, cold, startup)
