@@ -521,8 +521,8 @@ def predict(
     sink = Recorder()
     from hpn.serve.timeline import Traced, traced
 
-    spread = (profile.get("replay_scale") or {}).get("spread")
-    shared = cost.shared or spread
+    drawn = (profile.get("replay_scale") or {}).get("spread")
+    shared = cost.shared or drawn
     base: type[SimulatedBackend] = SharedDeviceBackend if shared else SimulatedBackend
     backend = (base if timeline is None else traced(base))(cost, cluster, sink)
     if isinstance(backend, SharedDeviceBackend):
