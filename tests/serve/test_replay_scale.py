@@ -161,6 +161,17 @@ def test_the_spread_keeps_the_operations_mean_and_its_tail():
     assert spread([3.0, 1.0], groups=20) == [0.5, 1.5]  # fewer operations than groups
 
 
+def test_the_spread_weighs_each_operation_by_its_predicted_seconds():
+    """Four 1 s operations at 1x and a 0.04 s one at 20x (a stall on a tiny operation), two
+    groups of equal seconds (2.02 s each by the weights' midpoints: the first two, then
+    the rest): 1 and (1 + 1 + 0.8) / 2.04 = 1.3725, scaled to mean 1: 0.843, 1.157 (by
+    count the 20x would be a third of a group: 1 and 22 / 3, 0.24 and 1.76)."""
+    g = spread([1.0, 1.0, 1.0, 1.0, 20.0], [1.0, 1.0, 1.0, 1.0, 0.04], groups=2)
+    hi = 2.8 / 2.04
+    assert g == pytest.approx([2 / (1 + hi), 2 * hi / (1 + hi)], abs=1e-4)
+    assert spread([1.0, 1.0, 1.0, 1.0, 20.0], groups=2) == pytest.approx([0.24, 1.76], abs=1e-3)
+
+
 def test_the_spread_is_around_each_operations_window():
     """A device 2x slow in the first second and 4x in the next, every prefill exactly at
     its window's speed: no spread left (read against the whole replay's scale instead, the

@@ -459,7 +459,7 @@ def replay_scale(
     out: dict = {kind: ratio((kind, -1), 1.0) for kind in CALIBRATED}
     out["contention"] = {kind: [round(x, 4) for x in c] for kind, c in curve.items()}
     out["spread"] = {
-        kind: spread([m / (q * ratio((kind, w), out[kind])) for m, q, w in r])
+        kind: spread([m / (q * ratio((kind, w), out[kind])) for m, q, w in r], [q for _, q, _ in r])
         for kind, r in per_op.items()
         if len(r) >= MIN_OPS
     }
@@ -472,15 +472,32 @@ def replay_scale(
     return out
 
 
-def spread(ratios: list[float], groups: int = SPREAD_GROUPS) -> list[float]:
-    """Single operations' speeds (each measured / predicted at its window's scale) as the
-    means of `groups` equal-count groups, sorted, scaled so their plain mean is 1: a group
-    drawn uniformly (`SharedDeviceBackend._draw`) keeps the operations' tail at its weight
-    (quantiles interpolated across a heavy tail do not: the segment up to the slowest
-    operation takes 1 / (quantiles - 1) of the draws, not 1 / n; a replay under load
-    drew prefills at a mean of 1.44)."""
-    r = np.sort(np.asarray(ratios, dtype=float))
-    g = np.array([c.mean() for c in np.array_split(r, min(groups, len(r)))])
+def spread(
+    ratios: list[float], weights: list[float] | None = None, groups: int = SPREAD_GROUPS
+) -> list[float]:
+    """Single operations' speeds (each measured / predicted at its window's scale) as
+    `groups` groups of equal predicted seconds (`weights`; default: equal counts), each
+    its seconds' ratio, sorted and scaled to a plain mean of 1. One group drawn uniformly
+    per operation (`SharedDeviceBackend._draw`) is then a draw per second of work: a
+    stall on a tiny operation (a large ratio of a few milliseconds, a thread descheduled
+    under load) weighs its milliseconds, not a whole operation, so it is not charged onto
+    a long decode. Interpolated quantiles (before) also weighed the segment up to the
+    slowest operation at 1 / (quantiles - 1) of the draws: a replay under load drew its
+    prefills at a mean of 1.44."""
+    r = np.asarray(ratios, dtype=float)
+    w = np.ones(len(r)) if weights is None else np.asarray(weights, dtype=float)
+    order = np.argsort(r)
+    r, w = r[order], w[order]
+    n = min(groups, len(r))
+    mid = (np.cumsum(w) - w / 2) / max(float(w.sum()), 1e-300)  # each one's weight midpoint
+    grp = np.minimum((mid * n).astype(int), n - 1)
+    g = np.array(
+        [
+            (r[grp == k] * w[grp == k]).sum() / w[grp == k].sum()
+            for k in range(n)
+            if (grp == k).any()
+        ]
+    )
     return (g / max(float(g.mean()), 1e-12)).round(4).tolist()
 
 
