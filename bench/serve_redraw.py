@@ -22,19 +22,11 @@ import numpy as np
 
 from hpn.pool.policies.base import Slo
 from hpn.pool.traces.base import Trace
-from hpn.serve.compare import CALIBRATED, predict, replay_scale
+from hpn.serve.compare import predict, replay_scale, slower
 from hpn.serve.engine import cluster_for
 
 POLICY = "serverless"
 WINDOW_S = 10.0  # serve_vs_sim's default --window
-
-
-def times(scale: dict, f: float) -> dict:
-    """`scale` on a device `f` times slower still (as serve_vs_sim.times)."""
-    out = {**scale, **{k: scale[k] * f for k in CALIBRATED}}
-    if "windows" in scale:
-        out["windows"] = {k: [v * f for v in w] for k, w in scale["windows"].items()}
-    return out
 
 
 def main() -> int:
@@ -72,7 +64,7 @@ def main() -> int:
     scale = replay_scale(eng, prof, kvb, True, 0.0, arrivals=tr.arrival, window=WINDOW_S)
     for f in (float(x) for x in a.times.split(",")):
         for label, sp in (("spread", scale["spread"]), ("no spread", {})):
-            rs = {**times(scale, f), "spread": sp}
+            rs = {**slower(scale, f), "spread": sp}
             res = [
                 predict(tr, POLICY, cl, {**prof, "replay_scale": rs}, kvb, slo, draw=k)
                 for k in range(a.draws if sp else 1)

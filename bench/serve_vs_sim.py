@@ -14,10 +14,10 @@
 5. Print the attainments side by side (and write them as JSON with --out), with sim@rep on
    a device 10 % slower and 10 % faster ("+-10%"): at 0.3 req/s serverless sits on a
    capacity cliff (bench/serve_cliff.py) where that moves it tens of points, so a seed's
-   agreement is only as good as the measured speed; and sim@rep over `DRAWS` seeds of its
-   per-operation draws from the replay's spread ("draws": mean and range; the sim@rep
-   column is draw 0), the prediction's own noise on that cliff. With --timeline DIR each policy's
-   engine, sim, sim@rep (POLICY-rep.json) logs, profile, scale and client token times are
+   agreement is only as good as the measured speed; and sim@rep over `DRAWS` seeds of
+   its per-operation draws from the replay's spread ("draws": mean and range; the sim@rep
+   column is draw 0), the prediction's own noise on that cliff. With --timeline DIR each
+   policy's engine, sim, sim@rep (POLICY-rep.json) logs, profile, scale and client token times are
    written for bench/timeline_diff.py.
 
 Usage: python bench/serve_vs_sim.py [--models DIR] [--duration 120] [--seeds 0,1,2]
@@ -42,7 +42,7 @@ from hpn.pool.policies import get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.traces import market
 from hpn.serve import profile as profiles
-from hpn.serve.compare import CALIBRATED, engine_trace, predict, replay_scale
+from hpn.serve.compare import engine_trace, predict, replay_scale, slower
 from hpn.serve.device import DeviceSpec
 from hpn.serve.engine import cluster_for, cold_start, load_hosts, startup_s
 from hpn.serve.replay import replay
@@ -155,14 +155,6 @@ def table(rows: list[dict]) -> None:
             f"{r['seed']:>4} {r['policy']:<11} {e:6.1f}% {s:6.1f}% {e - s:+6.1f} {c:6.1f}% "
             f"{e - c:+6.1f} {near:>11} {draws:>17}  {tbt:<22} {sw:<18} {load}"
         )
-
-
-def times(scale: dict, f: float) -> dict:
-    """A `replay_scale` on a device `f` times slower still (every kind and window)."""
-    out = {**scale, **{k: scale[k] * f for k in CALIBRATED}}
-    if "windows" in scale:
-        out["windows"] = {k: [v * f for v in w] for k, w in scale["windows"].items()}
-    return out
 
 
 def run(a, tmp: str) -> list[dict]:
@@ -283,7 +275,7 @@ def run(a, tmp: str) -> list[dict]:
         # the cliff: sim@rep on a device 10 % faster and 10 % slower than the replay's
         near = [
             predict(
-                etr, pol, cl, {**prof, "replay_scale": times(scale, f)}, kvb, slo, options=opts
+                etr, pol, cl, {**prof, "replay_scale": slower(scale, f)}, kvb, slo, options=opts
             ).slo_attainment
             for f in (1 / 1.1, 1.1)
         ]

@@ -501,6 +501,14 @@ def spread(
     return (g / max(float(g.mean()), 1e-12)).round(4).tolist()
 
 
+def slower(scale: dict, f: float) -> dict:
+    """A `replay_scale` on a device `f` times slower still (every kind and window)."""
+    out = {**scale, **{k: scale[k] * f for k in CALIBRATED}}
+    if "windows" in scale:
+        out["windows"] = {k: [v * f for v in w] for k, w in scale["windows"].items()}
+    return out
+
+
 def requests_of(trace: Trace, slo: Slo) -> list[Request]:
     return [
         Request(i, trace.names[m], float(a), int(li), int(lo), slo.ttft, slo.tbt)
