@@ -14,8 +14,10 @@
 5. Print the attainments side by side (and write them as JSON with --out), with sim@rep on
    a device 10 % slower and 10 % faster ("+-10%"): at 0.3 req/s serverless sits on a
    capacity cliff (bench/serve_cliff.py) where that moves it tens of points, so a seed's
-   agreement is only as good as the measured speed. With --timeline DIR each policy's
-   engine, sim, sim@rep (POLICY-rep.json) logs, profile, scale and client token times are
+   agreement is only as good as the measured speed; and sim@rep over `DRAWS` seeds of
+   its per-operation draws from the replay's spread ("draws": mean and range; the sim@rep
+   column is draw 0), the prediction's own noise on that cliff. With --timeline DIR each
+   policy's engine, sim, sim@rep (POLICY-rep.json) logs, profile, scale and client token times are
    written for bench/timeline_diff.py.
 
 Usage: python bench/serve_vs_sim.py [--models DIR] [--duration 120] [--seeds 0,1,2]
@@ -40,12 +42,13 @@ from hpn.pool.policies import get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.traces import market
 from hpn.serve import profile as profiles
-from hpn.serve.compare import CALIBRATED, engine_trace, predict, replay_scale
+from hpn.serve.compare import engine_trace, predict, replay_scale, slower
 from hpn.serve.device import DeviceSpec
 from hpn.serve.engine import cluster_for, cold_start, load_hosts, startup_s
 from hpn.serve.replay import replay
 from hpn.serve.store import make_models
 
+DRAWS = 5  # sim@rep predictions, each with its own seed of the spread's draws
 SERVER = (
     "import sys, json; from hpn.serve.server import serve_models; from hpn.pool.policies.base "
     "import Slo; a = json.loads(sys.argv[1]); a['slo'] = Slo(*a.pop('slo')); serve_models(**a)"
@@ -137,8 +140,8 @@ def table(rows: list[dict]) -> None:
     found it) side by side."""
     print(
         f"{'seed':>4} {'policy':<11} {'engine':>7} {'sim':>7} {'diff':>6} {'sim@rep':>7} "
-        f"{'diff':>6} {'+-10%':>11}  {'TBT p99 e/s/s@rep (s)':<22} {'switches e/s/s@rep':<18} "
-        "load"
+        f"{'diff':>6} {'+-10%':>11} {'draws':>17}  {'TBT p99 e/s/s@rep (s)':<22} "
+        f"{'switches e/s/s@rep':<18} load"
     )
     for r in rows:
         e, s, c = (100 * r[k] for k in ("engine_attainment", "sim_attainment", "cal_attainment"))
@@ -146,18 +149,12 @@ def table(rows: list[dict]) -> None:
         sw = f"{r['engine_switches']:.0f}/{r['sim_switches']}/{r['cal_switches']}"
         near = f"{100 * r['cal_attainment_slower']:.0f}..{100 * r['cal_attainment_faster']:.0f}%"
         load = f"{r['load_avg_1m'][0]:.1f}-{r['load_avg_1m'][1]:.1f}"
+        d = [100 * x for x in r["cal_draws_attainment"]]
+        draws = f"{sum(d) / len(d):.1f} ({min(d):.0f}-{max(d):.0f}%)"
         print(
             f"{r['seed']:>4} {r['policy']:<11} {e:6.1f}% {s:6.1f}% {e - s:+6.1f} {c:6.1f}% "
-            f"{e - c:+6.1f} {near:>11}  {tbt:<22} {sw:<18} {load}"
+            f"{e - c:+6.1f} {near:>11} {draws:>17}  {tbt:<22} {sw:<18} {load}"
         )
-
-
-def times(scale: dict, f: float) -> dict:
-    """A `replay_scale` on a device `f` times slower still (every kind and window)."""
-    out = {**scale, **{k: scale[k] * f for k in CALIBRATED}}
-    if "windows" in scale:
-        out["windows"] = {k: [v * f for v in w] for k, w in scale["windows"].items()}
-    return out
 
 
 def run(a, tmp: str) -> list[dict]:
@@ -270,10 +267,15 @@ def run(a, tmp: str) -> list[dict]:
             timeline=logs if a.timeline else None,
             options=opts,
         )
+        # sim@rep is one sample of the replay's per-operation noise: other draws of it
+        draws = [cal] + [
+            predict(etr, pol, cl, {**prof, "replay_scale": scale}, kvb, slo, options=opts, draw=k)
+            for k in range(1, DRAWS)
+        ]
         # the cliff: sim@rep on a device 10 % faster and 10 % slower than the replay's
         near = [
             predict(
-                etr, pol, cl, {**prof, "replay_scale": times(scale, f)}, kvb, slo, options=opts
+                etr, pol, cl, {**prof, "replay_scale": slower(scale, f)}, kvb, slo, options=opts
             ).slo_attainment
             for f in (1 / 1.1, 1.1)
         ]
@@ -312,6 +314,8 @@ def run(a, tmp: str) -> list[dict]:
             "cal_ttft_p50_s": cal.ttft_p50_s,
             "cal_tbt_p99_s": cal.tbt_p99_s,
             "cal_switches": cal.switches,
+            "cal_draws_attainment": [d.slo_attainment for d in draws],
+            "cal_draws_switches": [d.switches for d in draws],
             "cal_attainment_faster": near[0],
             "cal_attainment_slower": near[1],
             "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],

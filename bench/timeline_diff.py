@@ -10,7 +10,8 @@ per-request arrival / first token / finish, the engine's on the client's clock; 
 request's queue / prefill / decode time and the scale-ups by model against sim@rep (the
 rules' effects, apart from the device's speed); and each side's token gaps over --gap s
 by kind (the first decode token, across two decode turns, inside one) with what the
-instance did between the turns.
+instance did between the turns; for serverless, each side's scale-ups and the hops of
+its held engines' balancer (1 s or 3 s, by whether a request's service ends within 1 s).
 """
 
 from __future__ import annotations
@@ -104,6 +105,41 @@ def stages(eng: dict, other: dict, name: str) -> None:
             for m in sorted(set(models.values()))
             if any(models[r] == m for r in both)
         )
+    )
+
+
+def held_engine(name: str, log: dict, interval: float = 1.0) -> None:
+    """serverless: each instance's scale-ups (start phase on the autoscaler's tick, build
+    and copy) and the requests a held engine serves one after another: its balancer
+    admits the next one `interval` after the last, or, finding the engine still busy,
+    2 x `interval` later, so each request's service (its prefill's start to its decode's
+    end) against `interval` sets the hop (1 s or 3 s) and the scale-ups that follow."""
+    ops = [o for o in operations(log) if "end" in o]
+    phase, loads, hops, serv = [], [], [], []
+    last: dict[int, float | None] = {}
+    for o in ops:
+        if o["ev"] == "load" and not o.get("pre"):
+            phase.append(o["t"] % interval)
+            loads.append(o["end"] - o["t"])
+            last[o["iid"]] = None
+        elif o["ev"] == "prefill":
+            prev = last.get(o["iid"])
+            if prev is not None:
+                hops.append(o["t"] - prev)
+            last[o["iid"]] = o["t"]
+        elif o["ev"] == "decode" and last.get(o["iid"]) is not None:
+            serv.append(o["end"] - last[o["iid"]])
+    if not loads or not serv:
+        return
+    short = sum(h < 1.5 * interval for h in hops)
+    long_ = sum(1.5 * interval <= h < 3.5 * interval for h in hops)
+    print(
+        f"   {name:<8} scale-ups {len(loads)}: tick phase mean {statistics.mean(phase) * 1e3:.0f} "
+        f"ms, load mean {statistics.mean(loads):.3f} s; held-engine hops {len(hops)}: "
+        f"~{interval:g} s {short}, ~{3 * interval:g} s {long_}, longer {len(hops) - short - long_}"
+        f" (mean {statistics.mean(hops):.3f} s); service mean {statistics.mean(serv):.3f} s, "
+        f"median {statistics.median(serv):.3f} s, over {interval:g} s "
+        f"{sum(x > interval for x in serv) / len(serv):.0%}"
     )
 
 
@@ -219,6 +255,11 @@ def main() -> int:
         f"engine clock - client clock {off:.2f} s; arrival lag (HTTP to the scheduler) "
         f"p50 {statistics.median(lag) * 1e3:.0f} ms max {max(lag) * 1e3:.0f} ms"
     )
+    if a.policy == "serverless":
+        print("scale-ups and held engines (the balancer's 1 s / 3 s hops):")
+        for nm, lg in (("engine", eng), ("sim", sim), ("sim@rep", rep)):
+            if lg is not None:
+                held_engine(nm, lg)
     print("token gaps (engine: its own clock, then the client's; sims: their logs' tokens):")
     for nm, lg in (("engine", eng), ("sim", sim), ("sim@rep", rep)):
         if lg is not None and any(r.get("tokens") for r in lg["requests"]):

@@ -12,7 +12,7 @@ import pytest
 from hpn.pool.backend import Cluster
 from hpn.pool.policies.base import Slo
 from hpn.pool.traces.base import Trace
-from hpn.serve.compare import MIN_OPS, predict, replay_scale
+from hpn.serve.compare import MIN_OPS, predict, replay_scale, spread
 from hpn.serve.replay import _clock_phase
 from hpn.serve.timeline import operations
 from tests.serve.test_compare import _profile, _shared_profile
@@ -43,8 +43,9 @@ def test_the_simulators_own_log_reads_back_as_scale_one(make):
     assert s["decode"] == pytest.approx(1.0, rel=0.02)
     assert s["load"] == 1.0  # warm loads are paced by the link: never scaled
     assert set(s["spread"]) == {"prefill", "decode"}
-    for q in s["spread"].values():  # quantiles around the kind's mean
-        assert q == sorted(q) and q[0] <= 1.0 <= q[-1]
+    for g in s["spread"].values():  # group means around the kind's scale, mean 1
+        assert g == sorted(g) and g[0] <= 1.0 <= g[-1]
+        assert sum(g) / len(g) == pytest.approx(1.0, abs=1e-3)
 
 
 @pytest.mark.parametrize("make", [_profile, _shared_profile])
@@ -150,3 +151,69 @@ def test_a_fresh_decodes_warm_up_is_predicted_not_read_as_a_slower_device():
     assert any(o.get("fresh") for o in operations(log) if o["ev"] == "decode")
     assert replay_scale(log, prof, KVB)["decode"] == pytest.approx(1.0, rel=0.02)
     assert replay_scale(log, _profile(), KVB)["decode"] > 1.1
+
+
+def test_the_spread_keeps_the_operations_mean_and_its_tail():
+    """Equal-count group means, scaled to mean 1: 7 operations at 1x and one at 9x (mean
+    2) in 4 groups are 1, 1, 1, 5 -> 0.5, 0.5, 0.5, 2.5; a uniform draw's mean is the
+    operations' (21 quantiles interpolated up to the 9x drew a mean of 0.79 here)."""
+    assert spread([1.0] * 7 + [9.0], groups=4) == [0.5, 0.5, 0.5, 2.5]
+    assert spread([3.0, 1.0], groups=20) == [0.5, 1.5]  # fewer operations than groups
+
+
+def test_the_spread_weighs_each_operation_by_its_predicted_seconds():
+    """Four 1 s operations at 1x and a 0.04 s one at 20x (a stall on a tiny operation), two
+    groups of equal seconds (2.02 s each by the weights' midpoints: the first two, then
+    the rest): 1 and (1 + 1 + 0.8) / 2.04 = 1.3725, scaled to mean 1: 0.843, 1.157 (by
+    count the 20x would be a third of a group: 1 and 22 / 3, 0.24 and 1.76)."""
+    g = spread([1.0, 1.0, 1.0, 1.0, 20.0], [1.0, 1.0, 1.0, 1.0, 0.04], groups=2)
+    hi = 2.8 / 2.04
+    assert g == pytest.approx([2 / (1 + hi), 2 * hi / (1 + hi)], abs=1e-4)
+    assert spread([1.0, 1.0, 1.0, 1.0, 20.0], groups=2) == pytest.approx([0.24, 1.76], abs=1e-3)
+
+
+def test_the_spread_is_around_each_operations_window():
+    """A device 2x slow in the first second and 4x in the next, every prefill exactly at
+    its window's speed: no spread left (read against the whole replay's scale instead, the
+    windows' own difference would be drawn again on top of them)."""
+    prof = _profile()
+    rs = {"prefill": 1.0, "decode": 1.0, "load": 1.0, "window_s": 1.0,
+          "windows": {"prefill": [2.0, 4.0], "decode": [1.0, 1.0], "load": [1.0, 1.0]}}  # fmt: skip
+    tr = _trace(40)
+    s = replay_scale(_log({**prof, "replay_scale": rs}, tr), prof, KVB, arrivals=tr.arrival,
+                     window=1.0)  # fmt: skip
+    assert s["windows"]["prefill"][:2] == pytest.approx([2.0, 4.0], rel=0.02)
+    assert s["spread"]["prefill"] == pytest.approx([1.0] * len(s["spread"]["prefill"]), abs=0.02)
+
+
+def test_each_decode_and_cold_scale_up_takes_a_draw_from_the_spread():
+    """A spread of one group is that speed for every operation of its kind: decode steps
+    2x (step s = 0.0041 s -> TBT 0.0082 s); serverless's cold scale-up 3x (1.25 s ->
+    3.75 s): the arrival at 0 scales up on the tick at 1 s, ready at 4.75 s, and the
+    balancer's checks at 1, 2, 3, 4 s find no ready engine, the one at 5 s admits it:
+    first token at 5 + p (p = 0.0021 s), against 3 + p without the draw (ready at 2.25 s)."""
+    tr = Trace.build([0.0], [0], [10], [3], ["a"], ["engine"])
+    one = {"prefill": 1.0, "decode": 1.0, "load": 1.0}
+    prof = {**_profile(), "replay_scale": {**one, "spread": {"decode": [2.0]}}}
+    res = predict(tr, "dedicated", Cluster(1, 0, 0, 1), prof, {"a": 1e3}, Slo(1.0, 0.1))
+    assert res.tbt_p50_s == pytest.approx(2 * (0.004 + 1e-4))
+    p = 0.002 + 10 * 1e-5
+    for draw, first in ((3.0, 5.0 + p), (1.0, 3.0 + p)):
+        prof = {**_profile(), "replay_scale": {**one, "spread": {"load": [draw]}}}
+        res = predict(tr, "serverless", Cluster(1, 0, 0, 1), prof, {"a": 1e3}, Slo(10.0, 1.0))
+        assert res.ttft_p50_s == pytest.approx(first)
+
+
+def test_a_draw_seed_repeats_and_other_seeds_draw_otherwise():
+    """`predict(draw=k)` seeds the spread's draws: the same seed gives the same prediction,
+    other seeds other decode speeds (two groups, 0.5x and 1.5x: 8 requests' TBT)."""
+    tr = _trace(8)
+    one = {"prefill": 1.0, "decode": 1.0, "load": 1.0}
+    prof = {**_profile(), "replay_scale": {**one, "spread": {"decode": [0.5, 1.5]}}}
+
+    def tbt(draw):
+        res = predict(tr, "dedicated", Cluster(2, 0, 0, 1), prof, KVB, Slo(1.0, 0.1), draw=draw)
+        return res.tbt_p50_s
+
+    assert tbt(0) == tbt(0)
+    assert len({tbt(k) for k in range(5)}) > 1

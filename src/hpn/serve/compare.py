@@ -197,16 +197,18 @@ class SharedDeviceBackend(SimulatedBackend):
         self._rng = np.random.default_rng(0)
         self._jit: dict[int, float] = {}  # each running decode's draw
 
+    def reseed(self, draw: int) -> None:
+        """Seed the spread's draws (`predict`'s ``draw``; 0 at construction)."""
+        self._rng = np.random.default_rng(draw)
+
     def _draw(self, kind: str) -> float:
-        """One operation's speed relative to its kind's scale, drawn from the replay's
-        measured spread (1 without one)."""
-        q = self._spread.get(kind)
-        if not q:
+        """One operation's speed relative to its window's scale: one of the replay's
+        equal-count groups of single operations (`replay_scale`'s ``spread``), drawn
+        uniformly, so the draws' mean is the replay's (1 without a spread)."""
+        g = self._spread.get(kind)
+        if not g:
             return 1.0
-        u = self._rng.random() * (len(q) - 1)
-        i = int(u)
-        j = min(i + 1, len(q) - 1)
-        return float(q[i] + (q[j] - q[i]) * (u - i))
+        return float(g[int(self._rng.integers(len(g)))])
 
     def _plan(self, op):
         self.engine_cost.jitter = self._jit.get(op.inst.iid, 1.0)
@@ -241,7 +243,11 @@ class SharedDeviceBackend(SimulatedBackend):
             self._computing(d.inst.iid, False)
             on_done(d)
 
-        super().load(inst, model, done)
+        cost.jitter = self._draw("load")  # the cold scale-up's own speed (`switch_time`)
+        try:
+            super().load(inst, model, done)
+        finally:
+            cost.jitter = 1.0
 
     def prefill(self, inst, reqs, on_done) -> None:
         self._computing(inst.iid, True)
@@ -263,13 +269,14 @@ class SharedDeviceBackend(SimulatedBackend):
             self._computing(d.inst.iid, False)
             on_done(d)
 
+        self._jit[inst.iid] = self._draw("decode")  # kept through the operation's re-plans
         super().decode(inst, batches, budget, done, stop_on_finish)
 
 
 CALIBRATED = ("prefill", "decode", "load")
 MIN_OPS = 5  # operations of a kind needed to read its scale from a replay
 MIN_SHARE = 0.05  # share of a kind's predicted seconds at k computing needed to fit k
-SPREAD_QUANTILES = 21  # quantiles kept of the single operations' spread
+SPREAD_GROUPS = 20  # equal-count groups kept of the single operations' spread
 
 
 def op_seconds(op: dict, cost: EngineCost, reqs: dict[int, dict]) -> float | None:
@@ -429,20 +436,21 @@ def replay_scale(
         c[~fit] = prof_f[~fit] * speed
         curve[kind] = (c / speed).tolist()
     sums: dict[tuple[str, int], list[float]] = {}  # (kind, window or -1): [meas, pred, n]
-    per_op: dict[str, list[float]] = {}  # measured / predicted of each operation
+    per_op: dict[str, list[tuple[float, float, int]]] = {}  # (measured, predicted, window)
     for kind, rs in rows.items():
         f = np.array(curve[kind])
         for o, p, w in rs:
             keys = [(kind, -1)]
+            win = max(0, int((o["t"] - offset) // window)) if window else -1
             if window:
-                keys.append((kind, max(0, int((o["t"] - offset) // window))))
+                keys.append((kind, win))
             q = p * float(w @ f)
             for key in keys:
                 acc = sums.setdefault(key, [0.0, 0.0, 0])
                 acc[0] += o["end"] - o["t"]
                 acc[1] += q
                 acc[2] += 1
-            per_op.setdefault(kind, []).append((o["end"] - o["t"]) / q)
+            per_op.setdefault(kind, []).append((o["end"] - o["t"], q, win))
 
     def ratio(key, default: float) -> float:
         m, p, n = sums.get(key, (0.0, 0.0, 0))
@@ -450,10 +458,8 @@ def replay_scale(
 
     out: dict = {kind: ratio((kind, -1), 1.0) for kind in CALIBRATED}
     out["contention"] = {kind: [round(x, 4) for x in c] for kind, c in curve.items()}
-    # the spread of single operations around their kind's scale, as quantiles
-    qs = np.linspace(0.0, 1.0, SPREAD_QUANTILES)
     out["spread"] = {
-        kind: (np.quantile(np.array(r) / np.mean(r), qs).round(4).tolist())
+        kind: spread([m / (q * ratio((kind, w), out[kind])) for m, q, w in r], [q for _, q, _ in r])
         for kind, r in per_op.items()
         if len(r) >= MIN_OPS
     }
@@ -463,6 +469,43 @@ def replay_scale(
         out["windows"] = {
             kind: [ratio((kind, w), out[kind]) for w in range(last + 1)] for kind in CALIBRATED
         }
+    return out
+
+
+def spread(
+    ratios: list[float], weights: list[float] | None = None, groups: int = SPREAD_GROUPS
+) -> list[float]:
+    """Single operations' speeds (each measured / predicted at its window's scale) as
+    `groups` groups of equal predicted seconds (`weights`; default: equal counts), each
+    its seconds' ratio, sorted and scaled to a plain mean of 1. One group drawn uniformly
+    per operation (`SharedDeviceBackend._draw`) is then a draw per second of work: a
+    stall on a tiny operation (a large ratio of a few milliseconds, a thread descheduled
+    under load) weighs its milliseconds, not a whole operation, so it is not charged onto
+    a long decode. Interpolated quantiles (before) also weighed the segment up to the
+    slowest operation at 1 / (quantiles - 1) of the draws: a replay under load drew its
+    prefills at a mean of 1.44."""
+    r = np.asarray(ratios, dtype=float)
+    w = np.ones(len(r)) if weights is None else np.asarray(weights, dtype=float)
+    order = np.argsort(r)
+    r, w = r[order], w[order]
+    n = min(groups, len(r))
+    mid = (np.cumsum(w) - w / 2) / max(float(w.sum()), 1e-300)  # each one's weight midpoint
+    grp = np.minimum((mid * n).astype(int), n - 1)
+    g = np.array(
+        [
+            (r[grp == k] * w[grp == k]).sum() / w[grp == k].sum()
+            for k in range(n)
+            if (grp == k).any()
+        ]
+    )
+    return (g / max(float(g.mean()), 1e-12)).round(4).tolist()
+
+
+def slower(scale: dict, f: float) -> dict:
+    """A `replay_scale` on a device `f` times slower still (every kind and window)."""
+    out = {**scale, **{k: scale[k] * f for k in CALIBRATED}}
+    if "windows" in scale:
+        out["windows"] = {k: [v * f for v in w] for k, w in scale["windows"].items()}
     return out
 
 
@@ -486,9 +529,12 @@ def predict(
     drain: float = 300.0,
     timeline: list | None = None,
     options: dict | None = None,
+    draw: int = 0,
 ) -> PoolResult:
     """Simulate `trace` (model names = served models) on the profiled device; with a
-    `timeline` list, append the simulated backend's event log (`hpn.serve.timeline`)."""
+    `timeline` list, append the simulated backend's event log (`hpn.serve.timeline`);
+    `draw` seeds the operations' draws from a ``replay_scale`` spread (one sample of the
+    replay's noise: a policy on a cliff moves with it)."""
     wall = time.perf_counter()
     from hpn.serve.engine import cold_start, startup_s
 
@@ -500,10 +546,12 @@ def predict(
     sink = Recorder()
     from hpn.serve.timeline import Traced, traced
 
-    spread = (profile.get("replay_scale") or {}).get("spread")
-    shared = cost.shared or spread
+    drawn = (profile.get("replay_scale") or {}).get("spread")
+    shared = cost.shared or drawn
     base: type[SimulatedBackend] = SharedDeviceBackend if shared else SimulatedBackend
     backend = (base if timeline is None else traced(base))(cost, cluster, sink)
+    if isinstance(backend, SharedDeviceBackend):
+        backend.reseed(draw)
     cost.clock = backend.now
     rates = rates or {m: 1.0 for m in trace.names}
     pred = predictor(profile, kv_bytes_per_token, cold, startup)
