@@ -240,3 +240,15 @@ def test_comm_cpu_and_nic_path_reach_nccls_tuner(tmp_path):
         'global_batch = 8\n[comm]\ncpu = "arm"\n'
     )
     assert_input_error(run_cli("train", str(bad)), "job.comm.cpu", "amd")
+
+
+def test_comm_knobs_allow_what_nccls_tables_have():
+    """The job file's choices are the tuner's own tables (one list each, in versions.py)."""
+    from typing import get_args
+
+    from hpn.workload.collectives.versions import CPUS, NIC_PATHS
+    from hpn.workload.training.config import CommCfg
+
+    fields = CommCfg.model_fields
+    assert get_args(fields["cpu"].annotation) == CPUS
+    assert get_args(fields["nic_path"].annotation) == NIC_PATHS

@@ -491,13 +491,8 @@ def spread(
     n = min(groups, len(r))
     mid = (np.cumsum(w) - w / 2) / max(float(w.sum()), 1e-300)  # each one's weight midpoint
     grp = np.minimum((mid * n).astype(int), n - 1)
-    g = np.array(
-        [
-            (r[grp == k] * w[grp == k]).sum() / w[grp == k].sum()
-            for k in range(n)
-            if (grp == k).any()
-        ]
-    )
+    secs = np.bincount(grp, weights=w, minlength=n)
+    g = np.bincount(grp, weights=r * w, minlength=n)[secs > 0] / secs[secs > 0]
     return (g / max(float(g.mean()), 1e-12)).round(4).tolist()
 
 
