@@ -5,7 +5,14 @@
 3. For each policy: start `hpn serve` in a subprocess, replay a synthetic market trace
    against it (`hpn.serve.replay`, time 0 on a whole second of the server's clock, as the
    simulator's clock starts with the trace), and predict the same replay with the
-   simulator fed the profile (`hpn.serve.compare.predict`).
+   simulator (`hpn.serve.compare.predict`) fed the profile alone ("bare") and the profile
+   with the serving calibration ("sim", the prediction): first a `--calibrate` s replay
+   of another trace (seed + `CALIBRATION_SEED`) against a fresh server, read by
+   `replay_scale` (speed, contention curve and spread of each kind of operation, no
+   windows). The bare profile times the forward passes alone; a server also decodes its
+   tokens, streams them, accounts and schedules on the same cores and interpreter, and its
+   instances overlap as the policy makes them: that is what the calibration measures,
+   before the replay and on other requests.
 4. Predict it again with the device as the replay found it: the profile scaled by the
    engine's measured operation times against the profile at the concurrency they ran at
    (`hpn.serve.compare.replay_scale`, read from the engine's event log). The policy,
@@ -16,12 +23,13 @@
    capacity cliff (bench/serve_cliff.py) where that moves it tens of points, so a seed's
    agreement is only as good as the measured speed; and sim@rep over `DRAWS` seeds of
    its per-operation draws from the replay's spread ("draws": mean and range; the sim@rep
-   column is draw 0), the prediction's own noise on that cliff. With --timeline DIR each
-   policy's engine, sim, sim@rep (POLICY-rep.json) logs, profile, scale and client token times are
-   written for bench/timeline_diff.py.
+   column is draw 0), the prediction's own noise on that cliff; "sim draws" the same for
+   the prediction. With --timeline DIR each policy's engine, sim (the calibrated
+   prediction; the bare one without --calibrate), sim@rep (POLICY-rep.json) logs, profile,
+   calibration, scale and client token times are written for bench/timeline_diff.py.
 
 Usage: python bench/serve_vs_sim.py [--models DIR] [--duration 120] [--seeds 0,1,2]
-       [--out FILE]
+       [--calibrate 40] [--repeats 1] [--out FILE]
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from hpn.serve.engine import cluster_for, cold_start, load_hosts, startup_s
 from hpn.serve.replay import replay
 from hpn.serve.store import make_models
 
+CALIBRATION_SEED = 1000  # the calibration trace's seed: the replay's + this
 DRAWS = 5  # sim@rep predictions, each with its own seed of the spread's draws
 SERVER = (
     "import sys, json; from hpn.serve.server import serve_models; from hpn.pool.policies.base "
@@ -105,6 +114,19 @@ def main() -> int:
         default=10.0,
         help="seconds per window of the replay's measured device speed (0: one for all)",
     )
+    ap.add_argument(
+        "--calibrate",
+        type=float,
+        default=40.0,
+        help="seconds of another trace replayed first to read the device as the server "
+        "runs it (0: predict from the profile alone)",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="replays of each trace on the engine (fresh servers): its own spread",
+    )
     ap.add_argument("--out")
     ap.add_argument(
         "--timeline", help="folder: write each side's event log (hpn.serve.timeline) there"
@@ -119,6 +141,12 @@ def main() -> int:
         help="profile one instance alone (default: all instances busy at once)",
     )
     a = ap.parse_args()
+    if not 1 <= a.repeats <= 10:
+        print(f"repeats: 1..10, got {a.repeats}", file=sys.stderr)
+        return 2
+    if not 0 <= a.calibrate <= a.duration:
+        print(f"calibrate: 0..--duration s, got {a.calibrate}", file=sys.stderr)
+        return 2
     seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else [a.seed]
     rows, timeline, out = [], a.timeline, a.out
     for seed in seeds:
@@ -136,25 +164,81 @@ def main() -> int:
 
 
 def table(rows: list[dict]) -> None:
-    """Engine, simulator (profile before the replay) and simulator (device as the replay
-    found it) side by side."""
+    """Engine; simulator on the profile alone (bare), on the profile and the serving
+    calibration (sim: a prediction, with its draws), and on the device as the replay found
+    it (sim@rep: a diagnosis), side by side."""
     print(
-        f"{'seed':>4} {'policy':<11} {'engine':>7} {'sim':>7} {'diff':>6} {'sim@rep':>7} "
-        f"{'diff':>6} {'+-10%':>11} {'draws':>17}  {'TBT p99 e/s/s@rep (s)':<22} "
-        f"{'switches e/s/s@rep':<18} load"
+        f"{'seed':>4} {'policy':<11} {'engine':>7} {'engine repeats':>17} {'bare':>6} "
+        f"{'sim':>6} {'diff':>6} "
+        f"{'sim draws':>17} {'sim@rep':>7} {'diff':>6} {'+-10%':>9} {'draws':>17}  "
+        f"{'TBT p99 e/b/s/s@rep (s)':<28} {'switches e/b/s/s@rep':<19} load"
     )
+
+    def span(xs: list[float]) -> str:
+        d = [100 * x for x in xs]
+        return f"{sum(d) / len(d):.1f} ({min(d):.0f}-{max(d):.0f}%)"
+
     for r in rows:
-        e, s, c = (100 * r[k] for k in ("engine_attainment", "sim_attainment", "cal_attainment"))
-        tbt = f"{r['engine_tbt_p99_s']:.3f}/{r['sim_tbt_p99_s']:.3f}/{r['cal_tbt_p99_s']:.3f}"
-        sw = f"{r['engine_switches']:.0f}/{r['sim_switches']}/{r['cal_switches']}"
+        e, b, s, c = (
+            100 * r[k]
+            for k in ("engine_attainment", "bare_attainment", "sim_attainment", "cal_attainment")
+        )
+        tbt = "/".join(
+            f"{r[k]:.3f}"
+            for k in ("engine_tbt_p99_s", "bare_tbt_p99_s", "sim_tbt_p99_s", "cal_tbt_p99_s")
+        )
+        sw = "/".join(f"{r[k + '_switches']:.0f}" for k in ("engine", "bare", "sim", "cal"))
         near = f"{100 * r['cal_attainment_slower']:.0f}..{100 * r['cal_attainment_faster']:.0f}%"
         load = f"{r['load_avg_1m'][0]:.1f}-{r['load_avg_1m'][1]:.1f}"
-        d = [100 * x for x in r["cal_draws_attainment"]]
-        draws = f"{sum(d) / len(d):.1f} ({min(d):.0f}-{max(d):.0f}%)"
         print(
-            f"{r['seed']:>4} {r['policy']:<11} {e:6.1f}% {s:6.1f}% {e - s:+6.1f} {c:6.1f}% "
-            f"{e - c:+6.1f} {near:>11} {draws:>17}  {tbt:<22} {sw:<18} {load}"
+            f"{r['seed']:>4} {r['policy']:<11} {e:6.1f}% "
+            f"{span(r['engine_repeats_attainment']):>17} {b:5.1f}% {s:5.1f}% {e - s:+6.1f} "
+            f"{span(r['sim_draws_attainment']):>17} {c:6.1f}% {e - c:+6.1f} {near:>9} "
+            f"{span(r['cal_draws_attainment']):>17}  {tbt:<28} {sw:<19} {load}"
         )
+
+
+def serve_and_replay(a, pol, models, prof_path, trace, slo, elog, opts, env):
+    """Start the engine's server for `pol`, replay `trace` against it (its event log to
+    `elog`); returns (the replay's result, the requests sent, switches counted by the
+    server's metrics, the load average at the start)."""
+    args = dict(
+        models=models,
+        policy=pol,
+        prefill=a.prefill,
+        decode=a.decode,
+        workers=a.workers,
+        port=a.port,
+        profile=str(prof_path),
+        device=a.device,
+        memory=a.memory,
+        link_bps=a.link if a.device == "cpu" else None,
+        threads=1,
+        slo=[slo.ttft, slo.tbt],
+        startup=opts.get("startup"),
+        timeline=str(Path(elog).resolve()),
+    )
+    proc = start_server(args, a.port, env)
+    load_before = os.getloadavg()[0]
+    try:
+        eng, sent = replay(
+            trace,
+            f"http://127.0.0.1:{a.port}",
+            slo=slo,
+            max_input=a.max_input,
+            max_output=a.max_output,
+            align=1.0,
+        )
+        m = httpx.get(f"http://127.0.0.1:{a.port}/metrics", timeout=10).text
+        switches = sum(
+            float(line.split()[-1])
+            for line in m.splitlines()
+            if line.startswith("hpn_switches_total{")
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    return eng, sent, switches, load_before
 
 
 def run(a, tmp: str) -> list[dict]:
@@ -202,50 +286,76 @@ def run(a, tmp: str) -> list[dict]:
         cl = cluster_for(pol, a.prefill, a.decode, a.workers)
         logs: list = []
         opts = {"startup": a.startup} if a.startup is not None and pol == "serverless" else {}
-        sim = predict(
+        sim = bare = predict(
             etr, pol, cl, prof, kvb, slo, timeline=logs if a.timeline else None, options=opts
         )
         if a.timeline:
             Path(a.timeline).mkdir(parents=True, exist_ok=True)
             Path(a.timeline, f"{pol}-sim.json").write_text(json.dumps(logs[0]) + "\n")
             Path(a.timeline, f"{pol}-profile.json").write_text(json.dumps(prof) + "\n")
-        args = dict(
-            models=models,
-            policy=pol,
-            prefill=a.prefill,
-            decode=a.decode,
-            workers=a.workers,
-            port=a.port,
-            profile=str(prof_path),
-            device=a.device,
-            memory=a.memory,
-            link_bps=a.link if a.device == "cpu" else None,
-            threads=1,
-            slo=[slo.ttft, slo.tbt],
-            startup=opts.get("startup"),
-        )
-        elog = Path(a.timeline or tmp, f"{pol}-engine.json").resolve()
-        args["timeline"] = str(elog)
-        proc = start_server(args, a.port, env)
-        load_before = os.getloadavg()[0]
-        try:
-            eng, sent = replay(
+        if a.calibrate > 0:  # the device as the server runs it, on another trace
+            ctr = engine_trace(
+                market(
+                    len(served),
+                    a.rate,
+                    a.calibrate,
+                    seed=a.seed + CALIBRATION_SEED,
+                    in_scale=a.len_scale,
+                    out_scale=a.len_scale,
+                ),
+                served,
+                a.max_input,
+                a.max_output,
+            )
+            clog = Path(tmp, f"{pol}-calibration-engine.json")
+            serve_and_replay(a, pol, models, prof_path, ctr, slo, clog, opts, env)
+            serving = replay_scale(
+                json.loads(clog.read_text()),
+                prof,
+                kvb,
+                cold_start(get_policy(pol), opts),
+                startup_s(get_policy(pol), opts),
+            )
+            served_prof = {**prof, "replay_scale": serving}
+            logs = []
+            sim = predict(
                 etr,
-                f"http://127.0.0.1:{a.port}",
-                slo=slo,
-                max_input=a.max_input,
-                max_output=a.max_output,
-                align=1.0,
+                pol,
+                cl,
+                served_prof,
+                kvb,
+                slo,
+                timeline=logs if a.timeline else None,
+                options=opts,
             )
-            m = httpx.get(f"http://127.0.0.1:{a.port}/metrics", timeout=10).text
-            switches = sum(
-                float(line.split()[-1])
-                for line in m.splitlines()
-                if line.startswith("hpn_switches_total{")
-            )
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
+            sim_draws = [sim] + [
+                predict(etr, pol, cl, served_prof, kvb, slo, options=opts, draw=k)
+                for k in range(1, DRAWS)
+            ]
+            if a.timeline:
+                Path(a.timeline, f"{pol}-sim.json").write_text(json.dumps(logs[0]) + "\n")
+                Path(a.timeline, f"{pol}-calibration.json").write_text(json.dumps(serving) + "\n")
+        else:
+            serving, sim_draws = None, [sim]
+        elog = Path(a.timeline or tmp, f"{pol}-engine.json").resolve()
+        eng, sent, switches, load_before = serve_and_replay(
+            a, pol, models, prof_path, etr, slo, elog, opts, env
+        )
+        # the engine against itself: the same trace again on fresh servers
+        again = [
+            serve_and_replay(
+                a,
+                pol,
+                models,
+                prof_path,
+                etr,
+                slo,
+                Path(a.timeline or tmp, f"{pol}-engine{i}.json"),
+                opts,
+                env,
+            )[0].slo_attainment
+            for i in range(1, a.repeats)
+        ]
         cls = get_policy(pol)
         scale = replay_scale(
             json.loads(elog.read_text()),
@@ -299,6 +409,7 @@ def run(a, tmp: str) -> list[dict]:
             "engine_attainment": eng.slo_attainment,
             "sim_attainment": sim.slo_attainment,
             "engine_attainment_artifact": eng.slo_attainment_artifact,
+            "engine_repeats_attainment": [eng.slo_attainment, *again],
             "sim_attainment_artifact": sim.slo_attainment_artifact,
             "engine_ttft_p50_s": eng.ttft_p50_s,
             "sim_ttft_p50_s": sim.ttft_p50_s,
@@ -308,6 +419,11 @@ def run(a, tmp: str) -> list[dict]:
             "sim_switches": sim.switches,
             "engine_finished": eng.finished,
             "sim_finished": sim.finished,
+            "sim_draws_attainment": [d.slo_attainment for d in sim_draws],
+            "bare_attainment": bare.slo_attainment,
+            "bare_tbt_p99_s": bare.tbt_p99_s,
+            "bare_switches": bare.switches,
+            "serving_scale": serving,
             "replay_scale": scale,
             "cal_attainment": cal.slo_attainment,
             "cal_attainment_artifact": cal.slo_attainment_artifact,
