@@ -1,8 +1,9 @@
 """`aegaeon-artifact` prefill rules (the Aegaeon simulator's MixServe, hand-built timelines;
-each fails on `aegaeon`'s Alg 1 dispatch): a request joins a queued group of its model with
-no size limit, the least-loaded prefill instance is the one with the fewest queued groups
-(work under way not counted), and a model switch costs the swap less the prefill time run
-since the last switch, at least 10 ms."""
+each fails on `aegaeon`'s Alg 1 dispatch or on the rule before it): a request joins a queued
+group of its model with no size limit, the least-loaded prefill instance is the one with the
+fewest queued groups (work under way not counted), a model switch costs the swap less the
+prefill time run since the last switch (at least 10 ms), and an idle instance takes its
+request only after the arrivals of the same millisecond."""
 
 import pytest
 
@@ -76,6 +77,16 @@ def test_a_switch_is_credited_the_prefill_time_since_the_last_switch(tmp_path):
     rows = [(0.0, 0, 100, 10), (0.001, 0, 100, 10), (2.0, 1, 100, 10)]
     first = run(rows, 2, prefill=0.5005, tmp=tmp_path)
     assert first[2] == pytest.approx(2.0 + 0.010 + 0.5, abs=1e-9)
+
+
+def test_an_idle_instance_takes_its_request_after_the_arrivals_of_the_millisecond(tmp_path):
+    # Two prefill instances, r0 (m0) and r1 (m1) at the same millisecond. r0 opens a group
+    # on P0, which is idle; P0 takes r0 only after r1 is dispatched, so for r1 P0 still has
+    # one queued group and r1 goes to the idle P1: both are prefilled after one swap. Taken
+    # at once (the queue empty again), r1 would go to P0 behind r0 and a second swap.
+    rows = [(0.0, 0, 100, 10), (0.0, 1, 100, 10)]
+    first = run(rows, 2, prefill_gpus=2, tmp=tmp_path)
+    assert first == pytest.approx([SWAP + 0.020, SWAP + 0.020], abs=1e-9)
 
 
 def test_aegaeon_keeps_alg1_by_default():

@@ -12,10 +12,15 @@ authors' simulator's MixServe does instead (Art ``aegaeon/sim/scheduler.py``
 
 - **Join the first fitting group.** An arriving request joins the first queued group of its
   model, prefill instances in order and each one's groups in order, whose remaining
-  requests' prompts plus its own fit one instance's KV budget (no group-size limit); a group
+  requests' prompts plus its own fit the simulator's KV budget of one instance
+  (``max_num_tokens``: 141,236 / 67,720 / 56,623 tokens for the 7B / 9B / 13B on an 80 GB
+  GPU; no group-size limit); a group
   stays open while it has requests left, the one being prefilled included.
 - **Else the instance with the fewest queued groups** (first on ties) gets a new group: the
   load is the count of groups, not their estimated time.
+- **Same millisecond.** An idle instance takes its request only after every arrival of
+  that millisecond is dispatched (the simulator wakes its worker with an event behind them),
+  so for those arrivals its queue still holds the group.
 - **Switch credit.** An instance prefills its head group's requests one at a time (BS1);
   a model switch costs the weights' swap time less the prefill time run since the
   instance's last switch, at least 10 ms (the simulator's ``PF``), instead of a pre-load.
@@ -48,6 +53,9 @@ from hpn.pool.requests import Request
 MAX_GPSIZE = 8
 LOOKAHEAD = 64
 MAX_BATCH = 256
+# Art aegaeon/sim/__init__.py ModelType.max_num_tokens: (GPU GB - model GB) * 0.8 / KV GB
+# per token, KV 4 * layers * hidden bytes; by layer count: (model GB, hidden)
+SIM_MODELS = {28: (14, 3584), 48: (18, 4096), 40: (26, 5120)}
 
 
 class _Group:
@@ -152,22 +160,38 @@ class Aegaeon(Policy):
         g.size += 1
         self._kick_prefill(g.inst)
 
+    def _sim_cap(self, model: str) -> int:
+        """The simulator's KV budget of one instance for `model` (its ``max_num_tokens``;
+        this model's own, `_cap`, for a kind it does not know)."""
+        layers = self.predictor.layers.get(model)
+        if layers not in SIM_MODELS:
+            return self._cap(model)
+        size, hidden = SIM_MODELS[layers]
+        per_token = 4 * layers * hidden / 1024**3
+        return int((self.predictor.gpu_memory / 1e9 - size) * 0.8 / per_token)
+
     def _arrival_artifact(self, req: Request) -> None:
         """Art MixServe: the first fitting queued group, else fewest groups (docstring)."""
-        cap = self._cap(req.model)
+        cap = self._sim_cap(req.model)
         for inst in self.prefillers:
             for g in _groups(inst):
                 if g.model == req.model and sum(r.input_len for r in g.reqs) + req.input_len <= cap:
                     g.reqs.append(req)
                     g.size += 1
-                    self._kick_prefill(inst)
+                    self._wake(inst)
                     return
         inst = min(self.prefillers, key=lambda i: len(_groups(i)))
         g = _Group(req.model, inst)
         g.reqs.append(req)
         g.size = 1
         _groups(inst).append(g)
-        self._kick_prefill(inst)
+        self._wake(inst)
+
+    def _wake(self, inst: Instance) -> None:
+        """Art: an arrival wakes an idle worker, which runs after every event already due
+        at this time, the arrivals of the same millisecond included (SimPy's order)."""
+        if not inst.busy and inst.iid not in self.swapping:
+            self.backend.call_at(self.backend.now(), self._kick_prefill, inst)
 
     def _kick_artifact(self, inst: Instance) -> None:
         """Art PrefillWorker.run: pop the head group's first request (the group leaves the
