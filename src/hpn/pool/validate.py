@@ -34,7 +34,7 @@ from hpn.result import Result, json_key
 
 MAX_FILES = 500
 # what the authors' simulator runs: SeLLMPolicy and MixServePolicy
-REQUEST_POLICIES = ("serverless-artifact", "aegaeon")
+REQUEST_POLICIES = ("serverless-artifact", "aegaeon", "aegaeon-artifact")
 WORKLOADS = ("simulator", "file")
 HEADER = "Request Time,Model Name"
 

@@ -72,12 +72,15 @@ def reference_file(
     -------
     Path or None
         ``folder/F.P.requests.csv`` when it is a file, else for ``serverless-artifact``
-        ``folder/F.requests.csv`` when it is one.
+        ``folder/F.requests.csv`` and for ``aegaeon-artifact`` ``folder/F.aegaeon.requests.csv``
+        when it is one.
     """
     stem = workload[:-4] if workload.lower().endswith(".csv") else workload
     names = [f"{stem}.{policy}.requests.csv"]
     if policy == "serverless-artifact":
         names.append(f"{stem}.requests.csv")
+    if policy == "aegaeon-artifact":  # the same simulator output as aegaeon's (MixServe)
+        names.append(f"{stem}.aegaeon.requests.csv")
     for n in names:
         p = Path(folder) / n
         if p.is_file():

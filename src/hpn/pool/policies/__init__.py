@@ -18,7 +18,14 @@ from hpn.registry import Registry
 
 POLICIES: Registry[type[Policy]] = Registry("policy", group="hpn.policies")
 
-_LISTED = ("aegaeon", "serverless", "serverless_artifact", "muxserve", "dedicated")
+_LISTED = (
+    "aegaeon",
+    "aegaeon_artifact",
+    "serverless",
+    "serverless_artifact",
+    "muxserve",
+    "dedicated",
+)
 """The built-ins' modules in the order listings show them; any other module follows, by name."""
 
 

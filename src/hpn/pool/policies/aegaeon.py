@@ -6,6 +6,25 @@ had fewer than MAX_GPSIZE requests, else opens a group on the least-loaded prefi
 request at a time from its head group, switching models at group boundaries and pre-loading
 the next group's model. The KV then moves to host memory for the decode partition.
 
+``prefill_dispatch = "artifact"`` (opt-in; `aegaeon-artifact` sets it) dispatches as the
+authors' simulator's MixServe does instead (Art ``aegaeon/sim/scheduler.py``
+`MixServePolicy._schedule_prefill_fcfs`, ``worker.py`` `PrefillWorker.run`):
+
+- **Join the first fitting group.** An arriving request joins the first queued group of its
+  model, prefill instances in order and each one's groups in order, whose remaining
+  requests' prompts plus its own fit the simulator's KV budget of one instance
+  (``max_num_tokens``: 141,236 / 67,720 / 56,623 tokens for the 7B / 9B / 13B on an 80 GB
+  GPU; no group-size limit); a group
+  stays open while it has requests left, the one being prefilled included.
+- **Else the instance with the fewest queued groups** (first on ties) gets a new group: the
+  load is the count of groups, not their estimated time.
+- **Same millisecond.** An idle instance takes its request only after every arrival of
+  that millisecond is dispatched (the simulator wakes its worker with an event behind them),
+  so for those arrivals its queue still holds the group.
+- **Switch credit.** An instance prefills its head group's requests one at a time (BS1);
+  a model switch costs the weights' swap time less the prefill time run since the
+  instance's last switch, at least 10 ms (the simulator's ``PF``), instead of a pre-load.
+
 Decode (A §4.3, Alg 2): a request joins a same-model batch on any decode instance if its KV
 fits (64-token look-ahead), else a new batch on the instance with the fewest batches. Each
 round orders batches by model, gives batch i the quota q_i of Eq. 2-3 and runs the batches
@@ -20,7 +39,7 @@ batch runs until work for another batch arrives.
 from __future__ import annotations
 
 from collections import deque
-from typing import cast
+from typing import Literal, cast
 
 from pydantic import Field
 
@@ -34,6 +53,9 @@ from hpn.pool.requests import Request
 MAX_GPSIZE = 8
 LOOKAHEAD = 64
 MAX_BATCH = 256
+# Art aegaeon/sim/__init__.py ModelType.max_num_tokens: (GPU GB - model GB) * 0.8 / KV GB
+# per token, KV 4 * layers * hidden bytes; by layer count: (model GB, hidden)
+SIM_MODELS = {28: (14, 3584), 48: (18, 4096), 40: (26, 5120)}
 
 
 class _Group:
@@ -81,6 +103,12 @@ class AegaeonKnobs(Model):
     q_max: float = Field(Q_MAX, gt=0, le=3_600.0, description="longest decode quota, s (A Eq. 2-3)")
     max_group: int = Field(MAX_GPSIZE, ge=1, description="prefill group size limit")
     prefetch: bool = Field(True, description="pre-load the next model behind the running one")
+    prefill_dispatch: Literal["alg1", "artifact"] = Field(
+        "alg1",
+        description="prefill dispatch: alg1 (A Alg 1: least estimated queued time) or "
+        "artifact (the authors' simulator's MixServe: first fitting group, fewest groups, "
+        "switch credit)",
+    )
 
 
 class Aegaeon(Policy):
@@ -97,8 +125,12 @@ class Aegaeon(Policy):
         q_max: float = Q_MAX,
         max_group: int = MAX_GPSIZE,
         prefetch: bool = True,
+        prefill_dispatch: str = "alg1",
     ) -> None:
         super().__init__(ctx)
+        self.artifact_prefill = prefill_dispatch == "artifact"
+        self.credit: dict[int, float] = {}  # artifact: prefill s since the last switch
+        self.swapping: set[int] = set()  # artifact: instances in a timed switch
         backend = ctx.backend
         self.tbt_slo = self.slo.tbt
         self.q_max, self.max_group, self.use_prefetch = q_max, max_group, prefetch
@@ -115,6 +147,9 @@ class Aegaeon(Policy):
     # --- prefill ---------------------------------------------------------------------------
     def on_arrival(self, req: Request) -> None:
         """Join a queued group of the model, or open one on the least-loaded prefill instance."""
+        if self.artifact_prefill:
+            self._arrival_artifact(req)
+            return
         g = self.open_group.get(req.model)
         if g is None or g.size >= self.max_group:
             inst = min(self.prefillers, key=self._prefill_load)
@@ -124,6 +159,75 @@ class Aegaeon(Policy):
         g.reqs.append(req)
         g.size += 1
         self._kick_prefill(g.inst)
+
+    def _sim_cap(self, model: str) -> int:
+        """The simulator's KV budget of one instance for `model` (its ``max_num_tokens``;
+        this model's own, `_cap`, for a kind it does not know)."""
+        layers = self.predictor.layers.get(model)
+        if layers not in SIM_MODELS:
+            return self._cap(model)
+        size, hidden = SIM_MODELS[layers]
+        per_token = 4 * layers * hidden / 1024**3
+        return int((self.predictor.gpu_memory / 1e9 - size) * 0.8 / per_token)
+
+    def _arrival_artifact(self, req: Request) -> None:
+        """Art MixServe: the first fitting queued group, else fewest groups (docstring)."""
+        cap = self._sim_cap(req.model)
+        for inst in self.prefillers:
+            for g in _groups(inst):
+                if g.model == req.model and sum(r.input_len for r in g.reqs) + req.input_len <= cap:
+                    g.reqs.append(req)
+                    g.size += 1
+                    self._wake(inst)
+                    return
+        inst = min(self.prefillers, key=lambda i: len(_groups(i)))
+        g = _Group(req.model, inst)
+        g.reqs.append(req)
+        g.size = 1
+        _groups(inst).append(g)
+        self._wake(inst)
+
+    def _wake(self, inst: Instance) -> None:
+        """Art: an arrival wakes an idle worker, which runs after every event already due
+        at this time, the arrivals of the same millisecond included (SimPy's order)."""
+        if not inst.busy and inst.iid not in self.swapping:
+            self.backend.call_at(self.backend.now(), self._kick_prefill, inst)
+
+    def _kick_artifact(self, inst: Instance) -> None:
+        """Art PrefillWorker.run: pop the head group's first request (the group leaves the
+        queue with its last one), switch with the prefill-time credit, prefill it."""
+        if inst.busy or inst.iid in self.swapping:
+            return
+        queue = _groups(inst)
+        if not queue:
+            return
+        g = queue[0]
+        req = g.reqs.popleft()
+        if not g.reqs:
+            queue.popleft()
+        if inst.resident == req.model:
+            self._prefill_one(inst, req)
+            return
+        wait = max(0.010, self.predictor.switch_time(req.model) - self.credit.get(inst.iid, 0.0))
+        self.backend.evict(inst)
+        self.swapping.add(inst.iid)
+        self.backend.call_at(self.backend.now() + wait, self._switched, inst, req)
+
+    def _switched(self, inst: Instance, req: Request) -> None:
+        self.swapping.discard(inst.iid)
+        self.credit[inst.iid] = 0.0
+        self.backend.place(inst, req.model)
+        self.backend.sink.switched(inst, req.model, self.backend.now())
+        self._prefill_one(inst, req)
+
+    def _prefill_one(self, inst: Instance, req: Request) -> None:
+        t0 = self.backend.now()
+
+        def done(d: Done) -> None:
+            self.credit[inst.iid] = self.credit.get(inst.iid, 0.0) + self.backend.now() - t0
+            self._prefilled(d)
+
+        self.backend.prefill(inst, [req], done)
 
     def _prefill_load(self, inst: Instance) -> float:
         """Estimated time of the instance's queued groups, switches included (A Alg 1)."""
@@ -137,6 +241,9 @@ class Aegaeon(Policy):
         return load
 
     def _kick_prefill(self, inst: Instance) -> None:
+        if self.artifact_prefill:
+            self._kick_artifact(inst)
+            return
         if inst.busy:
             return
         queue = _groups(inst)
