@@ -18,13 +18,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from hpn.config import FilePath
 from hpn.gpus import GPU
 from hpn.pool.costs import LatencySource, Loader
 from hpn.pool.policies.aegaeon import MAX_GPSIZE, Aegaeon, AegaeonKnobs
 from hpn.pool.policies.base import PolicyContext
 from hpn.pool.policies.quotas import Q_MAX
-from hpn.pool.policies.serverless_artifact import ServerlessArtifact
+from hpn.pool.policies.serverless_artifact import ArtifactCosts, ArtifactDir, ServerlessArtifact
 
 
 class AegaeonArtifactKnobs(AegaeonKnobs):
@@ -34,16 +33,8 @@ class AegaeonArtifactKnobs(AegaeonKnobs):
         "artifact",
         description="prefill dispatch: artifact (the authors' simulator's MixServe) or alg1",
     )
-    costs: Literal["fitted", "artifact"] = Field(
-        "fitted",
-        description="prefill/decode times: fitted (the profile fit) or artifact (the "
-        "authors' simulator's own fits, batch term at -1, whole ms; needs --artifact)",
-    )
-    artifact: FilePath | None = Field(
-        None,
-        description="the Aegaeon artifact's folder, whose aegaeon/sim/simdata profiles "
-        "--costs artifact reads (no default: --costs artifact needs it, fitted costs take none)",
-    )
+    costs: ArtifactCosts = "fitted"
+    artifact: ArtifactDir = None
 
 
 class AegaeonArtifact(Aegaeon):

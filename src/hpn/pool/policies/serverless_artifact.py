@@ -40,7 +40,7 @@ milliseconds), so that a comparison with the simulator is left with its rules on
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field
 
@@ -52,6 +52,22 @@ from hpn.pool.costs import LatencySource, Loader
 from hpn.pool.policies.base import Policy, PolicyContext
 from hpn.pool.policies.serverless import HOUR
 from hpn.pool.requests import Request
+
+# the knobs of a policy that can charge the authors' simulator's own costs
+ArtifactCosts = Annotated[
+    Literal["fitted", "artifact"],
+    Field(
+        description="prefill/decode times: fitted (the profile fit) or artifact (the "
+        "authors' simulator's own fits, batch term at -1, whole ms; needs --artifact)"
+    ),
+]
+ArtifactDir = Annotated[
+    FilePath | None,
+    Field(
+        description="the Aegaeon artifact's folder, whose aegaeon/sim/simdata profiles "
+        "--costs artifact reads (no default: --costs artifact needs it, fitted costs take none)"
+    ),
+]
 
 QS = 4
 R = 1
@@ -85,16 +101,8 @@ class ServerlessArtifactKnobs(Model):
     start_timeout: Duration = Field(
         START_TIMEOUT, gt=0, le=HOUR, description="no-token failure time"
     )
-    costs: Literal["fitted", "artifact"] = Field(
-        "fitted",
-        description="prefill/decode times: fitted (the profile fit) or artifact (the "
-        "authors' simulator's own fits, batch term at -1, whole ms; needs --artifact)",
-    )
-    artifact: FilePath | None = Field(
-        None,
-        description="the Aegaeon artifact's folder, whose aegaeon/sim/simdata profiles "
-        "--costs artifact reads (no default: --costs artifact needs it, fitted costs take none)",
-    )
+    costs: ArtifactCosts = "fitted"
+    artifact: ArtifactDir = None
 
 
 class ServerlessArtifact(Policy):
