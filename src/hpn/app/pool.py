@@ -44,7 +44,7 @@ def _split_help() -> str:
     return _names(n for n, c in POLICIES.items() if c.split)
 
 
-_POLICY, _GPU, _SPLIT = _policy_help(), _gpu_help(), _split_help()
+POLICY_HELP, _GPU, _SPLIT = _policy_help(), _gpu_help(), _split_help()
 
 
 def _slo(ttft: float, tbt: float) -> Any:
@@ -149,7 +149,7 @@ def _options(p: Model, policy: str) -> dict[str, Any]:
 class _SimulateFields(Model):
     """The ``[pool]`` table of ``pool simulate``: its fields, then the policy knobs."""
 
-    policy: str = Field("aegaeon", description=_POLICY)
+    policy: str = Field("aegaeon", description=POLICY_HELP)
     trace: FilePath | None = Field(
         None, description="trace file (Aegaeon/Azure CSV) or ServeGen folder"
     )
@@ -241,7 +241,7 @@ class _GoodputFields(Model):
     """The ``[pool]`` table of ``pool goodput``: its fields, then the policy knobs."""
 
     policy: str | None = Field(
-        None, description=_POLICY + " (default: all five, the paper's comparison)"
+        None, description=POLICY_HELP + " (default: all five, the paper's comparison)"
     )
     rate: float = Field(0.1, gt=0, description="req/s per model")
     prefill_gpus: int | None = Field(
@@ -381,7 +381,7 @@ class _CapacityFields(Model):
     """The ``[pool]`` table of ``pool capacity``: its fields, then the policy knobs."""
 
     mix: str = Field("production", description="production or a mix TOML file")
-    policy: str = Field("aegaeon", description=_POLICY)
+    policy: str = Field("aegaeon", description=POLICY_HELP)
     gpu: str | None = Field(None, description="GPU type (default: the mix's, h20 for production)")
     duration: Seconds = Field("30min", description="length of the simulated trace")
     ttft_slo: Seconds = slo_field("10s", "TTFT")

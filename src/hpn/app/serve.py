@@ -14,13 +14,13 @@ from pydantic import Field, field_validator
 
 from hpn.app.base import Command, FileInput, Outcome, Result
 from hpn.app.limits import LINK_MAX, MAX_SPAN, MEMORY_MAX, STARTUP_MAX, bounded, slo_field
+from hpn.app.pool import POLICY_HELP
 from hpn.config import Model, Seconds
 from hpn.errors import InputError
 
 if TYPE_CHECKING:  # imported when a command runs (a fast ``hpn --help``)
     from hpn.pool.calibration import LatencyFit
 
-_POLICY = "serving policy: aegaeon, serverless, serverless-artifact, muxserve or dedicated"
 _DEVICE = "cuda or cpu (default: cuda when present)"
 
 
@@ -169,7 +169,7 @@ class ServeOptions(DeviceOptions):
     """The ``[serve]`` table of ``serve start``."""
 
     models: str = Field(..., description="checkpoint folder")
-    policy: str = Field("aegaeon", description=_POLICY)
+    policy: str = Field("aegaeon", description=POLICY_HELP)
     prefill: int = Field(1, ge=0, le=64, description="prefill instances (aegaeon)")
     decode: int = Field(1, ge=0, le=64, description="decode instances (aegaeon)")
     workers: int = Field(2, ge=0, le=64, description="instances (policies without a split)")
