@@ -6,8 +6,10 @@ Reads DIR/serverless-{profile,sim,engine}.json (the trace from the simulator's l
 device from the engine's: `compare.replay_scale`, 10 s windows) and predicts the replay
 with the code on the path, once per draw seed (`predict(draw=k)`), on the replay's device
 times each F (1: as measured; 0.4: every operation 2.5x faster), and with the spread
-dropped ("no spread": every operation at its window's scale). Serverless only: it moves
-no KV, so the models' KV bytes per token (not in the logs) do not enter.
+dropped ("no spread": every operation at its window's scale). With the calibration
+replay's engine log (DIR/serverless-calibration-engine.json, written since 2026-12-03) it
+also redoes the prediction ("sim": that log read without windows). Serverless only: it
+moves no KV, so the models' KV bytes per token (not in the logs) do not enter.
 """
 
 from __future__ import annotations
@@ -61,6 +63,19 @@ def main() -> int:
     kvb = {m: 1.0 for m in names}
     cl = cluster_for(POLICY, 0, 0, a.workers)
     slo = Slo(a.ttft, a.tbt)
+    cal = d / f"{POLICY}-calibration-engine.json"
+    if cal.exists():
+        serving = replay_scale(json.loads(cal.read_text()), prof, kvb, True, 0.0)
+        res = [
+            predict(tr, POLICY, cl, {**prof, "replay_scale": serving}, kvb, slo, draw=k)
+            for k in range(a.draws)
+        ]
+        att = [100 * r.slo_attainment for r in res]
+        print(
+            f"sim (calibrated) attainment {statistics.mean(att):5.1f} % "
+            f"({min(att):.1f}-{max(att):.1f}), scale-ups "
+            f"{statistics.mean(r.switches for r in res):.1f}"
+        )
     scale = replay_scale(eng, prof, kvb, True, 0.0, arrivals=tr.arrival, window=WINDOW_S)
     for f in (float(x) for x in a.times.split(",")):
         for label, sp in (("spread", scale["spread"]), ("no spread", {})):

@@ -26,7 +26,9 @@
    column is draw 0), the prediction's own noise on that cliff; "sim draws" the same for
    the prediction. With --timeline DIR each policy's engine, sim (the calibrated
    prediction; the bare one without --calibrate), sim@rep (POLICY-rep.json) logs, profile,
-   calibration, scale and client token times are written for bench/timeline_diff.py.
+   calibration (its scale, and its replay's engine log: POLICY-calibration-engine.json),
+   scale and client token times are written for bench/timeline_diff.py and
+   bench/serve_redraw.py.
 
 Usage: python bench/serve_vs_sim.py [--models DIR] [--duration 120] [--seeds 0,1,2]
        [--calibrate 40] [--repeats 1] [--out FILE]
@@ -307,7 +309,7 @@ def run(a, tmp: str) -> list[dict]:
                 a.max_input,
                 a.max_output,
             )
-            clog = Path(tmp, f"{pol}-calibration-engine.json")
+            clog = Path(a.timeline or tmp, f"{pol}-calibration-engine.json")
             serve_and_replay(a, pol, models, prof_path, ctr, slo, clog, opts, env)
             serving = replay_scale(
                 json.loads(clog.read_text()),

@@ -277,6 +277,7 @@ CALIBRATED = ("prefill", "decode", "load")
 MIN_OPS = 5  # operations of a kind needed to read its scale from a replay
 MIN_SHARE = 0.05  # share of a kind's predicted seconds at k computing needed to fit k
 SPREAD_GROUPS = 20  # equal-count groups kept of the single operations' spread
+FIT_ROUNDS = 20  # rounds of a decode curve's fit (its work shares move with it)
 
 
 def op_seconds(op: dict, cost: EngineCost, reqs: dict[int, dict]) -> float | None:
@@ -341,8 +342,9 @@ def replay_scale(
 ) -> dict:
     """Measured / predicted seconds of each kind of operation in an engine replay's event
     log (`Traced.dump`), the prediction at the instances computing around each operation
-    (the profile's contention factors: at its start for a prefill or a load, time-weighted
-    over a decode, whose steps the simulator re-plans as the count changes).
+    (the profile's contention factors: at its start for a prefill or a load; over a
+    decode, whose steps the simulator re-plans as the count changes, weighted by the
+    work it did at each count, `work_shares`).
 
     Kinds: prefill, decode, and (a policy that starts engines, no configured start-up)
     cold loads; warm loads are paced by the link, not the processor, and are left out.
@@ -353,7 +355,7 @@ def replay_scale(
 
     The contention curve is the replay's own (``"contention"``, per kind, in the profile's
     units: the time at k instances computing is curve[k-1] x the kind's scale): each
-    operation's seconds against its grid prediction times its share of time at each k,
+    operation's seconds against its grid prediction times its share of work at each k,
     fitted by non-negative least squares; a k with under `MIN_SHARE` of the predicted
     seconds or `MIN_OPS` operations keeps the profile's factor (a profile measured under
     other processes' load can have a curve the replay never ran: 10x between 1 and 3
@@ -416,25 +418,26 @@ def replay_scale(
             rows.setdefault(kind, []).append((o, p, shares(kind, o["t"], o["end"])))
     # the replay's own contention: seconds of each kind at k instances computing against
     # the profile's grid prediction (non-negative least squares over the operations); a k
-    # too thin to fit keeps the profile's factor times the kind's fitted speed
+    # too thin to fit keeps the profile's factor times the kind's fitted speed. A decode's
+    # shares are of its work, as the simulator charges it (`work_shares`), which depend on
+    # the curve: fitted again until they hold still.
     curve: dict[str, list[float]] = {}
     for kind, rs in rows.items():
         prof_f = np.array(shared[kind] if shared and kind in shared else [1.0] * n_max)
-        A = np.array([p * w for _, p, w in rs])
         m = np.array([o["end"] - o["t"] for o, _, _ in rs])
-        seen = A.sum(axis=0) / max(A.sum(), 1e-12)
-        fit = (seen >= MIN_SHARE) & (np.count_nonzero(A, axis=0) >= MIN_OPS)
-        if len(rs) < MIN_OPS or not fit.any():
-            curve[kind] = prof_f.tolist()
-            continue
-        c = np.zeros(len(prof_f))
-        c[fit] = nnls(A[:, fit], m)[0]
-        if not (c[fit] > 0).all():  # degenerate: the profile's shape at one speed
-            c[fit] = prof_f[fit] * m.sum() / max(float((A[:, fit] @ prof_f[fit]).sum()), 1e-12)
-        # in the profile's units: the shape at the speed the whole replay ran at
-        speed = float((A[:, fit] @ c[fit]).sum() / max((A[:, fit] @ prof_f[fit]).sum(), 1e-12))
-        c[~fit] = prof_f[~fit] * speed
-        curve[kind] = (c / speed).tolist()
+        f = prof_f
+        for _ in range(FIT_ROUNDS if kind == "decode" else 1):
+            u = [work_shares(w, f) if kind == "decode" else w for _, _, w in rs]
+            new = _fit_curve(
+                np.array([p * x for (_, p, _), x in zip(rs, u, strict=True)]), m, prof_f
+            )
+            done = bool(np.allclose(new, f, rtol=1e-6, atol=0.0))
+            f = new
+            if done:
+                break
+        curve[kind] = f.tolist()
+        if kind == "decode":
+            rows[kind] = [(o, p, work_shares(w, f)) for o, p, w in rs]
     sums: dict[tuple[str, int], list[float]] = {}  # (kind, window or -1): [meas, pred, n]
     per_op: dict[str, list[tuple[float, float, int]]] = {}  # (measured, predicted, window)
     for kind, rs in rows.items():
@@ -470,6 +473,36 @@ def replay_scale(
             kind: [ratio((kind, w), out[kind]) for w in range(last + 1)] for kind in CALIBRATED
         }
     return out
+
+
+def work_shares(time_shares: np.ndarray, curve: np.ndarray) -> np.ndarray:
+    """The shares of an operation's work done at k = 1.. instances computing, from the
+    shares of its time (`curve`: its time per unit of work at each k). The simulator
+    advances a decode at 1 / curve[k-1] while k compute (`SharedDeviceBackend`), so its
+    time is its work x ``work_shares @ curve``, the time-weighted harmonic mean of the
+    curve; the time-weighted arithmetic mean (before) charged a decode that ran alone
+    half its time and beside two others the rest 1.5x what the simulator then takes
+    (a 3.6x curve on this VM's 2 cores), and fitted the curve to that."""
+    x = np.asarray(time_shares, dtype=float) / np.maximum(np.asarray(curve, dtype=float), 1e-12)
+    return x / max(float(x.sum()), 1e-300)
+
+
+def _fit_curve(A: np.ndarray, m: np.ndarray, prof_f: np.ndarray) -> np.ndarray:
+    """The contention curve (profile units) that best gives measured seconds `m` from
+    predicted seconds at each k (`A`, operations x k), NNLS on the k seen enough; the rest
+    keep the profile's factor at the fitted speed (`replay_scale`)."""
+    seen = A.sum(axis=0) / max(A.sum(), 1e-12)
+    fit = (seen >= MIN_SHARE) & (np.count_nonzero(A, axis=0) >= MIN_OPS)
+    if len(m) < MIN_OPS or not fit.any():
+        return prof_f.astype(float)
+    c = np.zeros(len(prof_f))
+    c[fit] = nnls(A[:, fit], m)[0]
+    if not (c[fit] > 0).all():  # degenerate: the profile's shape at one speed
+        c[fit] = prof_f[fit] * m.sum() / max(float((A[:, fit] @ prof_f[fit]).sum()), 1e-12)
+    # in the profile's units: the shape at the speed the whole replay ran at
+    speed = float((A[:, fit] @ c[fit]).sum() / max((A[:, fit] @ prof_f[fit]).sum(), 1e-12))
+    c[~fit] = prof_f[~fit] * speed
+    return c / speed
 
 
 def spread(
