@@ -10,7 +10,9 @@ per-request arrival / first token / finish, the engine's on the client's clock; 
 request's queue / prefill / decode time and the scale-ups by model against sim@rep (the
 rules' effects, apart from the device's speed); and each side's token gaps over --gap s
 by kind (the first decode token, across two decode turns, inside one) with what the
-instance did between the turns; for serverless, each side's scale-ups and the hops of
+instance did between the turns; how each side's decodes share the device (the curve from
+decodes at one count, the others against its processor-sharing and time-weighted
+predictions); for serverless, each side's scale-ups and the hops of
 its held engines' balancer (1 s or 3 s, by whether a request's service ends within 1 s).
 """
 
@@ -205,6 +207,58 @@ def token_gaps(name: str, log: dict, toks: dict[int, list[float]], thr: float) -
     print(line)
 
 
+def sharing(name: str, log: dict, cost: EngineCost, cold: bool) -> None:
+    """How a side's decodes share the device: the time per profile second at k computing
+    from the decodes that ran at one count all along, then the decodes during which the
+    count changed, measured against that curve's processor-sharing prediction (their
+    work at each count, `compare.work_shares`: how the simulator charges them) and the
+    time-weighted one (how `replay_scale` weighed them before)."""
+    import bisect
+
+    import numpy as np
+
+    from hpn.serve.compare import work_shares
+
+    reqs = {r["rid"]: r for r in log["requests"]}
+    ops = [o for o in operations(log) if "end" in o]
+    comp = [o for o in ops if o["ev"] != "load" or (cold and not o.get("pre"))]
+    edges = sorted([(o["t"], 1) for o in comp] + [(o["end"], -1) for o in comp])
+    times, counts, k = [], [], 0
+    for t, step in edges:
+        k += step
+        times.append(t)
+        counts.append(k)
+    n = max(counts, default=1)
+    rows = []
+    for o in ops:
+        p = op_seconds(o, cost, reqs) if o["ev"] == "decode" else None
+        if not p:
+            continue
+        w, t, i = np.zeros(n), o["t"], bisect.bisect_right(times, o["t"]) - 1
+        while t < o["end"]:
+            nxt = min(times[i + 1] if i + 1 < len(times) else o["end"], o["end"])
+            w[min(max(counts[i] if i >= 0 else 1, 1), n) - 1] += nxt - t
+            t, i = nxt, i + 1
+        rows.append((o["end"] - o["t"], p, w / max(w.sum(), 1e-12)))
+    curve = np.full(n, np.nan)
+    for j in range(n):
+        one = [(m, p) for m, p, w in rows if w[j] > 0.999]
+        if one:
+            curve[j] = sum(m for m, _ in one) / sum(p for _, p in one)
+    mixed = [(m, p, w) for m, p, w in rows if w.max() <= 0.999]
+    if np.isnan(curve).any() or not mixed:
+        print(f"   {name}: too few decodes at one count to fit the curve")
+        return
+    meas = sum(m for m, _, _ in mixed)
+    ps = sum(p * float(work_shares(w, curve) @ curve) for _, p, w in mixed)
+    tw = sum(p * float(w @ curve) for _, p, w in mixed)
+    print(
+        f"   {name}: curve {' / '.join(f'{c:.2f}' for c in curve)} at 1..{n} computing; "
+        f"{len(mixed)} decodes that changed count: measured / processor-sharing "
+        f"{meas / ps:.3f}, / time-weighted {meas / tw:.3f}"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -232,6 +286,10 @@ def main() -> int:
         "engine measured / profile at its own concurrency (replay_scale): "
         + ", ".join(f"{k} {v:.2f}" for k, v in scale.items() if isinstance(v, float))
     )
+    print("decodes sharing the device (one count: the curve; the rest against it):")
+    for name, lg in (("engine", eng), ("sim@rep", rep)):
+        if lg is not None:
+            sharing(name, lg, cost, cold)
     if rep is not None:
         summary("simulator at the replay's speed (sim@rep)", rep, cost)
         stages(eng, rep, "sim@rep")
