@@ -213,33 +213,19 @@ def sharing(name: str, log: dict, cost: EngineCost, cold: bool) -> None:
     count changed, measured against that curve's processor-sharing prediction (their
     work at each count, `compare.work_shares`: how the simulator charges them) and the
     time-weighted one (how `replay_scale` weighed them before)."""
-    import bisect
-
     import numpy as np
 
-    from hpn.serve.compare import work_shares
+    from hpn.serve.compare import Concurrency, work_shares
 
     reqs = {r["rid"]: r for r in log["requests"]}
     ops = [o for o in operations(log) if "end" in o]
-    comp = [o for o in ops if o["ev"] != "load" or (cold and not o.get("pre"))]
-    edges = sorted([(o["t"], 1) for o in comp] + [(o["end"], -1) for o in comp])
-    times, counts, k = [], [], 0
-    for t, step in edges:
-        k += step
-        times.append(t)
-        counts.append(k)
-    n = max(counts, default=1)
+    n = int(cost.active) or 1  # the profile's instances
+    shares = Concurrency(ops, cold, n).shares
     rows = []
     for o in ops:
         p = op_seconds(o, cost, reqs) if o["ev"] == "decode" else None
-        if not p:
-            continue
-        w, t, i = np.zeros(n), o["t"], bisect.bisect_right(times, o["t"]) - 1
-        while t < o["end"]:
-            nxt = min(times[i + 1] if i + 1 < len(times) else o["end"], o["end"])
-            w[min(max(counts[i] if i >= 0 else 1, 1), n) - 1] += nxt - t
-            t, i = nxt, i + 1
-        rows.append((o["end"] - o["t"], p, w / max(w.sum(), 1e-12)))
+        if p:
+            rows.append((o["end"] - o["t"], p, shares("decode", o["t"], o["end"])))
     curve = np.full(n, np.nan)
     for j in range(n):
         one = [(m, p) for m, p, w in rows if w[j] > 0.999]

@@ -25,6 +25,7 @@ stay the simulator's own).
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections.abc import Callable
@@ -360,8 +361,6 @@ def replay_scale(
     seconds or `MIN_OPS` operations keeps the profile's factor (a profile measured under
     other processes' load can have a curve the replay never ran: 10x between 1 and 3
     instances)."""
-    import bisect
-
     from hpn.serve.timeline import operations
 
     base = dict(profile)
@@ -371,38 +370,8 @@ def replay_scale(
     reqs = {r["rid"]: r for r in log["requests"]}
     ops = [o for o in operations(log) if "end" in o]
 
-    def computes(o: dict) -> bool:
-        return o["ev"] != "load" or (cold and not o.get("pre"))
-
-    edges = sorted(
-        [(o["t"], 1) for o in ops if computes(o)] + [(o["end"], -1) for o in ops if computes(o)]
-    )
-    times, counts, k = [], [], 0
-    for t, d in edges:
-        k += d
-        times.append(t)
-        counts.append(k)
-
     n_max = len(shared["k"]) if shared and "k" in shared else int(cost.active)
-
-    def shares(kind: str, a: float, b: float) -> np.ndarray:
-        """The fraction of [a, b] with k = 1..n_max instances computing (a prefill or a
-        load: all at its start, as `SharedDeviceBackend` charges it)."""
-        w = np.zeros(max(n_max, 1))
-        i = bisect.bisect_right(times, a) - 1
-
-        def k_at(j: int) -> int:
-            return min(max(counts[j] if j >= 0 else 1, 1), len(w)) - 1
-
-        if kind != "decode" or b <= a:
-            w[k_at(i)] = 1.0
-            return w
-        t = a
-        while t < b:
-            nxt = min(times[i + 1] if i + 1 < len(times) else b, b)
-            w[k_at(i)] += (nxt - t) / (b - a)
-            t, i = nxt, i + 1
-        return w
+    shares = Concurrency(ops, cold, n_max).shares
 
     offset = 0.0
     if arrivals is not None and len(arrivals) and log["requests"]:
@@ -425,19 +394,18 @@ def replay_scale(
     for kind, rs in rows.items():
         prof_f = np.array(shared[kind] if shared and kind in shared else [1.0] * n_max)
         m = np.array([o["end"] - o["t"] for o, _, _ in rs])
+        P = np.array([p for _, p, _ in rs])[:, None]
+        W = np.array([w for _, _, w in rs])
         f = prof_f
         for _ in range(FIT_ROUNDS if kind == "decode" else 1):
-            u = [work_shares(w, f) if kind == "decode" else w for _, _, w in rs]
-            new = _fit_curve(
-                np.array([p * x for (_, p, _), x in zip(rs, u, strict=True)]), m, prof_f
-            )
+            new = _fit_curve(P * (work_shares(W, f) if kind == "decode" else W), m, prof_f)
             done = bool(np.allclose(new, f, rtol=1e-6, atol=0.0))
             f = new
             if done:
                 break
         curve[kind] = f.tolist()
         if kind == "decode":
-            rows[kind] = [(o, p, work_shares(w, f)) for o, p, w in rs]
+            rows[kind] = [(o, p, u) for (o, p, _), u in zip(rs, work_shares(W, f), strict=True)]
     sums: dict[tuple[str, int], list[float]] = {}  # (kind, window or -1): [meas, pred, n]
     per_op: dict[str, list[tuple[float, float, int]]] = {}  # (measured, predicted, window)
     for kind, rs in rows.items():
@@ -475,16 +443,48 @@ def replay_scale(
     return out
 
 
+class Concurrency:
+    """Instances computing over an event log's operations (`timeline.operations`): a
+    prefill, a decode, and a cold load (`cold`: a policy that starts engines); counts
+    above `n` read as `n`, none as 1."""
+
+    def __init__(self, ops: list[dict], cold: bool, n: int):
+        comp = [o for o in ops if o["ev"] != "load" or (cold and not o.get("pre"))]
+        edges = sorted([(o["t"], 1) for o in comp] + [(o["end"], -1) for o in comp])
+        self.times = [t for t, _ in edges]
+        self.counts = np.cumsum([d for _, d in edges]).tolist()
+        self.n = max(n, 1)
+
+    def _k(self, j: int) -> int:
+        return min(max(self.counts[j] if j >= 0 else 1, 1), self.n) - 1
+
+    def shares(self, kind: str, a: float, b: float) -> np.ndarray:
+        """The fraction of [a, b] with k = 1..n computing (a prefill or a load: all at its
+        start, as `SharedDeviceBackend` charges it)."""
+        w = np.zeros(self.n)
+        i = bisect.bisect_right(self.times, a) - 1
+        if kind != "decode" or b <= a:
+            w[self._k(i)] = 1.0
+            return w
+        t = a
+        while t < b:
+            nxt = min(self.times[i + 1] if i + 1 < len(self.times) else b, b)
+            w[self._k(i)] += (nxt - t) / (b - a)
+            t, i = nxt, i + 1
+        return w
+
+
 def work_shares(time_shares: np.ndarray, curve: np.ndarray) -> np.ndarray:
     """The shares of an operation's work done at k = 1.. instances computing, from the
-    shares of its time (`curve`: its time per unit of work at each k). The simulator
+    shares of its time (`curve`: its time per unit of work at each k; rows of a 2-D
+    `time_shares` are operations). The simulator
     advances a decode at 1 / curve[k-1] while k compute (`SharedDeviceBackend`), so its
     time is its work x ``work_shares @ curve``, the time-weighted harmonic mean of the
     curve; the time-weighted arithmetic mean (before) charged a decode that ran alone
     half its time and beside two others the rest 1.5x what the simulator then takes
     (a 3.6x curve on this VM's 2 cores), and fitted the curve to that."""
     x = np.asarray(time_shares, dtype=float) / np.maximum(np.asarray(curve, dtype=float), 1e-12)
-    return x / max(float(x.sum()), 1e-300)
+    return x / np.maximum(x.sum(axis=-1, keepdims=True), 1e-300)  # per operation (row)
 
 
 def _fit_curve(A: np.ndarray, m: np.ndarray, prof_f: np.ndarray) -> np.ndarray:
