@@ -12,7 +12,10 @@
    windows). The bare profile times the forward passes alone; a server also decodes its
    tokens, streams them, accounts and schedules on the same cores and interpreter, and its
    instances overlap as the policy makes them: that is what the calibration measures,
-   before the replay and on other requests.
+   before the replay and on other requests. "drift d/p": the replay's decodes and
+   prefills timed against the calibration's device (`compare.drift`; 1.20: the device ran
+   20 % slower in the replay than in the calibration minutes before), the distance no
+   prediction made before the replay can see (bench/device_drift.py: this VM's speed).
 4. Predict it again with the device as the replay found it: the profile scaled by the
    engine's measured operation times against the profile at the concurrency they ran at
    (`hpn.serve.compare.replay_scale`, read from the engine's event log). The policy,
@@ -52,7 +55,7 @@ from hpn.pool.policies import get_policy
 from hpn.pool.policies.base import Slo
 from hpn.pool.traces import market
 from hpn.serve import profile as profiles
-from hpn.serve.compare import engine_trace, predict, replay_scale, slower
+from hpn.serve.compare import drift, engine_trace, predict, replay_scale, slower
 from hpn.serve.device import DeviceSpec
 from hpn.serve.engine import cluster_for, cold_start, load_hosts, startup_s
 from hpn.serve.replay import replay
@@ -172,7 +175,8 @@ def table(rows: list[dict]) -> None:
     print(
         f"{'seed':>4} {'policy':<11} {'engine':>7} {'engine repeats':>17} {'bare':>6} "
         f"{'sim':>6} {'diff':>6} "
-        f"{'sim draws':>17} {'sim@rep':>7} {'diff':>6} {'+-10%':>9} {'draws':>17}  "
+        f"{'sim draws':>17} {'drift d/p':>9} {'sim@rep':>7} {'diff':>6} {'+-10%':>9} "
+        f"{'draws':>17}  "
         f"{'TBT p99 e/b/s/s@rep (s)':<28} {'switches e/b/s/s@rep':<19} load"
     )
 
@@ -192,10 +196,13 @@ def table(rows: list[dict]) -> None:
         sw = "/".join(f"{r[k + '_switches']:.0f}" for k in ("engine", "bare", "sim", "cal"))
         near = f"{100 * r['cal_attainment_slower']:.0f}..{100 * r['cal_attainment_faster']:.0f}%"
         load = f"{r['load_avg_1m'][0]:.1f}-{r['load_avg_1m'][1]:.1f}"
+        mv = r.get("calibration_drift") or {}
+        moved = "/".join(f"{mv[k]:.2f}" if k in mv else "-" for k in ("decode", "prefill"))
         print(
             f"{r['seed']:>4} {r['policy']:<11} {e:6.1f}% "
             f"{span(r['engine_repeats_attainment']):>17} {b:5.1f}% {s:5.1f}% {e - s:+6.1f} "
-            f"{span(r['sim_draws_attainment']):>17} {c:6.1f}% {e - c:+6.1f} {near:>9} "
+            f"{span(r['sim_draws_attainment']):>17} {moved:>9} {c:6.1f}% {e - c:+6.1f} "
+            f"{near:>9} "
             f"{span(r['cal_draws_attainment']):>17}  {tbt:<28} {sw:<19} {load}"
         )
 
@@ -359,8 +366,15 @@ def run(a, tmp: str) -> list[dict]:
             for i in range(1, a.repeats)
         ]
         cls = get_policy(pol)
+        elog_doc = json.loads(elog.read_text())
+        # how far the device moved between the calibration and the replay
+        moved = (
+            drift(elog_doc, prof, kvb, serving, cold_start(cls, opts), startup_s(cls, opts))
+            if serving
+            else {}
+        )
         scale = replay_scale(
-            json.loads(elog.read_text()),
+            elog_doc,
             prof,
             kvb,
             cold_start(cls, opts),
@@ -426,6 +440,7 @@ def run(a, tmp: str) -> list[dict]:
             "bare_tbt_p99_s": bare.tbt_p99_s,
             "bare_switches": bare.switches,
             "serving_scale": serving,
+            "calibration_drift": moved,
             "replay_scale": scale,
             "cal_attainment": cal.slo_attainment,
             "cal_attainment_artifact": cal.slo_attainment_artifact,

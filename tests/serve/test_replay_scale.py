@@ -12,7 +12,15 @@ import pytest
 from hpn.pool.backend import Cluster
 from hpn.pool.policies.base import Slo
 from hpn.pool.traces.base import Trace
-from hpn.serve.compare import MIN_OPS, predict, replay_scale, spread, work_shares
+from hpn.serve.compare import (
+    MIN_OPS,
+    drift,
+    predict,
+    replay_scale,
+    slower,
+    spread,
+    work_shares,
+)
 from hpn.serve.replay import _clock_phase
 from hpn.serve.timeline import operations
 from tests.serve.test_compare import _profile, _shared_profile
@@ -55,6 +63,23 @@ def test_a_slower_device_reads_back_as_its_slowdown(make):
     s = replay_scale(_log(slow, _trace()), prof, KVB)
     assert s["prefill"] == pytest.approx(2.0, rel=0.03)
     assert s["decode"] == pytest.approx(3.0, rel=0.03)
+
+
+@pytest.mark.parametrize("make", [_profile, _shared_profile])
+def test_drift_is_how_much_slower_a_log_ran_than_a_scale_read_elsewhere(make):
+    """A log against its own scale has not drifted (1, exactly: the same sums); against
+    the profile's device (scale 1) it ran at the 2x / 3x it was simulated at; against a
+    device read 1.5x slower than its own, at 1 / 1.5."""
+    prof = make()
+    log = _log({**prof, "replay_scale": {"prefill": 2.0, "decode": 3.0, "load": 1.0}}, _trace())
+    own = replay_scale(log, prof, KVB)
+    assert drift(log, prof, KVB, own) == pytest.approx({"prefill": 1.0, "decode": 1.0})
+    bare = drift(log, prof, KVB, {"prefill": 1.0, "decode": 1.0, "load": 1.0})
+    assert bare["prefill"] == pytest.approx(2.0, rel=0.03)
+    assert bare["decode"] == pytest.approx(3.0, rel=0.03)
+    assert drift(log, prof, KVB, slower(own, 1.5)) == pytest.approx(
+        {"prefill": 1 / 1.5, "decode": 1 / 1.5}
+    )
 
 
 def test_predict_charges_the_scale_on_a_hand_computed_timeline():

@@ -20,7 +20,8 @@ the replay: each operation's measured seconds against the profile's prediction a
 number of instances computing around it, per kind; `predict` with a profile carrying
 ``replay_scale`` charges every operation of that kind that much more, at the replay's own
 contention curve (the device as the replay found it: the policy, scheduler and accounting
-stay the simulator's own).
+stay the simulator's own). `drift` times one log against a scale read from another (the
+serving calibration's): how far the device moved between the two.
 """
 
 from __future__ import annotations
@@ -361,30 +362,7 @@ def replay_scale(
     seconds or `MIN_OPS` operations keeps the profile's factor (a profile measured under
     other processes' load can have a curve the replay never ran: 10x between 1 and 3
     instances)."""
-    from hpn.serve.timeline import operations
-
-    base = dict(profile)
-    base.pop("replay_scale", None)
-    cost = EngineCost(base, kv_bytes_per_token, cold, startup)
-    shared, cost.shared = cost.shared, None  # predictions at the grid's concurrency
-    reqs = {r["rid"]: r for r in log["requests"]}
-    ops = [o for o in operations(log) if "end" in o]
-
-    n_max = len(shared["k"]) if shared and "k" in shared else int(cost.active)
-    shares = Concurrency(ops, cold, n_max).shares
-
-    offset = 0.0
-    if arrivals is not None and len(arrivals) and log["requests"]:
-        eng = sorted(r["arrival"] for r in log["requests"])
-        offset = min(e - a for e, a in zip(eng, sorted(arrivals), strict=False))
-    rows: dict[str, list[tuple[dict, float, np.ndarray]]] = {}  # kind: (op, pred, shares)
-    for o in ops:
-        kind = o["ev"]
-        if kind == "load" and not (cold and startup <= 0 and not o.get("pre")):
-            continue
-        p = op_seconds(o, cost, reqs)
-        if p:
-            rows.setdefault(kind, []).append((o, p, shares(kind, o["t"], o["end"])))
+    rows, prof_curves, offset = _timed(log, profile, kv_bytes_per_token, cold, startup, arrivals)
     # the replay's own contention: seconds of each kind at k instances computing against
     # the profile's grid prediction (non-negative least squares over the operations); a k
     # too thin to fit keeps the profile's factor times the kind's fitted speed. A decode's
@@ -392,7 +370,7 @@ def replay_scale(
     # the curve: fitted again until they hold still.
     curve: dict[str, list[float]] = {}
     for kind, rs in rows.items():
-        prof_f = np.array(shared[kind] if shared and kind in shared else [1.0] * n_max)
+        prof_f = prof_curves[kind]
         m = np.array([o["end"] - o["t"] for o, _, _ in rs])
         P = np.array([p for _, p, _ in rs])[:, None]
         W = np.array([w for _, _, w in rs])
@@ -440,6 +418,69 @@ def replay_scale(
         out["windows"] = {
             kind: [ratio((kind, w), out[kind]) for w in range(last + 1)] for kind in CALIBRATED
         }
+    return out
+
+
+def _timed(log, profile, kv_bytes_per_token, cold, startup, arrivals=None):
+    """The log's finished operations by kind, each as (op, its seconds by the profile at the
+    grid's concurrency, its time shares at k = 1..n computing); each kind's profile curve;
+    the lag of the log's clock behind the trace's (`arrivals`). Warm loads (paced by the
+    link) and, with a configured start-up, cold ones are left out (`replay_scale`)."""
+    from hpn.serve.timeline import operations
+
+    base = dict(profile)
+    base.pop("replay_scale", None)
+    cost = EngineCost(base, kv_bytes_per_token, cold, startup)
+    shared, cost.shared = cost.shared, None  # predictions at the grid's concurrency
+    reqs = {r["rid"]: r for r in log["requests"]}
+    ops = [o for o in operations(log) if "end" in o]
+    n_max = len(shared["k"]) if shared and "k" in shared else int(cost.active)
+    shares = Concurrency(ops, cold, n_max).shares
+    offset = 0.0
+    if arrivals is not None and len(arrivals) and log["requests"]:
+        eng = sorted(r["arrival"] for r in log["requests"])
+        offset = min(e - a for e, a in zip(eng, sorted(arrivals), strict=False))
+    rows: dict[str, list[tuple[dict, float, np.ndarray]]] = {}  # kind: (op, pred, shares)
+    for o in ops:
+        kind = o["ev"]
+        if kind == "load" and not (cold and startup <= 0 and not o.get("pre")):
+            continue
+        p = op_seconds(o, cost, reqs)
+        if p:
+            rows.setdefault(kind, []).append((o, p, shares(kind, o["t"], o["end"])))
+    curves = {
+        kind: np.array(shared[kind] if shared and kind in shared else [1.0] * max(n_max, 1))
+        for kind in rows
+    }
+    return rows, curves, offset
+
+
+def drift(
+    log: dict,
+    profile: dict,
+    kv_bytes_per_token: dict[str, float],
+    scale: dict,
+    cold: bool = False,
+    startup: float = 0.0,
+) -> dict[str, float]:
+    """How much slower each kind of operation in an engine log ran than a `replay_scale`
+    read elsewhere says (its speed and contention curve, no windows): measured over
+    predicted seconds, 1 where `scale` is the device this log met. With the serving
+    calibration's scale and the replay's log, it is how far the device moved between the
+    two (`bench/serve_vs_sim.py`'s "drift" column): a prediction made before a replay can
+    be no closer than that. Kinds with fewer than `MIN_OPS` operations are left out."""
+    rows, prof_curves, _ = _timed(log, profile, kv_bytes_per_token, cold, startup)
+    out = {}
+    for kind, rs in rows.items():
+        if len(rs) < MIN_OPS or kind not in scale:
+            continue
+        f = np.array((scale.get("contention") or {}).get(kind, prof_curves[kind]), dtype=float)
+        W = np.array([w for _, _, w in rs])
+        if kind == "decode":
+            W = work_shares(W, f)
+        m = sum(o["end"] - o["t"] for o, _, _ in rs)
+        q = float(np.array([p for _, p, _ in rs]) @ (W @ f)) * float(scale[kind])
+        out[kind] = m / q if q > 0 else float("nan")
     return out
 
 
