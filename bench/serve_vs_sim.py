@@ -366,19 +366,16 @@ def run(a, tmp: str) -> list[dict]:
             for i in range(1, a.repeats)
         ]
         cls = get_policy(pol)
+        cold, startup = cold_start(cls, opts), startup_s(cls, opts)
         elog_doc = json.loads(elog.read_text())
         # how far the device moved between the calibration and the replay
-        moved = (
-            drift(elog_doc, prof, kvb, serving, cold_start(cls, opts), startup_s(cls, opts))
-            if serving
-            else {}
-        )
+        moved = drift(elog_doc, prof, kvb, serving, cold, startup) if serving else {}
         scale = replay_scale(
             elog_doc,
             prof,
             kvb,
-            cold_start(cls, opts),
-            startup_s(cls, opts),
+            cold,
+            startup,
             arrivals=etr.arrival,
             window=a.window or None,
         )

@@ -382,18 +382,15 @@ def replay_scale(
             if done:
                 break
         curve[kind] = f.tolist()
-        if kind == "decode":
-            rows[kind] = [(o, p, u) for (o, p, _), u in zip(rs, work_shares(W, f), strict=True)]
     sums: dict[tuple[str, int], list[float]] = {}  # (kind, window or -1): [meas, pred, n]
     per_op: dict[str, list[tuple[float, float, int]]] = {}  # (measured, predicted, window)
     for kind, rs in rows.items():
-        f = np.array(curve[kind])
-        for o, p, w in rs:
+        for (o, _, _), q in zip(rs, _at_curve(kind, rs, np.array(curve[kind])), strict=True):
             keys = [(kind, -1)]
             win = max(0, int((o["t"] - offset) // window)) if window else -1
             if window:
                 keys.append((kind, win))
-            q = p * float(w @ f)
+            q = float(q)
             for key in keys:
                 acc = sums.setdefault(key, [0.0, 0.0, 0])
                 acc[0] += o["end"] - o["t"]
@@ -424,8 +421,8 @@ def replay_scale(
 def _timed(log, profile, kv_bytes_per_token, cold, startup, arrivals=None):
     """The log's finished operations by kind, each as (op, its seconds by the profile at the
     grid's concurrency, its time shares at k = 1..n computing); each kind's profile curve;
-    the lag of the log's clock behind the trace's (`arrivals`). Warm loads (paced by the
-    link) and, with a configured start-up, cold ones are left out (`replay_scale`)."""
+    the lag of the log's clock behind the trace's (`arrivals`). Pre-loads, warm loads (paced
+    by the link) and, with a configured start-up, cold ones are left out (`replay_scale`)."""
     from hpn.serve.timeline import operations
 
     base = dict(profile)
@@ -475,13 +472,19 @@ def drift(
         if len(rs) < MIN_OPS or kind not in scale:
             continue
         f = np.array((scale.get("contention") or {}).get(kind, prof_curves[kind]), dtype=float)
-        W = np.array([w for _, _, w in rs])
-        if kind == "decode":
-            W = work_shares(W, f)
         m = sum(o["end"] - o["t"] for o, _, _ in rs)
-        q = float(np.array([p for _, p, _ in rs]) @ (W @ f)) * float(scale[kind])
+        q = float(_at_curve(kind, rs, f).sum()) * float(scale[kind])
         out[kind] = m / q if q > 0 else float("nan")
     return out
+
+
+def _at_curve(kind: str, rows, curve: np.ndarray) -> np.ndarray:
+    """Each of `_timed`'s rows' seconds on contention `curve`: its grid seconds times its
+    shares at each k (of its work, for a decode, as the simulator charges it) @ curve."""
+    W = np.array([w for _, _, w in rows])
+    if kind == "decode":
+        W = work_shares(W, curve)
+    return np.array([p for _, p, _ in rows]) * (W @ curve)
 
 
 class Concurrency:
